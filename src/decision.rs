@@ -1,0 +1,146 @@
+//! One decision on one shard, and the checks a request must pass first.
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::js_number::js_number;
+use crate::shard::MIN_CHOOSE_TWO;
+use crate::state::State;
+use crate::transition::advance;
+
+/// What one call asks of a limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Request {
+    /// Tokens to consume: finite and `>= 0`.
+    pub count: f64,
+    /// Whether to go into debt (and be told when to run) rather than be refused.
+    pub reserve: bool,
+}
+
+/// Rejects a request that is malformed or that can never succeed.
+///
+/// With `shard_factor = shards < 3 ? 1 : shards / 2` and
+/// `max = capacity / shard_factor`: without `reserve`, `count > max` is an
+/// error; with `reserve` and a `maxReserved`, `count > max + maxReserved / shard_factor` is.
+///
+/// ```
+/// use ratebound::{validate_request, Config, RawConfig, Request};
+/// let config = Config::try_from(&RawConfig::token_bucket(1.0, 1000.0)).unwrap();
+/// let error = validate_request("simple", &config, Request { count: 2.0, reserve: false }).unwrap_err();
+/// assert_eq!(error.to_string(), "Rate limit simple count 2 exceeds 1.");
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidRequest`] for a count that is not a finite number `>= 0`
+/// (a negative count would mint tokens); [`Error::CountExceedsMax`] as above.
+pub fn validate_request(limit: &str, config: &Config, request: Request) -> Result<(), Error> {
+    let Request { count, reserve } = request;
+    if !(count.is_finite() && count >= 0.0) {
+        return Err(Error::request(limit, "count", format!("count must be a finite number >= 0 (got {})", js_number(count))));
+    }
+    let shard_factor = if config.shard_count < MIN_CHOOSE_TWO { 1.0 } else { f64::from(config.shard_count) / 2.0 };
+    let max = config.capacity / shard_factor;
+    let bound = match (reserve, config.max_reserved) {
+        (false, _) => max,
+        (true, Some(max_reserved)) => max + max_reserved / shard_factor,
+        (true, None) => return Ok(()),
+    };
+    if count > bound {
+        return Err(Error::CountExceedsMax {
+            limit: limit.into(),
+            count,
+            max: bound,
+            shard_count: config.shard_count,
+            reserve,
+        });
+    }
+    Ok(())
+}
+
+/// The outcome of deciding on one shard.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShardDecision {
+    /// Whether the tokens were granted (possibly as a reservation).
+    pub ok: bool,
+    /// Present when `value < 0`: ms until the tokens will be there.
+    pub retry_after_ms: Option<f64>,
+    /// The state to write if the decision is taken.
+    pub next: State,
+}
+
+/// Decides `request` on one shard whose state is `state`, under `shard_config`.
+///
+/// Refused when the shard would go negative and the request does not
+/// reserve, or reserves past `maxReserved` (`Some(0)` allows no debt at all).
+///
+/// ```
+/// use ratebound::{decide, Config, RawConfig, Request, State};
+/// let config = Config::try_from(&RawConfig::fixed_window(2.0, 1000.0).with("maxReserved", 0.0)).unwrap();
+/// let empty = State { value: 0.0, ts: 0.0 };
+/// let refused = decide(empty, &config, 400.0, Request { count: 1.0, reserve: true });
+/// assert_eq!((refused.ok, refused.retry_after_ms), (false, Some(600.0)));
+/// ```
+pub fn decide(state: State, shard_config: &Config, now_ms: f64, request: Request) -> ShardDecision {
+    let transition = advance(state, shard_config, now_ms, request.count);
+    let debt = -transition.value;
+    let refused = transition.value < 0.0
+        && (!request.reserve || shard_config.max_reserved.is_some_and(|max_reserved| debt > max_reserved));
+    ShardDecision {
+        ok: !refused,
+        retry_after_ms: transition.retry_after_ms,
+        next: State { value: transition.value, ts: transition.ts },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RawConfig;
+
+    fn config(raw: RawConfig) -> Config {
+        Config::try_from(&raw).unwrap()
+    }
+
+    #[test]
+    fn rejects_a_negative_count_instead_of_minting_tokens() {
+        let error = validate_request("x", &config(RawConfig::token_bucket(1.0, 1.0)), Request { count: -1.0, reserve: false });
+        assert_eq!(error.unwrap_err().to_string(), "Rate limit \"x\": count must be a finite number >= 0 (got -1)");
+    }
+
+    #[test]
+    fn sharded_bound_counts_two_shards() {
+        let limit = config(RawConfig::token_bucket(40_000.0, 60_000.0).with("shards", 10.0));
+        assert!(validate_request("llm", &limit, Request { count: 8000.0, reserve: false }).is_ok());
+        let error = validate_request("llm", &limit, Request { count: 8001.0, reserve: false }).unwrap_err();
+        assert_eq!(error.to_string(), "Rate limit llm count 8001 exceeds 8000 per 10 shards.");
+    }
+
+    #[test]
+    fn reservation_bound_adds_max_reserved() {
+        let limit = config(RawConfig::token_bucket(10.0, 1.0).with("maxReserved", 5.0));
+        assert!(validate_request("r", &limit, Request { count: 15.0, reserve: true }).is_ok());
+        let error = validate_request("r", &limit, Request { count: 16.0, reserve: true }).unwrap_err();
+        assert_eq!(error.to_string(), "Rate limit r count 16 exceeds 15.00.");
+    }
+
+    #[test]
+    fn unlimited_reservation_accepts_any_count() {
+        let limit = config(RawConfig::token_bucket(10.0, 1.0));
+        assert!(validate_request("r", &limit, Request { count: 1e9, reserve: true }).is_ok());
+    }
+
+    #[test]
+    fn max_reserved_zero_means_no_reservation_at_all() {
+        let limit = config(RawConfig::token_bucket(10.0, 1000.0).with("maxReserved", 0.0));
+        let empty = State { value: 0.0, ts: 0.0 };
+        assert!(!decide(empty, &limit, 0.0, Request { count: 1.0, reserve: true }).ok);
+        assert!(validate_request("r", &limit, Request { count: 11.0, reserve: true }).is_err());
+    }
+
+    #[test]
+    fn reservation_goes_into_debt_and_says_when_to_run() {
+        let limit = config(RawConfig::token_bucket(10.0, 1000.0));
+        let empty = State { value: 0.0, ts: 0.0 };
+        let reserved = decide(empty, &limit, 0.0, Request { count: 5.0, reserve: true });
+        assert_eq!((reserved.ok, reserved.retry_after_ms, reserved.next.value), (true, Some(500.0), -5.0));
+    }
+}

@@ -1,0 +1,55 @@
+//! Fixed window: `rate` tokens arrive at the start of each `period` window.
+
+use crate::config::Config;
+use crate::state::State;
+use crate::transition::{js_min, Transition};
+
+/// `k = floor((now - ts) / period)` whole windows passed;
+/// `value = min(value + rate × k, capacity) - count`; `ts` moves to the current window's start.
+///
+/// The operations run in the reference's order so results match it bit for bit.
+pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) -> Transition {
+    let windows_passed = ((now_ms - state.ts) / config.period_ms).floor();
+    let windows_passed = if windows_passed > 0.0 { windows_passed } else { 0.0 };
+    let value = js_min(state.value + config.rate * windows_passed, config.capacity) - count;
+    let ts = state.ts + windows_passed * config.period_ms;
+    let retry_after_ms = (value < 0.0).then(|| {
+        let windows_needed = (-value / config.rate).ceil();
+        ts + config.period_ms * windows_needed - now_ms
+    });
+    Transition { value, ts, retry_after_ms, window_start_ms: Some(state.ts) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RawConfig;
+
+    fn window(rate: f64, period_ms: f64, capacity: f64) -> Config {
+        Config::try_from(&RawConfig::fixed_window(rate, period_ms).with("capacity", capacity)).unwrap()
+    }
+
+    #[test]
+    fn fixed_window_refills_at_the_next_window_start() {
+        let config = window(5.0, 1000.0, 5.0);
+        let empty = State { value: 0.0, ts: 0.0 };
+        assert_eq!(advance(empty, &config, 999.0, 0.0).value, 0.0);
+        let next = advance(empty, &config, 1000.0, 0.0);
+        assert_eq!((next.value, next.ts), (5.0, 1000.0));
+    }
+
+    #[test]
+    fn retry_after_counts_the_windows_needed_for_the_shortfall() {
+        let config = window(5.0, 1000.0, 20.0);
+        let next = advance(State { value: 0.0, ts: 0.0 }, &config, 250.0, 12.0);
+        // 12 short: three more windows' worth, the third starting at 3000.
+        assert_eq!(next.retry_after_ms, Some(2750.0));
+    }
+
+    #[test]
+    fn a_clock_stepping_back_keeps_the_window() {
+        let config = window(5.0, 1000.0, 5.0);
+        let next = advance(State { value: 2.0, ts: 10_000.0 }, &config, 3_000.0, 1.0);
+        assert_eq!((next.value, next.ts), (1.0, 10_000.0));
+    }
+}

@@ -1,0 +1,27 @@
+//! ratebound: rate limits stored as two numbers per key, `{ value, ts }`.
+//!
+//! The core is pure: time, counts and random numbers are arguments, and
+//! persistence is whatever implements [`StateStore`]. `wasm` is the only
+//! module that knows about JavaScript.
+
+mod config;
+mod decision;
+mod error;
+mod fixed_window;
+mod js_number;
+mod limiter;
+mod shard;
+mod state;
+mod token_bucket;
+mod transition;
+#[cfg(target_arch = "wasm32")]
+mod wasm;
+
+pub use config::{Config, ConfigError, Kind, RateLimitConfig, RawConfig, RawValue, MAX_SHARDS};
+pub use decision::{decide, validate_request, Request, ShardDecision};
+pub use error::Error;
+pub use js_number::js_number;
+pub use limiter::{check, get_value, limit, limit_all, reset, BatchItem, RateLimitResult, ValueReport};
+pub use shard::{combine, first_shard, sample_shards, second_shard, MIN_CHOOSE_TWO};
+pub use state::{State, StateRef, StateStore};
+pub use transition::{calculate_rate_limit, initial_state, unit_random, Transition};

@@ -1,0 +1,97 @@
+//! The two numbers stored per key, where they live, and the host's store.
+
+use std::fmt;
+
+use serde::Serialize;
+use tsify::Tsify;
+
+use crate::error::{quoted, Error};
+use crate::js_number::js_number;
+
+/// The whole state of one shard of one limit.
+///
+/// Token bucket: `value` tokens were available at `ts`. Fixed window: `value`
+/// tokens were available in the window that starts at `ts`. `value` is
+/// negative while reserved tokens are owed. Both are finite; `ts` is in ms.
+#[derive(Tsify, Serialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename = "RateLimitState")]
+pub struct State {
+    /// Tokens available (negative: reserved debt).
+    pub value: f64,
+    /// Milliseconds since the epoch.
+    pub ts: f64,
+}
+
+impl State {
+    /// Checks what a store returned: both numbers must be finite.
+    ///
+    /// # Errors
+    /// [`Error::CorruptState`] naming `at` and the bad number.
+    pub fn checked(self, at: StateRef<'_>) -> Result<State, Error> {
+        for (field, number) in [("value", self.value), ("ts", self.ts)] {
+            if !number.is_finite() {
+                return Err(Error::CorruptState {
+                    reference: at.to_string(),
+                    problem: format!("{field} must be a finite number (got {})", js_number(number)),
+                });
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// Where one shard's state lives: SPEC's `{ name, key?, shard }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StateRef<'a> {
+    /// The limit's name.
+    pub name: &'a str,
+    /// The key (a user, a team…); `None` is the limit's single shared state.
+    pub key: Option<&'a str>,
+    /// The shard, `0..shard_count`.
+    pub shard: u32,
+}
+
+impl fmt::Display for StateRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rate limit {}", quoted(self.name))?;
+        if let Some(key) = self.key {
+            write!(f, " key {}", quoted(key))?;
+        }
+        write!(f, " shard {}", self.shard)
+    }
+}
+
+/// The host's persistence: read and write one shard's state.
+///
+/// Contract: within one call of the limiter, a read sees the writes that
+/// call made before it; `write(at, None)` deletes. Atomicity across calls
+/// belongs to the host (a Convex mutation, a Durable Object, a Deno KV atomic
+/// commit). An `Err` from either method makes the whole call fail: the
+/// limiter fails closed. The futures of a synchronous store are ready at once,
+/// and the limiter then completes without yielding.
+#[allow(async_fn_in_trait)]
+pub trait StateStore {
+    /// The store's own error; core errors convert into it.
+    type Error: From<Error>;
+
+    /// The state at `at`, or `None` when there is none yet.
+    async fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, Self::Error>;
+
+    /// Replaces the state at `at`; `None` deletes it.
+    async fn write(&mut self, at: StateRef<'_>, state: Option<State>) -> Result<(), Self::Error>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_non_finite_stored_value_is_an_error_naming_the_ref() {
+        let at = StateRef { name: "chat", key: Some("a:b"), shard: 2 };
+        let error = State { value: f64::NAN, ts: 0.0 }.checked(at).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "Stored state for rate limit \"chat\" key \"a:b\" shard 2 is corrupt: value must be a finite number (got NaN)"
+        );
+    }
+}

@@ -1,0 +1,119 @@
+//! `calculateRateLimit`: one state, one config, one instant → the next state.
+
+use serde::Serialize;
+use tsify::Tsify;
+
+use crate::config::{Config, Kind};
+use crate::error::Error;
+use crate::js_number::js_number;
+use crate::state::State;
+use crate::{fixed_window, token_bucket};
+
+/// The state after a transition, and how long to wait if it went negative.
+#[derive(Tsify, Serialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename = "RateLimitTransition")]
+pub struct Transition {
+    /// Tokens left after consuming `count` (negative: short by that much).
+    pub value: f64,
+    /// The new `ts`: `now` for a token bucket, the current window's start for a fixed window.
+    pub ts: f64,
+    /// When `value < 0`: ms from `now` until enough tokens will have arrived.
+    #[serde(rename = "retryAfter", skip_serializing_if = "Option::is_none")]
+    #[tsify(optional)]
+    pub retry_after_ms: Option<f64>,
+    /// Fixed window only: the `ts` of the state it started from.
+    #[serde(rename = "windowStart", skip_serializing_if = "Option::is_none")]
+    #[tsify(optional)]
+    pub window_start_ms: Option<f64>,
+}
+
+/// Checks a number drawn from a random source: it must lie in `[0, 1)`.
+///
+/// # Errors
+/// [`Error::InvalidRandom`] for anything else.
+pub fn unit_random(drawn: f64) -> Result<f64, Error> {
+    if (0.0..1.0).contains(&drawn) {
+        Ok(drawn)
+    } else {
+        Err(Error::InvalidRandom { got: js_number(drawn) })
+    }
+}
+
+/// The state a key starts in: full. A fixed window without `start` begins at a
+/// random instant of the last `period`, so keys do not all refill together.
+///
+/// ```
+/// use ratebound::{initial_state, Config, RawConfig};
+/// let config = Config::try_from(&RawConfig::fixed_window(5.0, 1000.0)).unwrap();
+/// let state = initial_state(&config, 10_000.0, || Ok(0.25)).unwrap();
+/// assert_eq!((state.value, state.ts), (5.0, 9_750.0));
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidRandom`] when the random source returns a number outside `[0, 1)`.
+pub fn initial_state(
+    config: &Config,
+    now_ms: f64,
+    random: impl FnOnce() -> Result<f64, Error>,
+) -> Result<State, Error> {
+    let ts = match (config.kind, config.start_ms) {
+        (Kind::TokenBucket, _) => now_ms,
+        (Kind::FixedWindow, Some(start_ms)) => start_ms,
+        (Kind::FixedWindow, None) => now_ms - (unit_random(random()?)? * config.period_ms).floor(),
+    };
+    Ok(State { value: config.capacity, ts })
+}
+
+/// Projects `state` (or a fresh one) to `now_ms` and consumes `count` tokens.
+///
+/// Where `now_ms >= state.ts` this is bit for bit the reference's
+/// `calculateRateLimit`; a clock that stepped backwards neither mints nor
+/// burns tokens. `config` is used as given (pass [`Config::per_shard`] for a shard).
+///
+/// ```
+/// use ratebound::{calculate_rate_limit, Config, RawConfig, State};
+/// let config = Config::try_from(&RawConfig::token_bucket(10.0, 60_000.0)).unwrap();
+/// let state = State { value: 0.0, ts: 0.0 };
+/// let next = calculate_rate_limit(Some(state), &config, 3_000.0, 1.0, || Ok(0.5)).unwrap();
+/// assert_eq!(next.value, -0.5);
+/// assert_eq!(next.retry_after_ms, Some(3_000.0));
+/// ```
+///
+/// # Errors
+/// Only from the random source, and only for a fresh fixed window without `start`.
+pub fn calculate_rate_limit(
+    state: Option<State>,
+    config: &Config,
+    now_ms: f64,
+    count: f64,
+    random: impl FnOnce() -> Result<f64, Error>,
+) -> Result<Transition, Error> {
+    let state = match state {
+        Some(state) => state,
+        None => initial_state(config, now_ms, random)?,
+    };
+    Ok(advance(state, config, now_ms, count))
+}
+
+/// The transition from an existing state (no randomness needed).
+pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) -> Transition {
+    match config.kind {
+        Kind::TokenBucket => token_bucket::advance(state, config, now_ms, count),
+        Kind::FixedWindow => fixed_window::advance(state, config, now_ms, count),
+    }
+}
+
+/// JavaScript's `Math.min` for two numbers: `-0` is less than `0`, NaN wins.
+pub(crate) fn js_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a < b {
+        a
+    } else if b < a {
+        b
+    } else if a.is_sign_negative() {
+        a
+    } else {
+        b
+    }
+}
