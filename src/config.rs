@@ -158,7 +158,12 @@ impl ConfigError {
 
     /// The error for the limit called `limit`.
     pub fn for_limit(self, limit: &str) -> Error {
-        Error::InvalidConfig { limit: limit.into(), field: self.field, problem: self.problem }
+        Error::InvalidConfig { limit: Some(limit.into()), field: self.field, problem: self.problem }
+    }
+
+    /// The error for a config that belongs to no named limit.
+    pub fn unnamed(self) -> Error {
+        Error::InvalidConfig { limit: None, field: self.field, problem: self.problem }
     }
 }
 

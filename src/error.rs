@@ -11,8 +11,8 @@ use crate::js_number::{js_fixed_2, js_number};
 pub enum Error {
     /// A limit's configuration is invalid (checked once, when it is defined).
     InvalidConfig {
-        /// The limit's name.
-        limit: String,
+        /// The limit's name; `None` for a config passed to `calculateRateLimit`.
+        limit: Option<String>,
         /// The offending field, or `"config"` for the object as a whole.
         field: String,
         /// What is wrong, naming the value that was given.
@@ -40,6 +40,11 @@ pub enum Error {
         /// Whether the request reserved (the reference prints that bound with two decimals).
         reserve: bool,
     },
+    /// A limit name that is not a well-formed string.
+    InvalidName {
+        /// The value given, described.
+        got: String,
+    },
     /// No limit of that name was defined and no config was passed inline.
     UnknownLimit {
         /// The name that was asked for.
@@ -57,6 +62,11 @@ pub enum Error {
         /// The value it returned, described.
         got: String,
     },
+    /// The runtime has no source of random numbers (and none was injected).
+    RandomUnavailable {
+        /// What the runtime said.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -73,8 +83,20 @@ impl Error {
             Error::InvalidRequest { .. } => "INVALID_REQUEST",
             Error::CountExceedsMax { .. } => "COUNT_EXCEEDS_MAX",
             Error::UnknownLimit { .. } => "UNKNOWN_LIMIT",
+            Error::InvalidName { .. } => "INVALID_REQUEST",
             Error::CorruptState { .. } => "CORRUPT_STATE",
             Error::InvalidRandom { .. } => "INVALID_RANDOM",
+            Error::RandomUnavailable { .. } => "RANDOM_UNAVAILABLE",
+        }
+    }
+
+    /// The limit's name or the config field the error is about, for `error.field` in JavaScript.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Error::InvalidConfig { field, .. } | Error::InvalidRequest { field, .. } => Some(field),
+            Error::CountExceedsMax { .. } => Some("count"),
+            Error::InvalidName { .. } => Some("name"),
+            _ => None,
         }
     }
 
@@ -86,9 +108,10 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::InvalidConfig { limit, problem, .. } => {
+            Error::InvalidConfig { limit: Some(limit), problem, .. } => {
                 write!(f, "Rate limit {}: {problem}", quoted(limit))
             }
+            Error::InvalidConfig { limit: None, problem, .. } => write!(f, "Invalid rate limit config: {problem}"),
             Error::InvalidRequest { limit, problem, .. } => {
                 write!(f, "Rate limit {}: {problem}", quoted(limit))
             }
@@ -101,6 +124,7 @@ impl fmt::Display for Error {
                     write!(f, ".")
                 }
             }
+            Error::InvalidName { got } => write!(f, "Rate limit name must be a well-formed string (got {got})"),
             Error::UnknownLimit { limit } => write!(
                 f,
                 "Rate limit {} is not defined: define it in the limits or pass `config` inline.",
@@ -111,6 +135,9 @@ impl fmt::Display for Error {
             }
             Error::InvalidRandom { got } => {
                 write!(f, "random() must return a number in [0, 1) (got {got})")
+            }
+            Error::RandomUnavailable { reason } => {
+                write!(f, "No random numbers are available in this runtime ({reason}); pass `random` in the limiter's options")
             }
         }
     }

@@ -63,7 +63,7 @@ impl RateLimitResult {
 
 /// `getValue`'s report: `calculateRateLimit({ value, ts }, config, now)` projects the whole limit forward.
 #[derive(Tsify, Serialize, Debug, Clone, PartialEq)]
-#[serde(rename = "RateLimitValue")]
+#[tsify(rename = "RateLimitValue")]
 pub struct ValueReport {
     /// Tokens available in the whole limit at `ts` (negative: reserved debt).
     pub value: f64,
@@ -129,6 +129,11 @@ async fn read<S: StateStore>(store: &mut S, at: StateRef<'_>) -> Result<Option<S
 }
 
 /// Reads the shards the power of two choices asks for and decides, writing nothing.
+///
+/// Read a random shard `a`. Unsharded, decide on it. If it grants and is
+/// fresh, or there are fewer than 3 shards, use it. Otherwise read a random
+/// other shard `b`: if one grants, use it; if both, the one left with more;
+/// if neither, try them combined.
 async fn decide_one<S: StateStore>(
     store: &mut S,
     item: BatchItem<'_>,
@@ -146,7 +151,12 @@ async fn decide_one<S: StateStore>(
         None => initial_state(&shard_config, now_ms, || draw(random))?,
     };
     let alone_first = decide(state_first, &shard_config, now_ms, request);
-    if stored_first.is_none() || shard_count < MIN_CHOOSE_TWO {
+    // A fresh shard (or one of only two) that grants is enough. One that
+    // refuses is not the last word: the request may need two shards' worth,
+    // which validation allows, and refusing on one shard alone would refuse
+    // it forever on a fresh limit, since refusals write nothing.
+    let first_is_enough = alone_first.ok && (stored_first.is_none() || shard_count < MIN_CHOOSE_TWO);
+    if shard_count == 1 || first_is_enough {
         return Ok(Outcome::single(first, alone_first));
     }
     let second = second_shard(first, shard_count, draw(random)?);

@@ -14,7 +14,7 @@ use crate::js_number::js_number;
 /// tokens were available in the window that starts at `ts`. `value` is
 /// negative while reserved tokens are owed. Both are finite; `ts` is in ms.
 #[derive(Tsify, Serialize, Debug, Clone, Copy, PartialEq)]
-#[serde(rename = "RateLimitState")]
+#[tsify(rename = "RateLimitState")]
 pub struct State {
     /// Tokens available (negative: reserved debt).
     pub value: f64,

@@ -11,7 +11,7 @@ use crate::{fixed_window, token_bucket};
 
 /// The state after a transition, and how long to wait if it went negative.
 #[derive(Tsify, Serialize, Debug, Clone, Copy, PartialEq)]
-#[serde(rename = "RateLimitTransition")]
+#[tsify(rename = "RateLimitTransition")]
 pub struct Transition {
     /// Tokens left after consuming `count` (negative: short by that much).
     pub value: f64,

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what building and testing ratebound needs, and only what is missing:
+# the wasm32 target, wasm-bindgen-cli at exactly the version Cargo.toml pins,
+# and the npm packages of package-lock.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  echo "ratebound: adding the wasm32-unknown-unknown target" >&2
+  rustup target add wasm32-unknown-unknown >&2
+fi
+
+pinned=$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' Cargo.toml)
+if [ -z "$pinned" ]; then
+  echo "ratebound: Cargo.toml must pin wasm-bindgen exactly (wasm-bindgen = \"=X.Y.Z\")" >&2
+  exit 1
+fi
+installed=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$installed" != "$pinned" ]; then
+  # Not --locked: the registry here lacks one of its locked dependency versions.
+  echo "ratebound: installing wasm-bindgen-cli $pinned (found '${installed:-none}'); this takes several minutes" >&2
+  cargo install wasm-bindgen-cli --version "$pinned" >&2
+fi
+
+# npm ci when node_modules is missing or was installed from another lockfile.
+stamp=node_modules/.ratebound-lockfile
+if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
+  echo "ratebound: npm ci" >&2
+  npm ci --no-audit --no-fund >&2
+  cp package-lock.json "$stamp"
+fi

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Every test of the project, in layers: native Rust (unit, integration,
+# property, doc), wasm-bindgen-test in Node, then the JS suites on the built
+# package. Installs what it needs first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/ensure-toolchain.sh
+
+echo "== Rust: unit, integration, property and doc tests (native)"
+cargo test --quiet
+
+echo "== Rust: wasm-bindgen-test in Node"
+cargo test --quiet --target wasm32-unknown-unknown --test wasm
+
+echo "== Build pkg/"
+node scripts/build.mjs
+
+echo "== JS: tests on the built package"
+node --test --test-reporter=spec tests/js/

@@ -1,0 +1,527 @@
+//! The only module that touches JavaScript. It converts values inside
+//! function bodies (never at the ABI), drives the core's calls over the
+//! host's store, and turns core errors into real `Error`s carrying a `code`.
+//!
+//! A call whose store answers synchronously completes synchronously and
+//! returns its result; the first Promise a store returns turns the rest of
+//! the call into a Promise.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use js_sys::{Array, Function, JsString, Object, Promise, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::{future_to_promise, JsFuture};
+
+use crate::config::{Config, ConfigError, RawConfig, RawValue};
+use crate::decision::Request;
+use crate::error::Error;
+use crate::limiter::{self, BatchItem, RateLimitResult};
+use crate::state::{State, StateRef, StateStore};
+use crate::transition::calculate_rate_limit as core_calculate_rate_limit;
+
+#[wasm_bindgen(typescript_custom_section)]
+const HOST_TYPES: &'static str = r#"
+/** Where one shard's state lives: the limit's name, its key (absent for the shared state) and the shard. */
+export type StateRef = { name: string; key?: string; shard: number };
+
+/**
+ * The host's persistence. Either method may answer directly or with a Promise.
+ * `write(ref, null)` deletes. A method that throws or rejects makes the call fail (fail closed).
+ */
+export interface RateLimitStore {
+  read(ref: StateRef): RateLimitState | null | undefined | Promise<RateLimitState | null | undefined>;
+  write(ref: StateRef, state: RateLimitState | null): void | Promise<void>;
+}
+"#;
+
+thread_local! {
+    static KEYS: Keys = Keys::new();
+}
+
+/// Property names, made into JS strings once.
+struct Keys {
+    name: JsValue,
+    key: JsValue,
+    shard: JsValue,
+    value: JsValue,
+    ts: JsValue,
+    ok: JsValue,
+    retry_after: JsValue,
+    count: JsValue,
+    reserve: JsValue,
+    config: JsValue,
+}
+
+impl Keys {
+    fn new() -> Keys {
+        Keys {
+            name: "name".into(),
+            key: "key".into(),
+            shard: "shard".into(),
+            value: "value".into(),
+            ts: "ts".into(),
+            ok: "ok".into(),
+            retry_after: "retryAfter".into(),
+            count: "count".into(),
+            reserve: "reserve".into(),
+            config: "config".into(),
+        }
+    }
+}
+
+fn set(object: &Object, key: &JsValue, value: &JsValue) {
+    // Defining a property on a fresh plain object cannot fail.
+    let _ = Reflect::set(object, key, value);
+}
+
+impl From<Error> for JsValue {
+    fn from(error: Error) -> JsValue {
+        let js_error = js_sys::Error::new(&error.to_string());
+        js_error.set_name("RateboundError");
+        set(&js_error, &"code".into(), &error.code().into());
+        if let Some(field) = error.field() {
+            set(&js_error, &"field".into(), &field.into());
+        }
+        js_error.into()
+    }
+}
+
+/// A JS value as the core's [`RawValue`], for validation and error messages.
+fn raw_value(value: &JsValue) -> RawValue {
+    if value.is_undefined() {
+        RawValue::Undefined
+    } else if value.is_null() {
+        RawValue::Null
+    } else if let Some(flag) = value.as_bool() {
+        RawValue::Bool(flag)
+    } else if let Some(number) = value.as_f64() {
+        RawValue::Number(number)
+    } else if let Some(text) = well_formed_string(value) {
+        RawValue::String(text)
+    } else if value.is_string() {
+        RawValue::Other("a string with a lone surrogate".into())
+    } else if Array::is_array(value) {
+        RawValue::Other("an array".into())
+    } else if value.is_function() {
+        RawValue::Other("a function".into())
+    } else if value.is_bigint() {
+        RawValue::Other("a bigint".into())
+    } else if value.is_symbol() {
+        RawValue::Other("a symbol".into())
+    } else {
+        RawValue::Other("an object".into())
+    }
+}
+
+/// The string, if `value` is one that converts to UTF-8 without loss: two
+/// distinct JS strings must never become the same Rust string.
+fn well_formed_string(value: &JsValue) -> Option<String> {
+    let text = value.dyn_ref::<JsString>()?;
+    if text.is_valid_utf16() {
+        text.as_string()
+    } else {
+        None
+    }
+}
+
+fn describe(value: &JsValue) -> String {
+    raw_value(value).describe()
+}
+
+/// The own enumerable properties of a config object.
+fn raw_config(config: &JsValue) -> Result<RawConfig, ConfigError> {
+    let not_an_object = || ConfigError {
+        field: "config".into(),
+        problem: format!("config must be an object (got {})", describe(config)),
+    };
+    if !config.is_object() || Array::is_array(config) {
+        return Err(not_an_object());
+    }
+    let object: &Object = config.unchecked_ref();
+    let mut fields = Vec::new();
+    for field in Object::keys(object).iter() {
+        let name = field.as_string().unwrap_or_default();
+        let value = Reflect::get(object, &field).map_err(|_| ConfigError {
+            problem: format!("reading {name} threw"),
+            field: name.clone(),
+        })?;
+        fields.push((name, raw_value(&value)));
+    }
+    Ok(RawConfig { fields })
+}
+
+fn compile(name: &str, config: &JsValue) -> Result<Config, Error> {
+    raw_config(config).and_then(|raw| Config::try_from(&raw)).map_err(|problem| problem.for_limit(name))
+}
+
+fn name_arg(name: &JsValue) -> Result<String, Error> {
+    well_formed_string(name).ok_or_else(|| Error::InvalidName { got: describe(name) })
+}
+
+fn key_arg(limit: &str, key: &JsValue) -> Result<Option<String>, Error> {
+    if key.is_undefined() {
+        return Ok(None);
+    }
+    match well_formed_string(key) {
+        Some(key) => Ok(Some(key)),
+        None => Err(Error::request(limit, "key", format!("key must be a well-formed string or undefined (got {})", describe(key)))),
+    }
+}
+
+fn count_arg(limit: &str, count: &JsValue) -> Result<f64, Error> {
+    if count.is_undefined() {
+        return Ok(1.0);
+    }
+    count
+        .as_f64()
+        .ok_or_else(|| Error::request(limit, "count", format!("count must be a finite number >= 0 (got {})", describe(count))))
+}
+
+fn flag_arg(limit: &str, field: &str, flag: &JsValue) -> Result<bool, Error> {
+    if flag.is_undefined() {
+        return Ok(false);
+    }
+    flag.as_bool()
+        .ok_or_else(|| Error::request(limit, field, format!("{field} must be a boolean (got {})", describe(flag))))
+}
+
+fn now_arg(limit: &str, now: &JsValue) -> Result<f64, Error> {
+    now.as_f64()
+        .ok_or_else(|| Error::request(limit, "now", format!("now must be a finite number of ms (got {})", describe(now))))
+}
+
+/// A stored state: `null`/`undefined` for none, else `{ value, ts }` numbers.
+fn state_from_js(value: &JsValue) -> Result<Option<State>, String> {
+    if value.is_null() || value.is_undefined() {
+        return Ok(None);
+    }
+    if !value.is_object() {
+        return Err(format!("expected {{ value, ts }} or null (got {})", describe(value)));
+    }
+    let number = |key: &JsValue, field: &str| {
+        let found = Reflect::get(value, key).unwrap_or(JsValue::UNDEFINED);
+        found.as_f64().ok_or_else(|| format!("{field} must be a finite number (got {})", describe(&found)))
+    };
+    KEYS.with(|keys| Ok(Some(State { value: number(&keys.value, "value")?, ts: number(&keys.ts, "ts")? })))
+}
+
+fn state_to_js(state: State) -> JsValue {
+    let object = Object::new();
+    KEYS.with(|keys| {
+        set(&object, &keys.value, &state.value.into());
+        set(&object, &keys.ts, &state.ts.into());
+    });
+    object.into()
+}
+
+fn ref_to_js(at: StateRef<'_>) -> JsValue {
+    let object = Object::new();
+    KEYS.with(|keys| {
+        set(&object, &keys.name, &at.name.into());
+        if let Some(key) = at.key {
+            set(&object, &keys.key, &key.into());
+        }
+        set(&object, &keys.shard, &at.shard.into());
+    });
+    object.into()
+}
+
+fn result_to_js(result: RateLimitResult) -> JsValue {
+    let object = Object::new();
+    KEYS.with(|keys| {
+        set(&object, &keys.ok, &result.is_ok().into());
+        if let Some(wait) = result.retry_after_ms() {
+            set(&object, &keys.retry_after, &wait.into());
+        }
+    });
+    object.into()
+}
+
+fn to_js_via_serde<T: serde::Serialize>(value: T) -> JsValue {
+    // Our report types are plain structs of numbers and strings: serialization cannot fail.
+    serde_wasm_bindgen::to_value(&value).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// Waits for `value` if it is a Promise.
+async fn settle(value: JsValue) -> Result<JsValue, JsValue> {
+    match value.dyn_into::<Promise>() {
+        Ok(promise) => JsFuture::from(promise).await,
+        Err(value) => Ok(value),
+    }
+}
+
+/// The host's store object and its two methods.
+struct HostStore {
+    target: JsValue,
+    read: Function,
+    write: Function,
+}
+
+impl HostStore {
+    fn from_js(store: &JsValue) -> Result<HostStore, JsValue> {
+        let method = |name: &str| -> Result<Function, JsValue> {
+            Reflect::get(store, &name.into())
+                .ok()
+                .and_then(|method| method.dyn_into::<Function>().ok())
+                .ok_or_else(|| js_sys::TypeError::new(&format!("the store must have a {name}(ref, …) method")).into())
+        };
+        if !store.is_object() {
+            return Err(js_sys::TypeError::new(&format!("the store must be an object with read and write methods (got {})", describe(store))).into());
+        }
+        Ok(HostStore { target: store.clone(), read: method("read")?, write: method("write")? })
+    }
+}
+
+/// A [`StateStore`] over the host's callbacks; a call owns one.
+struct Host(Rc<HostStore>);
+
+impl StateStore for Host {
+    type Error = JsValue;
+
+    async fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, JsValue> {
+        let answer = settle(self.0.read.call1(&self.0.target, &ref_to_js(at))?).await?;
+        state_from_js(&answer).map_err(|problem| Error::CorruptState { reference: at.to_string(), problem }.into())
+    }
+
+    async fn write(&mut self, at: StateRef<'_>, state: Option<State>) -> Result<(), JsValue> {
+        let state = state.map_or(JsValue::NULL, state_to_js);
+        settle(self.0.write.call2(&self.0.target, &ref_to_js(at), &state)?).await?;
+        Ok(())
+    }
+}
+
+/// Random numbers in `[0, 1)`: the injected function's, or the runtime's
+/// cryptographic source, drawn only when a decision needs one.
+fn random_source(injected: Option<Function>) -> impl FnMut() -> Result<f64, Error> {
+    move || match &injected {
+        Some(random) => {
+            let drawn = random
+                .call0(&JsValue::UNDEFINED)
+                .map_err(|_| Error::InvalidRandom { got: "an exception".into() })?;
+            drawn.as_f64().ok_or_else(|| Error::InvalidRandom { got: describe(&drawn) })
+        }
+        None => {
+            let mut bytes = [0u8; 8];
+            getrandom::fill(&mut bytes).map_err(|error| Error::RandomUnavailable { reason: error.to_string() })?;
+            Ok((u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64)
+        }
+    }
+}
+
+/// Runs a call: synchronously when every store answer is immediate,
+/// otherwise as a Promise from the first pending answer on.
+fn run<T: 'static>(
+    call: impl Future<Output = Result<T, JsValue>> + 'static,
+    to_js: fn(T) -> JsValue,
+) -> Result<JsValue, JsValue> {
+    let mut call = Box::pin(call);
+    match call.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(result) => result.map(to_js),
+        Poll::Pending => Ok(future_to_promise(async move { call.await.map(to_js) }).into()),
+    }
+}
+
+/// The engine behind the TypeScript `RateLimiter`: named limits compiled
+/// once, the host's store, and the random source.
+#[wasm_bindgen]
+pub struct RateLimiterCore {
+    store: Rc<HostStore>,
+    limits: HashMap<String, Rc<Config>>,
+    random: Option<Function>,
+}
+
+#[wasm_bindgen]
+impl RateLimiterCore {
+    /// Validates every limit and keeps the store.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "RateLimitStore")] store: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Record<string, RateLimitConfig>")] limits: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "(() => number) | undefined")] random: JsValue,
+    ) -> Result<RateLimiterCore, JsValue> {
+        let store = Rc::new(HostStore::from_js(&store)?);
+        let random = match random.dyn_into::<Function>() {
+            Ok(random) => Some(random),
+            Err(other) if other.is_undefined() => None,
+            Err(other) => {
+                return Err(js_sys::TypeError::new(&format!("random must be a function (got {})", describe(&other))).into())
+            }
+        };
+        let mut compiled = HashMap::new();
+        if !limits.is_undefined() {
+            if !limits.is_object() || Array::is_array(&limits) {
+                return Err(js_sys::TypeError::new(&format!("limits must be an object of named configs (got {})", describe(&limits))).into());
+            }
+            let limits: &Object = limits.unchecked_ref();
+            for name in Object::keys(limits).iter() {
+                let name_text = name_arg(&name)?;
+                let config = Reflect::get(limits, &name)?;
+                compiled.insert(name_text.clone(), Rc::new(compile(&name_text, &config)?));
+            }
+        }
+        Ok(RateLimiterCore { store, limits: compiled, random })
+    }
+
+    /// The named limit's config, or the inline one compiled now.
+    fn resolve(&self, name: &str, inline_config: &JsValue) -> Result<Rc<Config>, Error> {
+        if !inline_config.is_undefined() {
+            return compile(name, inline_config).map(Rc::new);
+        }
+        self.limits.get(name).cloned().ok_or_else(|| Error::UnknownLimit { limit: name.into() })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn decide(
+        &self,
+        name: JsValue,
+        key: JsValue,
+        count: JsValue,
+        reserve: JsValue,
+        config: JsValue,
+        now: JsValue,
+        write: bool,
+    ) -> Result<JsValue, JsValue> {
+        let name = name_arg(&name)?;
+        let key = key_arg(&name, &key)?;
+        let request = Request { count: count_arg(&name, &count)?, reserve: flag_arg(&name, "reserve", &reserve)? };
+        let config = self.resolve(&name, &config)?;
+        let now_ms = now_arg(&name, &now)?;
+        let mut store = Host(self.store.clone());
+        let mut random = random_source(self.random.clone());
+        run(
+            async move {
+                if write {
+                    limiter::limit(&mut store, &name, key.as_deref(), &config, request, now_ms, &mut random).await
+                } else {
+                    limiter::check(&mut store, &name, key.as_deref(), &config, request, now_ms, &mut random).await
+                }
+            },
+            result_to_js,
+        )
+    }
+
+    /// Consumes `count` tokens if the limit allows; writes only when granted.
+    /// Returns the result, or a Promise of it when the store answered with one.
+    #[wasm_bindgen(unchecked_return_type = "RateLimitResult | Promise<RateLimitResult>")]
+    pub fn limit(&self, name: JsValue, key: JsValue, count: JsValue, reserve: JsValue, config: JsValue, now: JsValue) -> Result<JsValue, JsValue> {
+        self.decide(name, key, count, reserve, config, now, true)
+    }
+
+    /// What `limit` would answer; never writes.
+    #[wasm_bindgen(unchecked_return_type = "RateLimitResult | Promise<RateLimitResult>")]
+    pub fn check(&self, name: JsValue, key: JsValue, count: JsValue, reserve: JsValue, config: JsValue, now: JsValue) -> Result<JsValue, JsValue> {
+        self.decide(name, key, count, reserve, config, now, false)
+    }
+
+    /// Decides `items` (`{ name, key?, count?, reserve?, config? }[]`) together: all or none.
+    #[wasm_bindgen(js_name = limitAll, unchecked_return_type = "RateLimitResult | Promise<RateLimitResult>")]
+    pub fn limit_all(&self, items: JsValue, now: JsValue, write: bool) -> Result<JsValue, JsValue> {
+        let items = items
+            .dyn_into::<Array>()
+            .map_err(|other| js_sys::TypeError::new(&format!("limitAll takes an array of limits (got {})", describe(&other))))?;
+        let mut owned: Vec<(String, Option<String>, Rc<Config>, Request)> = Vec::with_capacity(items.length() as usize);
+        for item in items.iter() {
+            if !item.is_object() {
+                return Err(js_sys::TypeError::new(&format!("each limitAll item must be an object (got {})", describe(&item))).into());
+            }
+            let field = |key: &JsValue| Reflect::get(&item, key).unwrap_or(JsValue::UNDEFINED);
+            let (name, key, count, reserve, config) = KEYS.with(|keys| {
+                (field(&keys.name), field(&keys.key), field(&keys.count), field(&keys.reserve), field(&keys.config))
+            });
+            let name = name_arg(&name)?;
+            let key = key_arg(&name, &key)?;
+            let request = Request { count: count_arg(&name, &count)?, reserve: flag_arg(&name, "reserve", &reserve)? };
+            let config = self.resolve(&name, &config)?;
+            owned.push((name, key, config, request));
+        }
+        let now_ms = now_arg("limitAll", &now)?;
+        let mut store = Host(self.store.clone());
+        let mut random = random_source(self.random.clone());
+        run(
+            async move {
+                let batch: Vec<BatchItem<'_>> = owned
+                    .iter()
+                    .map(|(name, key, config, request)| BatchItem { name, key: key.as_deref(), config, request: *request })
+                    .collect();
+                limiter::limit_all(&mut store, &batch, now_ms, &mut random, write).await
+            },
+            result_to_js,
+        )
+    }
+
+    /// The limit's current `{ value, ts, shard, config }`.
+    #[wasm_bindgen(js_name = getValue, unchecked_return_type = "RateLimitValue | Promise<RateLimitValue>")]
+    pub fn get_value(&self, name: JsValue, key: JsValue, sample_shards: JsValue, config: JsValue, now: JsValue) -> Result<JsValue, JsValue> {
+        let name = name_arg(&name)?;
+        let key = key_arg(&name, &key)?;
+        let sample_shards = if sample_shards.is_undefined() {
+            None
+        } else {
+            Some(sample_shards.as_f64().ok_or_else(|| {
+                Error::request(&name, "sampleShards", format!("sampleShards must be an integer >= 1 (got {})", describe(&sample_shards)))
+            })?)
+        };
+        let config = self.resolve(&name, &config)?;
+        let now_ms = now_arg(&name, &now)?;
+        let mut store = Host(self.store.clone());
+        let mut random = random_source(self.random.clone());
+        run(
+            async move { limiter::get_value(&mut store, &name, key.as_deref(), &config, sample_shards, now_ms, &mut random).await },
+            to_js_via_serde,
+        )
+    }
+
+    /// Deletes every shard's state of `name` and `key`.
+    #[wasm_bindgen(unchecked_return_type = "void | Promise<void>")]
+    pub fn reset(&self, name: JsValue, key: JsValue, config: JsValue) -> Result<JsValue, JsValue> {
+        let name = name_arg(&name)?;
+        let key = key_arg(&name, &key)?;
+        let config = self.resolve(&name, &config)?;
+        let mut store = Host(self.store.clone());
+        run(async move { limiter::reset(&mut store, &name, key.as_deref(), &config).await }, |()| JsValue::UNDEFINED)
+    }
+}
+
+/// `calculateRateLimit(state, config, now, count)`: the pure transition.
+#[wasm_bindgen(js_name = calculateRateLimit, unchecked_return_type = "RateLimitTransition")]
+pub fn calculate_rate_limit(
+    #[wasm_bindgen(unchecked_param_type = "RateLimitState | null")] state: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "RateLimitConfig")] config: JsValue,
+    now: f64,
+    count: f64,
+    #[wasm_bindgen(unchecked_param_type = "(() => number) | undefined")] random: JsValue,
+) -> Result<JsValue, JsValue> {
+    let config = raw_config(&config).and_then(|raw| Config::try_from(&raw)).map_err(ConfigError::unnamed)?;
+    let state = state_from_js(&state).map_err(|problem| Error::CorruptState { reference: "the state passed to calculateRateLimit".into(), problem })?;
+    let state = match state {
+        Some(state) => Some(state.checked(StateRef { name: "calculateRateLimit", key: None, shard: 0 })?),
+        None => None,
+    };
+    let invalid = |field: &str, value: f64, rule: &str| {
+        Error::InvalidRequest {
+            limit: "calculateRateLimit".into(),
+            field: field.into(),
+            problem: format!("{field} must be {rule} (got {})", crate::js_number(value)),
+        }
+    };
+    if !now.is_finite() {
+        return Err(invalid("now", now, "a finite number of ms").into());
+    }
+    if !(count.is_finite() && count >= 0.0) {
+        return Err(invalid("count", count, "a finite number >= 0").into());
+    }
+    let mut random = random_source(random.dyn_into::<Function>().ok());
+    let transition = core_calculate_rate_limit(state, &config, now, count, &mut random)?;
+    Ok(to_js_via_serde(transition))
+}
+
+/// `retryAfter` plus a random delay below `maxJitter` ms.
+#[wasm_bindgen(js_name = withJitter)]
+pub fn with_jitter(retry_after: f64, max_jitter: f64) -> Result<f64, JsValue> {
+    let random = random_source(None)()?;
+    Ok(crate::jitter::with_jitter(retry_after, max_jitter, random)?)
+}

@@ -1,0 +1,262 @@
+/**
+ * ratebound: rate limits stored as two numbers per key, decided by one
+ * WebAssembly core. This module is the API every runtime entry re-exports;
+ * the entries load the `.wasm` first.
+ * @module
+ */
+import {
+  RateLimiterCore,
+  calculateRateLimit as coreCalculateRateLimit,
+  withJitter as coreWithJitter,
+} from "./wasm/ratebound.js";
+import type {
+  FixedWindowConfig,
+  RateLimitConfig,
+  RateLimitResult,
+  RateLimitState,
+  RateLimitStore,
+  RateLimitTransition,
+  RateLimitValue,
+  StateRef,
+  TokenBucketConfig,
+} from "./wasm/ratebound.js";
+import { RateLimitError } from "./errors.js";
+
+export type {
+  FixedWindowConfig,
+  RateLimitConfig,
+  RateLimitResult,
+  RateLimitState,
+  RateLimitStore,
+  RateLimitTransition,
+  RateLimitValue,
+  StateRef,
+  TokenBucketConfig,
+};
+export { RateLimitError, isRateLimitError } from "./errors.js";
+export type { RateLimitErrorData } from "./errors.js";
+export { MemoryStore } from "./memory-store.js";
+export { SECOND, MINUTE, HOUR, DAY, WEEK } from "./time.js";
+
+/** Clock and randomness, injectable for deterministic tests and replays. */
+export interface RateLimiterOptions {
+  /** Milliseconds since the epoch; default `Date.now`. */
+  now?: () => number;
+  /** Numbers in `[0, 1)`; default: the runtime's cryptographic source, drawn inside each call. */
+  random?: () => number;
+}
+
+/** Options of `limit` and `check`. */
+export interface LimitOptions {
+  /** Whose limit: a user, a team, an IP. Omit for the limit's one shared state. */
+  key?: string;
+  /** Tokens to consume, a finite number `>= 0`; default 1. */
+  count?: number;
+  /** Go into debt instead of being refused, and get `retryAfter` for when to run. */
+  reserve?: boolean;
+  /** Throw a {@link RateLimitError} instead of returning `{ ok: false }`. */
+  throws?: boolean;
+  /** A config for a limit not named when the limiter was made. */
+  config?: RateLimitConfig;
+}
+
+/** Options of `getValue`. */
+export interface GetValueOptions {
+  /** Whose limit; omit for the shared state. */
+  key?: string;
+  /** How many shards to sample for a sharded limit (default 1). */
+  sampleShards?: number;
+  /** A config for a limit not named when the limiter was made. */
+  config?: RateLimitConfig;
+}
+
+/** Options of `reset`. */
+export interface ResetOptions {
+  /** Whose limit; omit for the shared state. */
+  key?: string;
+  /** A config for a limit not named when the limiter was made. */
+  config?: RateLimitConfig;
+}
+
+/** One limit of a `limitAll` / `checkAll` batch. */
+export interface BatchRequest<Name extends string = string> {
+  /** The limit's name. */
+  name: Name;
+  /** Whose limit; omit for the shared state. */
+  key?: string;
+  /** Tokens to consume; default 1. */
+  count?: number;
+  /** Reserve instead of being refused. */
+  reserve?: boolean;
+  /** A config for a limit not named when the limiter was made. */
+  config?: RateLimitConfig;
+}
+
+type Named<Limits> = Extract<keyof Limits, string>;
+type Inline = { config: RateLimitConfig };
+
+function refusal(name: string, result: RateLimitResult, throws: boolean | undefined): RateLimitResult {
+  if (throws === true && !result.ok) throw new RateLimitError(name, result.retryAfter);
+  return result;
+}
+
+/**
+ * Rate limits over a host store: every call reads at most two shard states,
+ * decides in WebAssembly, and writes only what a granted limit changed.
+ *
+ * @typeParam Limits The named limits; their names are type-checked.
+ * @example
+ * const limiter = new RateLimiter(new MemoryStore(), {
+ *   sendMessage: { kind: "token bucket", rate: 10, period: MINUTE, capacity: 3 },
+ * });
+ * const { ok, retryAfter } = await limiter.limit("sendMessage", { key: userId });
+ */
+export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record<string, never>> {
+  readonly #core: RateLimiterCore;
+  readonly #now: () => number;
+
+  /**
+   * @param store The host's persistence: `read(ref)` and `write(ref, state | null)`.
+   * @param limits Named limit configs, validated now (a bad one throws naming it and the field).
+   * @param options `now` and `random`, for tests and replays.
+   */
+  constructor(store: RateLimitStore, limits: Limits = {} as Limits, options: RateLimiterOptions = {}) {
+    this.#core = new RateLimiterCore(store, limits, options.random);
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * Consumes `count` tokens if the limit allows, and writes its new state.
+   *
+   * @param name A named limit, or any name with an inline `config`.
+   * @param options `key`, `count`, `reserve`, `throws`, `config`.
+   * @returns `{ ok: true, retryAfter? }` (retryAfter when reserved) or `{ ok: false, retryAfter }`.
+   * @example
+   * const status = await limiter.limit("llmTokens", { count: 500, reserve: true });
+   * if (status.ok && status.retryAfter) scheduleIn(status.retryAfter);
+   */
+  limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
+  limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
+  async limit(name: string, options: LimitOptions = {}): Promise<RateLimitResult> {
+    const { key, count, reserve, config, throws } = options;
+    return refusal(name, await this.#core.limit(name, key, count, reserve, config, this.#now()), throws);
+  }
+
+  /**
+   * What {@link RateLimiter.limit} would answer now, without writing anything.
+   *
+   * @param name A named limit, or any name with an inline `config`.
+   * @param options As for `limit`.
+   * @returns The same result `limit` would give.
+   * @example
+   * const { ok } = await limiter.check("failedLogins", { key: userId });
+   */
+  check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
+  check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
+  async check(name: string, options: LimitOptions = {}): Promise<RateLimitResult> {
+    const { key, count, reserve, config, throws } = options;
+    return refusal(name, await this.#core.check(name, key, count, reserve, config, this.#now()), throws);
+  }
+
+  /**
+   * Consumes several limits together: all of them, or none. When any refuses,
+   * nothing is written and `retryAfter` is the largest wait of the batch, so a
+   * caller never holds one limit while waiting for another.
+   *
+   * @param requests The limits, each with its own `key`, `count`, `reserve`.
+   * @param options `throws: true` to throw a {@link RateLimitError} on refusal.
+   * @returns One result for the whole batch.
+   * @example
+   * await limiter.limitAll([{ name: "perUser", key: userId }, { name: "global" }], { throws: true });
+   */
+  async limitAll(
+    requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
+    options: { throws?: boolean } = {},
+  ): Promise<RateLimitResult> {
+    const result = await this.#core.limitAll(requests, this.#now(), true);
+    return refusal(requests.map((request) => request.name).join(", "), result, options.throws);
+  }
+
+  /**
+   * What {@link RateLimiter.limitAll} would answer now, without writing anything.
+   *
+   * @param requests The limits to check together.
+   * @param options `throws: true` to throw on refusal.
+   * @returns One result for the whole batch.
+   * @example
+   * const { ok, retryAfter } = await limiter.checkAll([{ name: "x" }, { name: "y", count: 10 }]);
+   */
+  async checkAll(
+    requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
+    options: { throws?: boolean } = {},
+  ): Promise<RateLimitResult> {
+    const result = await this.#core.limitAll(requests, this.#now(), false);
+    return refusal(requests.map((request) => request.name).join(", "), result, options.throws);
+  }
+
+  /**
+   * The limit's current value, to show or to project forward with {@link calculateRateLimit}.
+   *
+   * @param name A named limit, or any name with an inline `config`.
+   * @param options `key`, `sampleShards`, `config`.
+   * @returns `{ value, ts, shard, config }` for the whole limit.
+   * @example
+   * const { value, ts, config } = await limiter.getValue("sendMessage", { key: userId });
+   * const inAMinute = calculateRateLimit({ value, ts }, config, Date.now() + MINUTE);
+   */
+  getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
+  getValue(name: string, options: GetValueOptions & Inline): Promise<RateLimitValue>;
+  async getValue(name: string, options: GetValueOptions = {}): Promise<RateLimitValue> {
+    const { key, sampleShards, config } = options;
+    return await this.#core.getValue(name, key, sampleShards, config, this.#now());
+  }
+
+  /**
+   * Deletes the limit's state for `key` on every shard: it is full again.
+   *
+   * @param name A named limit, or any name with an inline `config`.
+   * @param options `key`, `config`.
+   * @example
+   * await limiter.reset("failedLogins", { key: userId });
+   */
+  reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
+  reset(name: string, options: ResetOptions & Inline): Promise<void>;
+  async reset(name: string, options: ResetOptions = {}): Promise<void> {
+    await this.#core.reset(name, options.key, options.config);
+  }
+}
+
+/**
+ * The pure transition: the state after `count` tokens are taken at `now`.
+ * The same function the limiter decides with, so a preview cannot disagree with the server.
+ *
+ * @param state The stored `{ value, ts }`, or `null` for a fresh (full) limit.
+ * @param config The limit's config.
+ * @param now Milliseconds since the epoch (default `Date.now()`).
+ * @param count Tokens to take (default 0: just project).
+ * @returns `{ value, ts, retryAfter?, windowStart? }`.
+ * @example
+ * calculateRateLimit({ value: 0, ts: 0 }, { kind: "token bucket", rate: 10, period: MINUTE }, 3000, 1)
+ * // => { value: -0.5, ts: 3000, retryAfter: 3000 }
+ */
+export function calculateRateLimit(
+  state: RateLimitState | null,
+  config: RateLimitConfig,
+  now: number = Date.now(),
+  count: number = 0,
+): RateLimitTransition {
+  return coreCalculateRateLimit(state, config, now, count, undefined);
+}
+
+/**
+ * Adds a random delay to a `retryAfter`, so refused clients do not all come back at once.
+ *
+ * @param retryAfter Milliseconds until a retry can succeed.
+ * @param maxJitter The largest delay to add, in milliseconds.
+ * @returns `retryAfter` plus a uniformly random delay in `[0, maxJitter)`.
+ * @example
+ * setTimeout(retry, withJitter(status.retryAfter, SECOND));
+ */
+export function withJitter(retryAfter: number, maxJitter: number): number {
+  return coreWithJitter(retryAfter, maxJitter);
+}
