@@ -15,8 +15,9 @@ mod shard;
 mod state;
 mod token_bucket;
 mod transition;
+/// The JavaScript boundary (wasm32 only): what the npm package calls.
 #[cfg(target_arch = "wasm32")]
-mod wasm;
+pub mod wasm;
 
 pub use config::{Config, ConfigError, Kind, RateLimitConfig, RawConfig, RawValue, MAX_SHARDS};
 pub use decision::{decide, validate_request, Request, ShardDecision};
