@@ -1,6 +1,14 @@
 //! Numbers printed the way JavaScript prints them, so that error messages are
 //! the same strings the reference implementation produces.
 
+/// Formats `x` as JavaScript's `String(x)` does. Inside WebAssembly the JS
+/// engine prints its own numbers: the same strings by definition, without
+/// linking Rust's float formatter (about 17 KB).
+#[cfg(target_arch = "wasm32")]
+pub fn js_number(x: f64) -> String {
+    crate::wasm::format_number(x)
+}
+
 /// Formats `x` as JavaScript's `String(x)` does.
 ///
 /// Rust's `Display` for `f64` already prints the shortest string that reads
@@ -17,6 +25,7 @@
 /// assert_eq!(js_number(f64::NEG_INFINITY), "-Infinity");
 /// assert_eq!(js_number(-0.0), "0");
 /// ```
+#[cfg(not(target_arch = "wasm32"))]
 pub fn js_number(x: f64) -> String {
     if x.is_nan() {
         return "NaN".into();
@@ -43,6 +52,13 @@ pub fn js_number(x: f64) -> String {
 ///
 /// Both round the exact binary value; on an exact tie, which only a multiple
 /// of 1/8 can hit, JavaScript picks the larger neighbour and Rust the even one.
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn js_fixed_2(x: f64) -> String {
+    crate::wasm::format_fixed_2(x)
+}
+
+/// Formats `x` as JavaScript's `x.toFixed(2)` (see the wasm32 version).
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn js_fixed_2(x: f64) -> String {
     if !x.is_finite() || x.abs() >= 1e21 {
         return js_number(x);

@@ -6,7 +6,6 @@
 //! returns its result; the first Promise a store returns turns the rest of
 //! the call into a Promise.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
@@ -16,12 +15,12 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
-use crate::config::{Config, ConfigError, RawConfig, RawValue};
+use crate::config::{Config, ConfigError, RateLimitConfig, RawConfig, RawValue};
 use crate::decision::Request;
 use crate::error::Error;
-use crate::limiter::{self, BatchItem, RateLimitResult};
+use crate::limiter::{self, BatchItem, RateLimitResult, ValueReport};
 use crate::state::{State, StateRef, StateStore};
-use crate::transition::calculate_rate_limit as core_calculate_rate_limit;
+use crate::transition::{calculate_rate_limit as core_calculate_rate_limit, Transition};
 
 #[wasm_bindgen(typescript_custom_section)]
 const HOST_TYPES: &'static str = r#"
@@ -71,6 +70,16 @@ impl Keys {
             config: "config".into(),
         }
     }
+}
+
+/// `String(x)`, by the JS engine.
+pub(crate) fn format_number(x: f64) -> String {
+    js_sys::Number::from(x).to_string_with_radix(10).map(String::from).unwrap_or_default()
+}
+
+/// `x.toFixed(2)`, by the JS engine.
+pub(crate) fn format_fixed_2(x: f64) -> String {
+    js_sys::Number::from(x).to_fixed(2).map(String::from).unwrap_or_default()
 }
 
 fn set(object: &Object, key: &JsValue, value: &JsValue) {
@@ -241,9 +250,48 @@ fn result_to_js(result: RateLimitResult) -> JsValue {
     object.into()
 }
 
-fn to_js_via_serde<T: serde::Serialize>(value: T) -> JsValue {
-    // Our report types are plain structs of numbers and strings: serialization cannot fail.
-    serde_wasm_bindgen::to_value(&value).unwrap_or(JsValue::UNDEFINED)
+fn transition_to_js(transition: Transition) -> JsValue {
+    let object = Object::new();
+    KEYS.with(|keys| {
+        set(&object, &keys.value, &transition.value.into());
+        set(&object, &keys.ts, &transition.ts.into());
+        if let Some(wait) = transition.retry_after_ms {
+            set(&object, &keys.retry_after, &wait.into());
+        }
+        if let Some(window_start) = transition.window_start_ms {
+            set(&object, &"windowStart".into(), &window_start.into());
+        }
+    });
+    object.into()
+}
+
+fn config_to_js(config: &RateLimitConfig) -> JsValue {
+    let object = Object::new();
+    let (kind, rate, period, capacity, max_reserved, shards, start) = match config {
+        RateLimitConfig::TokenBucket(c) => ("token bucket", c.rate, c.period, c.capacity, c.max_reserved, c.shards, None),
+        RateLimitConfig::FixedWindow(c) => ("fixed window", c.rate, c.period, c.capacity, c.max_reserved, c.shards, c.start),
+    };
+    set(&object, &"kind".into(), &kind.into());
+    set(&object, &"rate".into(), &rate.into());
+    set(&object, &"period".into(), &period.into());
+    let optional = [("capacity", capacity), ("maxReserved", max_reserved), ("shards", shards.map(f64::from)), ("start", start)];
+    for (field, value) in optional {
+        if let Some(value) = value {
+            set(&object, &field.into(), &value.into());
+        }
+    }
+    object.into()
+}
+
+fn report_to_js(report: ValueReport) -> JsValue {
+    let object = Object::new();
+    KEYS.with(|keys| {
+        set(&object, &keys.value, &report.value.into());
+        set(&object, &keys.ts, &report.ts.into());
+        set(&object, &keys.shard, &report.shard.into());
+        set(&object, &keys.config, &config_to_js(&report.config));
+    });
+    object.into()
 }
 
 /// Waits for `value` if it is a Promise.
@@ -330,7 +378,8 @@ fn run<T: 'static>(
 #[wasm_bindgen]
 pub struct RateLimiterCore {
     store: Rc<HostStore>,
-    limits: HashMap<String, Rc<Config>>,
+    /// Named limits, sorted by name.
+    limits: Vec<(String, Rc<Config>)>,
     random: Option<Function>,
 }
 
@@ -351,7 +400,7 @@ impl RateLimiterCore {
                 return Err(js_sys::TypeError::new(&format!("random must be a function (got {})", describe(&other))).into())
             }
         };
-        let mut compiled = HashMap::new();
+        let mut compiled: Vec<(String, Rc<Config>)> = Vec::new();
         if !limits.is_undefined() {
             if !limits.is_object() || Array::is_array(&limits) {
                 return Err(js_sys::TypeError::new(&format!("limits must be an object of named configs (got {})", describe(&limits))).into());
@@ -360,9 +409,11 @@ impl RateLimiterCore {
             for name in Object::keys(limits).iter() {
                 let name_text = name_arg(&name)?;
                 let config = Reflect::get(limits, &name)?;
-                compiled.insert(name_text.clone(), Rc::new(compile(&name_text, &config)?));
+                let config = Rc::new(compile(&name_text, &config)?);
+                compiled.push((name_text, config));
             }
         }
+        compiled.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Ok(RateLimiterCore { store, limits: compiled, random })
     }
 
@@ -371,7 +422,10 @@ impl RateLimiterCore {
         if !inline_config.is_undefined() {
             return compile(name, inline_config).map(Rc::new);
         }
-        self.limits.get(name).cloned().ok_or_else(|| Error::UnknownLimit { limit: name.into() })
+        match self.limits.binary_search_by(|(defined, _)| defined.as_str().cmp(name)) {
+            Ok(index) => Ok(self.limits[index].1.clone()),
+            Err(_) => Err(Error::UnknownLimit { limit: name.into() }),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -471,7 +525,7 @@ impl RateLimiterCore {
         let mut random = random_source(self.random.clone());
         run(
             async move { limiter::get_value(&mut store, &name, key.as_deref(), &config, sample_shards, now_ms, &mut random).await },
-            to_js_via_serde,
+            report_to_js,
         )
     }
 
@@ -516,7 +570,7 @@ pub fn calculate_rate_limit(
     }
     let mut random = random_source(random.dyn_into::<Function>().ok());
     let transition = core_calculate_rate_limit(state, &config, now, count, &mut random)?;
-    Ok(to_js_via_serde(transition))
+    Ok(transition_to_js(transition))
 }
 
 /// `retryAfter` plus a random delay below `maxJitter` ms.
