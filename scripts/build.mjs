@@ -15,7 +15,7 @@ const run = (command, args) => execFileSync(command, args, { cwd: root, stdio: [
 function newestSource(dir) {
   let newest = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === "wasm" && dir.endsWith("ts")) continue;
+    if (entry.name === "wasm" && dir.endsWith("ts")) continue; // generated
     const path = join(dir, entry.name);
     newest = Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
   }
@@ -47,6 +47,8 @@ mkdirSync(at("pkg", "dist", "wasm"), { recursive: true });
 for (const file of ["ratebound.js", "ratebound.d.ts", "ratebound_bg.wasm"]) {
   cpSync(at("ts", "wasm", file), at("pkg", "dist", "wasm", file));
 }
+// Per-runtime entries that tsc cannot express (wasm and source-phase imports) ship as written.
+for (const file of readdirSync(at("ts", "entries"))) cpSync(at("ts", "entries", file), at("pkg", "dist", file));
 await build({
   entryPoints: [at("ts", "node-cjs.ts")],
   outfile: at("pkg", "dist", "node.cjs"),

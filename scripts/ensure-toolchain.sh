@@ -22,6 +22,15 @@ if [ "$installed" != "$pinned" ]; then
   cargo install wasm-bindgen-cli --version "$pinned" >&2
 fi
 
+# Headless Chromium (and its driver) for the browser tests, from Debian's packages.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  echo "ratebound: installing chromium and chromium-driver" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -q >&2
+  $sudo apt-get install -y -q chromium chromium-driver >&2
+fi
+
 # npm ci when node_modules is missing or was installed from another lockfile.
 stamp=node_modules/.ratebound-lockfile
 if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
