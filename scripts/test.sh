@@ -16,5 +16,8 @@ cargo test --quiet --target wasm32-unknown-unknown --test wasm
 echo "== Build pkg/"
 node scripts/build.mjs
 
+echo "== TypeScript: limit names and result types are checked at compile time"
+node_modules/.bin/tsc -p tests/types/tsconfig.json
+
 echo "== JS: tests on the built package"
 node --test --test-reporter=spec tests/js/

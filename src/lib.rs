@@ -24,7 +24,7 @@ pub use decision::{decide, validate_request, Request, ShardDecision};
 pub use error::Error;
 pub use jitter::with_jitter;
 pub use js_number::js_number;
-pub use limiter::{check, get_value, limit, limit_all, reset, BatchItem, RateLimitResult, ValueReport};
+pub use limiter::{check, get_value, limit, limit_all, reset, BatchItem, RateLimitResult, ValueReport, MAX_KEY_BYTES};
 pub use shard::{combine, first_shard, sample_shards, second_shard, MIN_CHOOSE_TWO};
 pub use state::{State, StateRef, StateStore};
 pub use transition::{calculate_rate_limit, initial_state, unit_random, Transition};

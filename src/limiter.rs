@@ -113,12 +113,29 @@ fn draw(random: &mut impl FnMut() -> Result<f64, Error>) -> Result<f64, Error> {
     unit_random(random()?)
 }
 
-fn check_now(limit: &str, now_ms: f64) -> Result<(), Error> {
-    if now_ms.is_finite() {
-        Ok(())
-    } else {
-        Err(Error::request(limit, "now", format!("now must be a finite number of ms (got {})", js_number(now_ms))))
+/// The longest limit name or key, in UTF-8 bytes. Hosts cap their keys
+/// (Deno KV at 2048 bytes for the whole key), so the limiter refuses longer
+/// ones up front with a clear error rather than failing inside a host.
+pub const MAX_KEY_BYTES: usize = 1024;
+
+/// Checks what every call shares: a finite `now`, and a name and key within [`MAX_KEY_BYTES`].
+fn check_call(name: &str, key: Option<&str>, now_ms: f64) -> Result<(), Error> {
+    if name.len() > MAX_KEY_BYTES {
+        return Err(Error::InvalidName {
+            got: format!("a name of {} bytes; the most is {MAX_KEY_BYTES}", name.len()),
+        });
     }
+    if let Some(key) = key.filter(|key| key.len() > MAX_KEY_BYTES) {
+        return Err(Error::request(
+            name,
+            "key",
+            format!("key must be at most {MAX_KEY_BYTES} bytes of UTF-8 (got {} bytes)", key.len()),
+        ));
+    }
+    if !now_ms.is_finite() {
+        return Err(Error::request(name, "now", format!("now must be a finite number of ms (got {})", js_number(now_ms))));
+    }
+    Ok(())
 }
 
 async fn read<S: StateStore>(store: &mut S, at: StateRef<'_>) -> Result<Option<State>, S::Error> {
@@ -252,7 +269,7 @@ async fn decide_and_maybe_write<S: StateStore>(
     random: &mut impl FnMut() -> Result<f64, Error>,
     write: bool,
 ) -> Result<RateLimitResult, S::Error> {
-    check_now(item.name, now_ms)?;
+    check_call(item.name, item.key, now_ms)?;
     validate_request(item.name, item.config, item.request)?;
     let outcome = decide_one(store, item, now_ms, random).await?;
     if write {
@@ -310,7 +327,7 @@ pub async fn limit_all<S: StateStore>(
     write: bool,
 ) -> Result<RateLimitResult, S::Error> {
     for item in items {
-        check_now(item.name, now_ms)?;
+        check_call(item.name, item.key, now_ms)?;
         validate_request(item.name, item.config, item.request)?;
     }
     let mut pending = Pending { store, writes: Vec::new() };
@@ -357,7 +374,7 @@ pub async fn get_value<S: StateStore>(
     now_ms: f64,
     random: &mut impl FnMut() -> Result<f64, Error>,
 ) -> Result<ValueReport, S::Error> {
-    check_now(name, now_ms)?;
+    check_call(name, key, now_ms)?;
     let wanted = match sample_shards_wanted {
         None => 1,
         Some(wanted) if wanted.fract() == 0.0 && wanted >= 1.0 => wanted.min(f64::from(config.shard_count)) as u32,
@@ -393,11 +410,13 @@ pub async fn get_value<S: StateStore>(
             (shard, State { value: at_latest.value, ts: at_latest.ts })
         })
         .collect();
+    // `wanted >= 1` and `shard_count >= 1`, so `projected` is never empty;
+    // were it, the report would be the empty shard 0 rather than a panic.
     let (best_shard, best) = projected
         .iter()
         .copied()
         .reduce(|best, candidate| if candidate.1.value > best.1.value { candidate } else { best })
-        .expect("at least one shard is sampled");
+        .unwrap_or((0, State { value: 0.0, ts: now_ms }));
     let mean = projected.iter().map(|(_, state)| state.value).sum::<f64>() / projected.len() as f64;
     let value = mean * f64::from(config.shard_count);
     Ok(ValueReport { value, ts: best.ts, shard: best_shard, config: config.describe(Some(best.ts)) })
@@ -409,6 +428,7 @@ pub async fn get_value<S: StateStore>(
 /// The store's error; shards deleted before it stay deleted (a reset that is
 /// repeated completes it).
 pub async fn reset<S: StateStore>(store: &mut S, name: &str, key: Option<&str>, config: &Config) -> Result<(), S::Error> {
+    check_call(name, key, 0.0)?;
     for shard in 0..config.shard_count {
         store.write(StateRef { name, key, shard }, None).await?;
     }

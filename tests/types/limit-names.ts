@@ -1,0 +1,42 @@
+// Compiled (not run) by `npm test` with tsc against the built package's types:
+// each @ts-expect-error must be an error, and every other line must compile.
+import { RateLimiter, MemoryStore, MINUTE, type RateLimitResult } from "../../pkg/dist/index.js";
+
+const limiter = new RateLimiter(new MemoryStore(), {
+  sendMessage: { kind: "token bucket", rate: 10, period: MINUTE, capacity: 3 },
+  signups: { kind: "fixed window", rate: 100, period: MINUTE, start: 0 },
+});
+
+export async function namesAreChecked(): Promise<RateLimitResult[]> {
+  return [
+    await limiter.limit("sendMessage", { key: "ada" }),
+    await limiter.check("signups"),
+    // @ts-expect-error a name that is not defined, without an inline config
+    await limiter.limit("sendMesage"),
+    // An unknown name is fine with an inline config.
+    await limiter.limit("oneOff", { config: { kind: "fixed window", rate: 1, period: 1000 } }),
+    await limiter.limitAll([{ name: "sendMessage" }, { name: "signups", count: 2 }]),
+    // @ts-expect-error batch items are checked too
+    await limiter.limitAll([{ name: "nope" }]),
+  ];
+}
+
+// @ts-expect-error a token bucket has no window start
+new RateLimiter(new MemoryStore(), { bad: { kind: "token bucket", rate: 1, period: 1, start: 5 } });
+
+// @ts-expect-error the kind is one of two literals
+new RateLimiter(new MemoryStore(), { bad: { kind: "leaky bucket", rate: 1, period: 1 } });
+
+export async function resultsNarrow(): Promise<number> {
+  const result = await limiter.limit("sendMessage");
+  // A refusal always carries retryAfter; a grant only when it reserved.
+  if (!result.ok) return result.retryAfter;
+  // @ts-expect-error retryAfter may be undefined on a grant
+  const wait: number = result.retryAfter;
+  return wait;
+}
+
+export async function valuesProject(): Promise<number> {
+  const { value, ts, config, shard } = await limiter.getValue("sendMessage", { key: "ada" });
+  return value + ts + config.rate + shard;
+}
