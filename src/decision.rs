@@ -81,9 +81,15 @@ pub struct ShardDecision {
 /// ```
 pub fn decide(state: State, shard_config: &Config, now_ms: f64, request: Request) -> ShardDecision {
     let transition = advance(state, shard_config, now_ms, request.count);
-    let debt = -transition.value;
-    let refused = transition.value < 0.0
-        && (!request.reserve || shard_config.max_reserved.is_some_and(|max_reserved| debt > max_reserved));
+    // The debt check reads `count > available + maxReserved`, the same form
+    // as validation's `count > capacity + maxReserved`, so a count validation
+    // accepts is granted on a full shard even where rounding would make
+    // `-(available - count)` exceed `maxReserved` by an ulp.
+    let over_reservation = |max_reserved: f64| {
+        let available = advance(state, shard_config, now_ms, 0.0).value;
+        request.count > available + max_reserved
+    };
+    let refused = transition.value < 0.0 && (!request.reserve || shard_config.max_reserved.is_some_and(over_reservation));
     ShardDecision {
         ok: !refused,
         retry_after_ms: transition.retry_after_ms,
@@ -120,6 +126,24 @@ mod tests {
         assert!(validate_request("r", &limit, Request { count: 15.0, reserve: true }).is_ok());
         let error = validate_request("r", &limit, Request { count: 16.0, reserve: true }).unwrap_err();
         assert_eq!(error.to_string(), "Rate limit r count 16 exceeds 15.00.");
+    }
+
+    #[test]
+    fn a_reservation_validation_accepts_is_granted_on_a_full_bucket() {
+        // Found by the property tests: 0.5 + 0.15108… rounds so that
+        // `count <= capacity + maxReserved` held while a debt check of
+        // `count - capacity > maxReserved` refused it, forever.
+        let limit = config(RawConfig::token_bucket(0.5, 1000.0).with("maxReserved", 0.3021644355286205 * 0.5));
+        let max_reserved = limit.max_reserved.unwrap();
+        for count in [limit.capacity + max_reserved, 0.5 + 0.15108221776431025] {
+            match validate_request("r", &limit, Request { count, reserve: true }) {
+                Ok(()) => {
+                    let full = State { value: limit.capacity, ts: 0.0 };
+                    assert!(decide(full, &limit, 0.0, Request { count, reserve: true }).ok, "count {count}");
+                }
+                Err(error) => assert_eq!(error.code(), "COUNT_EXCEEDS_MAX"),
+            }
+        }
     }
 
     #[test]
