@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing ratebound needs, and only what is missing:
 # the wasm32 target, wasm-bindgen-cli at exactly the version Cargo.toml pins,
-# and the npm packages of package-lock.json.
+# Debian's chromium and chromedriver, the npm packages of package-lock.json,
+# and Deno (tools/deno).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,4 +38,10 @@ if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
   echo "ratebound: npm ci" >&2
   npm ci --no-audit --no-fund >&2
   cp package-lock.json "$stamp"
+fi
+
+# Deno lives outside the root lockfile (see tools/deno/package.json for why).
+if [ ! -x tools/deno/node_modules/.bin/deno ]; then
+  echo "ratebound: installing deno into tools/deno" >&2
+  npm install --prefix tools/deno --no-package-lock --no-audit --no-fund >&2
 fi
