@@ -573,9 +573,13 @@ pub fn calculate_rate_limit(
     Ok(transition_to_js(transition))
 }
 
-/// `retryAfter` plus a random delay below `maxJitter` ms.
+/// `retryAfter` plus a random delay below `maxJitter` ms, drawn from `random` when given.
 #[wasm_bindgen(js_name = withJitter)]
-pub fn with_jitter(retry_after: f64, max_jitter: f64) -> Result<f64, JsValue> {
-    let random = random_source(None)()?;
+pub fn with_jitter(
+    retry_after: f64,
+    max_jitter: f64,
+    #[wasm_bindgen(unchecked_param_type = "(() => number) | undefined")] random: JsValue,
+) -> Result<f64, JsValue> {
+    let random = random_source(random.dyn_into::<Function>().ok())()?;
     Ok(crate::jitter::with_jitter(retry_after, max_jitter, random)?)
 }

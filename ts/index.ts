@@ -253,10 +253,11 @@ export function calculateRateLimit(
  *
  * @param retryAfter Milliseconds until a retry can succeed.
  * @param maxJitter The largest delay to add, in milliseconds.
+ * @param random Numbers in `[0, 1)` for replays and tests; default: the runtime's cryptographic source.
  * @returns `retryAfter` plus a uniformly random delay in `[0, maxJitter)`.
  * @example
  * setTimeout(retry, withJitter(status.retryAfter, SECOND));
  */
-export function withJitter(retryAfter: number, maxJitter: number): number {
-  return coreWithJitter(retryAfter, maxJitter);
+export function withJitter(retryAfter: number, maxJitter: number, random?: () => number): number {
+  return coreWithJitter(retryAfter, maxJitter, random);
 }
