@@ -11,7 +11,7 @@ echo "== Rust: unit, integration, property and doc tests (native)"
 cargo test --quiet
 
 echo "== Rust: wasm-bindgen-test in Node"
-cargo test --quiet --target wasm32-unknown-unknown --test wasm
+cargo test --target wasm32-unknown-unknown --test wasm  # no --quiet: the runner rejects it
 
 echo "== Build pkg/"
 node scripts/build.mjs
