@@ -2,7 +2,7 @@
 // wasm-bindgen's glue and types, wasm-opt, tsc, and the CommonJS entry.
 // `--if-stale` skips the build when pkg/ is newer than every source file.
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -21,6 +21,20 @@ function newestSource(dir) {
   }
   return newest;
 }
+
+// One build at a time: several test runs may ask for one at once.
+const lock = at("pkg.lock");
+for (let waited = 0; ; waited += 200) {
+  try {
+    mkdirSync(lock);
+    break;
+  } catch (error) {
+    if (error.code !== "EEXIST") throw error;
+    if (waited > 10 * 60_000) rmSync(lock, { recursive: true, force: true }); // left by a killed build
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+process.on("exit", () => rmSync(lock, { recursive: true, force: true }));
 
 const stamp = at("pkg", "dist", "wasm", "ratebound_bg.wasm");
 if (process.argv.includes("--if-stale") && existsSync(stamp)) {
@@ -41,17 +55,21 @@ run("wasm-bindgen", [
 const wasm = at("ts", "wasm", "ratebound_bg.wasm");
 run(bin("wasm-opt"), ["-Oz", "--strip-debug", "--strip-producers", wasm, "-o", wasm]);
 
-rmSync(at("pkg"), { recursive: true, force: true });
-run(bin("tsc"), ["-p", at("tsconfig.json")]);
-mkdirSync(at("pkg", "dist", "wasm"), { recursive: true });
+// Assemble in a fresh directory and swap it in at the end, so that anyone
+// importing pkg/ while a build runs sees the old package or the new one.
+const out = at(`pkg.building-${process.pid}`);
+const outAt = (...parts) => join(out, ...parts);
+rmSync(out, { recursive: true, force: true });
+run(bin("tsc"), ["-p", at("tsconfig.json"), "--outDir", outAt("dist")]);
+mkdirSync(outAt("dist", "wasm"), { recursive: true });
 for (const file of ["ratebound.js", "ratebound.d.ts", "ratebound_bg.wasm"]) {
-  cpSync(at("ts", "wasm", file), at("pkg", "dist", "wasm", file));
+  cpSync(at("ts", "wasm", file), outAt("dist", "wasm", file));
 }
 // Per-runtime entries that tsc cannot express (wasm and source-phase imports) ship as written.
-for (const file of readdirSync(at("ts", "entries"))) cpSync(at("ts", "entries", file), at("pkg", "dist", file));
+for (const file of readdirSync(at("ts", "entries"))) cpSync(at("ts", "entries", file), outAt("dist", file));
 await build({
   entryPoints: [at("ts", "node-cjs.ts")],
-  outfile: at("pkg", "dist", "node.cjs"),
+  outfile: outAt("dist", "node.cjs"),
   bundle: true,
   format: "cjs",
   platform: "node",
@@ -60,5 +78,9 @@ await build({
   // The glue's async default init (never used by this entry) reads import.meta.url.
   define: { "import.meta.url": "undefined" },
 });
-for (const file of readdirSync(at("pkg-template"))) cpSync(at("pkg-template", file), at("pkg", file));
+for (const file of readdirSync(at("pkg-template"))) cpSync(at("pkg-template", file), outAt(file), { recursive: true });
+const previous = at(`pkg.previous-${process.pid}`);
+if (existsSync(at("pkg"))) renameSync(at("pkg"), previous);
+renameSync(out, at("pkg"));
+rmSync(previous, { recursive: true, force: true });
 console.error("ratebound: built pkg/");
