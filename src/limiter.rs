@@ -158,16 +158,22 @@ async fn decide_one<S: StateStore>(
     random: &mut impl FnMut() -> Result<f64, Error>,
 ) -> Result<Outcome, S::Error> {
     let BatchItem { name, key, config, request } = item;
-    let shard_config = config.per_shard();
+    let divided;
+    let shard_config = if config.shard_count == 1 {
+        config
+    } else {
+        divided = config.per_shard();
+        &divided
+    };
     let shard_count = config.shard_count;
     let at = |shard| StateRef { name, key, shard };
     let first = if shard_count == 1 { 0 } else { first_shard(shard_count, draw(random)?) };
     let stored_first = read(store, at(first)).await?;
     let state_first = match stored_first {
         Some(state) => state,
-        None => initial_state(&shard_config, now_ms, || draw(random))?,
+        None => initial_state(shard_config, now_ms, || draw(random))?,
     };
-    let alone_first = decide(state_first, &shard_config, now_ms, request);
+    let alone_first = decide(state_first, shard_config, now_ms, request);
     // A fresh shard (or one of only two) that grants is enough. One that
     // refuses is not the last word: the request may need two shards' worth,
     // which validation allows, and refusing on one shard alone would refuse
@@ -179,16 +185,16 @@ async fn decide_one<S: StateStore>(
     let second = second_shard(first, shard_count, draw(random)?);
     let state_second = match read(store, at(second)).await? {
         Some(state) => state,
-        None => initial_state(&shard_config, now_ms, || draw(random))?,
+        None => initial_state(shard_config, now_ms, || draw(random))?,
     };
-    let alone_second = decide(state_second, &shard_config, now_ms, request);
+    let alone_second = decide(state_second, shard_config, now_ms, request);
     Ok(match (alone_first.ok, alone_second.ok) {
         (true, false) => Outcome::single(first, alone_first),
         (false, true) => Outcome::single(second, alone_second),
         (true, true) if alone_first.next.value > alone_second.next.value => Outcome::single(first, alone_first),
         (true, true) => Outcome::single(second, alone_second),
         (false, false) => {
-            let combined = combine([state_first, state_second], [alone_first, alone_second], &shard_config, now_ms, request);
+            let combined = combine([state_first, state_second], [alone_first, alone_second], shard_config, now_ms, request);
             if combined.ok {
                 Outcome {
                     result: RateLimitResult::allowed(combined.retry_after_ms),
@@ -262,7 +268,11 @@ pub async fn check<S: StateStore>(
     decide_and_maybe_write(store, BatchItem { name, key, config, request }, now_ms, random, false).await
 }
 
-async fn decide_and_maybe_write<S: StateStore>(
+/// [`limit`] when `write`, else [`check`].
+///
+/// # Errors
+/// As [`limit`].
+pub async fn decide_and_maybe_write<S: StateStore>(
     store: &mut S,
     item: BatchItem<'_>,
     now_ms: f64,

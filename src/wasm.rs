@@ -6,7 +6,9 @@
 //! returns its result; the first Promise a store returns turns the rest of
 //! the call into a Promise.
 
+use std::cell::{Cell, RefCell};
 use std::future::Future;
+use std::pin::pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
@@ -19,6 +21,7 @@ use crate::config::{Config, ConfigError, RateLimitConfig, RawConfig, RawValue};
 use crate::decision::Request;
 use crate::error::Error;
 use crate::limiter::{self, BatchItem, RateLimitResult, ValueReport};
+use crate::slab::Slab;
 use crate::state::{State, StateRef, StateStore};
 use crate::transition::{calculate_rate_limit as core_calculate_rate_limit, Transition};
 
@@ -345,18 +348,44 @@ impl StateStore for Host {
 /// Random numbers in `[0, 1)`: the injected function's, or the runtime's
 /// cryptographic source, drawn only when a decision needs one.
 fn random_source(injected: Option<Function>) -> impl FnMut() -> Result<f64, Error> {
-    move || match &injected {
+    move || draw_random(injected.as_ref())
+}
+
+/// One number in `[0, 1)` (unchecked: the core checks the range).
+fn draw_random(injected: Option<&Function>) -> Result<f64, Error> {
+    match injected {
         Some(random) => {
             let drawn = random
                 .call0(&JsValue::UNDEFINED)
                 .map_err(|_| Error::InvalidRandom { got: "an exception".into() })?;
             drawn.as_f64().ok_or_else(|| Error::InvalidRandom { got: describe(&drawn) })
         }
-        None => {
-            let mut bytes = [0u8; 8];
-            getrandom::fill(&mut bytes).map_err(|error| Error::RandomUnavailable { reason: error.to_string() })?;
-            Ok((u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64)
+        None => RANDOM_POOL.with(|pool| pool.borrow_mut().next()),
+    }
+}
+
+thread_local! {
+    static RANDOM_POOL: std::cell::RefCell<RandomPool> = const { std::cell::RefCell::new(RandomPool { bytes: [0; 256], used: 256 }) };
+}
+
+/// Cryptographic random bytes fetched 256 at a time: one `getRandomValues`
+/// per 32 numbers instead of one per number. Fetched inside a call, never at
+/// module load (some runtimes forbid that).
+struct RandomPool {
+    bytes: [u8; 256],
+    used: usize,
+}
+
+impl RandomPool {
+    fn next(&mut self) -> Result<f64, Error> {
+        if self.used + 8 > self.bytes.len() {
+            getrandom::fill(&mut self.bytes).map_err(|error| Error::RandomUnavailable { reason: error.to_string() })?;
+            self.used = 0;
         }
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&self.bytes[self.used..self.used + 8]);
+        self.used += 8;
+        Ok((u64::from_le_bytes(word) >> 11) as f64 / (1u64 << 53) as f64)
     }
 }
 
@@ -373,11 +402,103 @@ fn run<T: 'static>(
     }
 }
 
+/// Polls a call over a synchronous store once; it completes at once.
+fn poll_ready<T>(call: std::pin::Pin<&mut impl Future<Output = T>>) -> Result<T, JsValue> {
+    match call.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => Ok(output),
+        Poll::Pending => Err(js_sys::Error::new("a synchronous store call did not complete").into()),
+    }
+}
+
+/// A MemoryStore's states, in WebAssembly memory, addressed by slot.
+#[wasm_bindgen]
+pub struct MemorySlab {
+    inner: Rc<RefCell<Slab>>,
+}
+
+#[wasm_bindgen]
+impl MemorySlab {
+    /// An empty slab.
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> MemorySlab {
+        MemorySlab { inner: Rc::new(RefCell::new(Slab::new())) }
+    }
+
+    fn with<T>(&self, use_slab: impl FnOnce(&mut Slab) -> T) -> Result<T, JsValue> {
+        let mut slab = self.inner.try_borrow_mut().map_err(|_| js_sys::Error::new("the MemoryStore is busy"))?;
+        Ok(use_slab(&mut slab))
+    }
+
+    /// A block of `length` empty slots; returns its first slot.
+    pub fn allocate(&self, length: u16) -> Result<u32, JsValue> {
+        self.with(|slab| slab.allocate(length))
+    }
+
+    /// Empties and frees the block starting at `base`.
+    pub fn release(&self, base: u32) -> Result<(), JsValue> {
+        self.with(|slab| slab.release(base))
+    }
+
+    /// The length of the block starting at `base` (0 when none starts there).
+    #[wasm_bindgen(js_name = blockLength)]
+    pub fn block_length(&self, base: u32) -> Result<u16, JsValue> {
+        self.with(|slab| slab.block_length(base))
+    }
+
+    /// The value in `slot`, or NaN when it holds no state.
+    pub fn value(&self, slot: u32) -> Result<f64, JsValue> {
+        self.with(|slab| slab.get(slot).map_or(f64::NAN, |state| state.value))
+    }
+
+    /// The `ts` in `slot` (meaningful only when `value` is not NaN).
+    pub fn ts(&self, slot: u32) -> Result<f64, JsValue> {
+        self.with(|slab| slab.get(slot).map_or(f64::NAN, |state| state.ts))
+    }
+
+    /// Stores `{ value, ts }` in `slot`; both must be finite.
+    pub fn write(&self, slot: u32, value: f64, ts: f64) -> Result<(), JsValue> {
+        let state = State { value, ts }.checked(StateRef { name: "MemoryStore", key: None, shard: slot })?;
+        self.with(|slab| slab.set(slot, Some(state)))
+    }
+
+    /// Empties `slot`.
+    pub fn clear(&self, slot: u32) -> Result<(), JsValue> {
+        self.with(|slab| slab.set(slot, None))
+    }
+
+    /// Whether no slot of the block at `base` holds a state.
+    #[wasm_bindgen(js_name = blockIsEmpty)]
+    pub fn block_is_empty(&self, base: u32) -> Result<bool, JsValue> {
+        self.with(|slab| slab.block_is_empty(base))
+    }
+
+    /// Forgets every state and block.
+    #[wasm_bindgen(js_name = clearAll)]
+    pub fn clear_all(&self) -> Result<(), JsValue> {
+        self.with(Slab::clear)
+    }
+
+    /// How many slots hold a state.
+    pub fn occupied(&self) -> Result<u32, JsValue> {
+        self.with(|slab| slab.occupied())
+    }
+}
+
+impl Default for MemorySlab {
+    fn default() -> Self {
+        MemorySlab::new()
+    }
+}
+
 /// The engine behind the TypeScript `RateLimiter`: named limits compiled
 /// once, the host's store, and the random source.
 #[wasm_bindgen]
 pub struct RateLimiterCore {
     store: Rc<HostStore>,
+    /// The MemoryStore's slab, when the store is one: decided on without callbacks.
+    slab: Option<Rc<RefCell<Slab>>>,
+    /// The block the last slab decision allocated for a new key, or -1.
+    allocated_base: Cell<f64>,
     /// Named limits, sorted by name.
     limits: Vec<(String, Rc<Config>)>,
     random: Option<Function>,
@@ -414,7 +535,7 @@ impl RateLimiterCore {
             }
         }
         compiled.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        Ok(RateLimiterCore { store, limits: compiled, random })
+        Ok(RateLimiterCore { store, slab: None, allocated_base: Cell::new(-1.0), limits: compiled, random })
     }
 
     /// The named limit's config, or the inline one compiled now.
@@ -456,6 +577,66 @@ impl RateLimiterCore {
             },
             result_to_js,
         )
+    }
+
+    /// Decides named limits on `slab` directly (the store is that MemoryStore).
+    #[wasm_bindgen(js_name = useSlab)]
+    pub fn use_slab(&mut self, slab: &MemorySlab) {
+        self.slab = Some(slab.inner.clone());
+    }
+
+    /// The index of a named limit, or -1 when there is none of that name.
+    #[wasm_bindgen(js_name = limitIndex)]
+    pub fn limit_index(&self, name: &str) -> i32 {
+        self.limits.binary_search_by(|(defined, _)| defined.as_str().cmp(name)).map_or(-1, |index| index as i32)
+    }
+
+    /// The shard count of the named limit at `index`.
+    #[wasm_bindgen(js_name = shardCount)]
+    pub fn shard_count(&self, index: u32) -> u32 {
+        self.limits.get(index as usize).map_or(1, |(_, config)| config.shard_count)
+    }
+
+    /// The hot path for a MemoryStore: decides the named limit at `index` on
+    /// the slab block at `base` (-1: the key has none yet), with numbers in and
+    /// one number out. NaN: granted; `w >= 0`: granted, reserved, due in `w` ms;
+    /// `-w` (or `-0`): refused, retry in `w` ms. A block allocated for a new
+    /// key is left in `takeAllocatedBase()`.
+    #[wasm_bindgen(js_name = decideInSlab)]
+    pub fn decide_in_slab(&self, index: u32, base: f64, count: f64, reserve: bool, now: f64, write: bool) -> Result<f64, JsValue> {
+        let (name, config) = self
+            .limits
+            .get(index as usize)
+            .ok_or_else(|| Error::UnknownLimit { limit: format!("#{index}") })?;
+        let slab = self.slab.as_ref().ok_or_else(|| js_sys::Error::new("this limiter's store is not a MemoryStore"))?;
+        let mut slab = slab.try_borrow_mut().map_err(|_| js_sys::Error::new("a MemoryStore cannot be used from inside its own random()"))?;
+        let request = Request { count, reserve };
+        let mut random = || draw_random(self.random.as_ref());
+        let outcome = if base >= 0.0 {
+            let mut block = slab.block(base as u32);
+            let call = pin!(limiter::decide_and_maybe_write(&mut block, BatchItem { name, key: None, config, request }, now, &mut random, write));
+            poll_ready(call)
+        } else {
+            let mut block = slab.new_block(config.shard_count as u16);
+            let outcome = {
+                let call = pin!(limiter::decide_and_maybe_write(&mut block, BatchItem { name, key: None, config, request }, now, &mut random, write));
+                poll_ready(call)
+            };
+            self.allocated_base.set(block.allocated().map_or(-1.0, f64::from));
+            outcome
+        };
+        let result = outcome??;
+        Ok(match result {
+            RateLimitResult::Allowed { retry_after_ms: None, .. } => f64::NAN,
+            RateLimitResult::Allowed { retry_after_ms: Some(wait), .. } => wait,
+            RateLimitResult::Refused { retry_after_ms, .. } => -retry_after_ms,
+        })
+    }
+
+    /// The block the last `decideInSlab` allocated for a new key (-1: none), once.
+    #[wasm_bindgen(js_name = takeAllocatedBase)]
+    pub fn take_allocated_base(&self) -> f64 {
+        self.allocated_base.replace(-1.0)
     }
 
     /// Consumes `count` tokens if the limit allows; writes only when granted.

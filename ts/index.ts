@@ -21,6 +21,7 @@ import type {
   TokenBucketConfig,
 } from "./wasm/ratebound.js";
 import { RateLimitError } from "./errors.js";
+import { MemoryStore } from "./memory-store.js";
 
 export type {
   FixedWindowConfig,
@@ -35,7 +36,7 @@ export type {
 };
 export { RateLimitError, isRateLimitError } from "./errors.js";
 export type { RateLimitErrorData } from "./errors.js";
-export { MemoryStore } from "./memory-store.js";
+export { MemoryStore };
 export { SECOND, MINUTE, HOUR, DAY, WEEK } from "./time.js";
 
 /** Clock and randomness, injectable for deterministic tests and replays. */
@@ -100,6 +101,26 @@ function refusal(name: string, result: RateLimitResult, throws: boolean | undefi
   return result;
 }
 
+/** The result of every plain grant; frozen, so it can be shared. */
+const ALLOWED: RateLimitResult = Object.freeze({ ok: true });
+
+/**
+ * Reads the one number the slab path answers with: NaN is a plain grant,
+ * `w >= 0` a reservation due in `w` ms, `-w` (or `-0`) a refusal.
+ */
+function decoded(answer: number): RateLimitResult {
+  if (Number.isNaN(answer)) return ALLOWED;
+  if (answer < 0 || Object.is(answer, -0)) return { ok: false, retryAfter: -answer };
+  return { ok: true, retryAfter: answer };
+}
+
+/**
+ * Keys up to this many UTF-16 units are within the core's 1024-byte cap
+ * whatever they contain (at most 3 UTF-8 bytes a unit); longer ones take the
+ * general path, which measures them exactly.
+ */
+const SHORT_KEY_UNITS = 341;
+
 /**
  * Rate limits over a host store: every call reads at most two shard states,
  * decides in WebAssembly, and writes only what a granted limit changed.
@@ -114,6 +135,10 @@ function refusal(name: string, result: RateLimitResult, throws: boolean | undefi
 export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record<string, never>> {
   readonly #core: RateLimiterCore;
   readonly #now: () => number;
+  /** The store, when it is a MemoryStore: named limits are then decided on its slab directly. */
+  readonly #memory: MemoryStore | undefined;
+  /** Named limits' indexes in the core. */
+  readonly #indexes = new Map<string, number>();
 
   /**
    * @param store The host's persistence: `read(ref)` and `write(ref, state | null)`.
@@ -123,6 +148,34 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
   constructor(store: RateLimitStore, limits: Limits = {} as Limits, options: RateLimiterOptions = {}) {
     this.#core = new RateLimiterCore(store, limits, options.random);
     this.#now = options.now ?? Date.now;
+    if (store instanceof MemoryStore) {
+      this.#memory = store;
+      this.#core.useSlab(store.slab);
+      for (const name of Object.keys(limits)) this.#indexes.set(name, this.#core.limitIndex(name));
+    }
+  }
+
+  /**
+   * Decides on the MemoryStore's slab when the call is the common case (a
+   * named limit, a plain key, a number count, a boolean reserve); `undefined`
+   * sends every other call down the general path, which validates it.
+   */
+  #onSlab(name: string, options: LimitOptions, write: boolean): RateLimitResult | undefined {
+    const memory = this.#memory;
+    const index = this.#indexes.get(name);
+    if (memory === undefined || index === undefined || options.config !== undefined) return undefined;
+    const { key, count = 1, reserve = false } = options;
+    if (typeof count !== "number" || typeof reserve !== "boolean") return undefined;
+    if (key !== undefined && (typeof key !== "string" || key.length > SHORT_KEY_UNITS)) return undefined;
+    const now = this.#now();
+    if (typeof now !== "number") return undefined;
+    const base = memory.blockOf(name, key);
+    const answer = this.#core.decideInSlab(index, base, count, reserve, now, write);
+    if (base < 0 && write) {
+      const allocated = this.#core.takeAllocatedBase();
+      if (allocated >= 0) memory.adopt(name, key, allocated);
+    }
+    return decoded(answer);
   }
 
   /**
@@ -137,9 +190,8 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    */
   limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
-  async limit(name: string, options: LimitOptions = {}): Promise<RateLimitResult> {
-    const { key, count, reserve, config, throws } = options;
-    return refusal(name, await this.#core.limit(name, key, count, reserve, config, this.#now()), throws);
+  limit(name: string, options: LimitOptions = {}): Promise<RateLimitResult> {
+    return this.#decide(name, options, true);
   }
 
   /**
@@ -153,9 +205,26 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    */
   check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
-  async check(name: string, options: LimitOptions = {}): Promise<RateLimitResult> {
-    const { key, count, reserve, config, throws } = options;
-    return refusal(name, await this.#core.check(name, key, count, reserve, config, this.#now()), throws);
+  check(name: string, options: LimitOptions = {}): Promise<RateLimitResult> {
+    return this.#decide(name, options, false);
+  }
+
+  /** `limit` (write) or `check`: on the slab when it can, else through the store's callbacks. */
+  #decide(name: string, options: LimitOptions, write: boolean): Promise<RateLimitResult> {
+    // Not an async function: on a MemoryStore this allocates one settled
+    // Promise and nothing else. Every error still arrives as a rejection.
+    try {
+      const onSlab = this.#onSlab(name, options, write);
+      if (onSlab !== undefined) return Promise.resolve(refusal(name, onSlab, options.throws));
+      const { key, count, reserve, config, throws } = options;
+      const core = this.#core;
+      const answer = write
+        ? core.limit(name, key, count, reserve, config, this.#now())
+        : core.check(name, key, count, reserve, config, this.#now());
+      return Promise.resolve(answer).then((result) => refusal(name, result, throws));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**
