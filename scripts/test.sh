@@ -16,6 +16,12 @@ cargo test --target wasm32-unknown-unknown --test wasm  # no --quiet: the runner
 echo "== Build pkg/"
 node scripts/build.mjs
 
+echo "== Rust: wasm-bindgen-test in headless Chromium (./webdriver.json sets its flags)"
+WASM_BINDGEN_USE_BROWSER=1 CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown --test wasm
+
+echo "== Packaging: the packed tarball in Node, Deno, Bun, workerd, Chromium and Convex"
+node --test --test-reporter=spec tests/packaging/
+
 echo "== TypeScript: limit names and result types are checked at compile time"
 node_modules/.bin/tsc -p tests/types/tsconfig.json
 
