@@ -726,11 +726,19 @@ impl RateLimiterCore {
 pub fn calculate_rate_limit(
     #[wasm_bindgen(unchecked_param_type = "RateLimitState | null")] state: JsValue,
     #[wasm_bindgen(unchecked_param_type = "RateLimitConfig")] config: JsValue,
-    now: f64,
-    count: f64,
+    #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number")] count: JsValue,
     #[wasm_bindgen(unchecked_param_type = "(() => number) | undefined")] random: JsValue,
 ) -> Result<JsValue, JsValue> {
     let config = raw_config(&config).and_then(|raw| Config::try_from(&raw)).map_err(ConfigError::unnamed)?;
+    let number = |field: &str, value: &JsValue| {
+        value.as_f64().ok_or_else(|| Error::InvalidRequest {
+            limit: "calculateRateLimit".into(),
+            field: field.into(),
+            problem: format!("{field} must be a number (got {})", describe(value)),
+        })
+    };
+    let (now, count) = (number("now", &now)?, number("count", &count)?);
     let state = state_from_js(&state).map_err(|problem| Error::CorruptState { reference: "the state passed to calculateRateLimit".into(), problem })?;
     let state = match state {
         Some(state) => Some(state.checked(StateRef { name: "calculateRateLimit", key: None, shard: 0 })?),
@@ -763,4 +771,95 @@ pub fn with_jitter(
 ) -> Result<f64, JsValue> {
     let random = random_source(random.dyn_into::<Function>().ok())()?;
     Ok(crate::jitter::with_jitter(retry_after, max_jitter, random)?)
+}
+
+/// One validated config, for calling `calculateRateLimit` with numbers only.
+/// The TypeScript layer compiles each config object once and keeps it.
+#[wasm_bindgen]
+pub struct CompiledConfig {
+    config: Config,
+    /// The last transition's `ts`, `retryAfter` and `windowStart` (NaN: absent).
+    last: Cell<[f64; 3]>,
+}
+
+#[wasm_bindgen]
+impl CompiledConfig {
+    /// Validates `config` (errors name the field and the value).
+    #[wasm_bindgen(constructor)]
+    pub fn new(#[wasm_bindgen(unchecked_param_type = "RateLimitConfig")] config: JsValue) -> Result<CompiledConfig, JsValue> {
+        let config = raw_config(&config).and_then(|raw| Config::try_from(&raw)).map_err(ConfigError::unnamed)?;
+        Ok(CompiledConfig { config, last: Cell::new([f64::NAN; 3]) })
+    }
+
+    /// The transition from `{ value, ts }` (or a fresh state when `has_state`
+    /// is false) at `now`, taking `count`. Returns the new value; `ts`,
+    /// `retryAfter` and `windowStart` are read from the getters after it.
+    pub fn transition(&self, has_state: bool, value: f64, ts: f64, now: f64, count: f64) -> Result<f64, JsValue> {
+        let transition = self.transition_of(has_state.then_some(State { value, ts }), now, count)?;
+        self.last.set([
+            transition.ts,
+            transition.retry_after_ms.unwrap_or(f64::NAN),
+            transition.window_start_ms.unwrap_or(f64::NAN),
+        ]);
+        Ok(transition.value)
+    }
+
+    /// The last transition's `ts`.
+    #[wasm_bindgen(getter)]
+    pub fn ts(&self) -> f64 {
+        self.last.get()[0]
+    }
+
+    /// The last transition's `retryAfter`, or NaN when it had none.
+    #[wasm_bindgen(getter, js_name = retryAfter)]
+    pub fn retry_after(&self) -> f64 {
+        self.last.get()[1]
+    }
+
+    /// The last transition's `windowStart`, or NaN when it had none.
+    #[wasm_bindgen(getter, js_name = windowStart)]
+    pub fn window_start(&self) -> f64 {
+        self.last.get()[2]
+    }
+
+    /// Many transitions at one instant: `states` holds `value, ts` pairs (a
+    /// NaN value is "no state"); the answer holds `value, ts, retryAfter,
+    /// windowStart` for each (NaN where absent).
+    #[wasm_bindgen(js_name = transitionMany)]
+    pub fn transition_many(&self, states: &[f64], now: f64, count: f64) -> Result<Vec<f64>, JsValue> {
+        self.transition_of(None, now, count)?; // checks now and count once for the batch
+        let mut answers = Vec::with_capacity(states.len() / 2 * 4);
+        for pair in states.chunks_exact(2) {
+            let state = match pair[0].is_nan() {
+                true => None,
+                false => Some(State { value: pair[0], ts: pair[1] }.checked(StateRef { name: "calculateRateLimits", key: None, shard: 0 })?),
+            };
+            let transition = core_calculate_rate_limit(state, &self.config, now, count, || draw_random(None))?;
+            answers.extend([
+                transition.value,
+                transition.ts,
+                transition.retry_after_ms.unwrap_or(f64::NAN),
+                transition.window_start_ms.unwrap_or(f64::NAN),
+            ]);
+        }
+        Ok(answers)
+    }
+
+    fn transition_of(&self, state: Option<State>, now: f64, count: f64) -> Result<Transition, Error> {
+        let invalid = |field: &str, value: f64, rule: &str| Error::InvalidRequest {
+            limit: "calculateRateLimit".into(),
+            field: field.into(),
+            problem: format!("{field} must be {rule} (got {})", crate::js_number(value)),
+        };
+        if let Some(state) = state {
+            state.checked(StateRef { name: "calculateRateLimit", key: None, shard: 0 })?;
+        }
+        if !now.is_finite() {
+            return Err(invalid("now", now, "a finite number of ms"));
+        }
+        if !(count.is_finite() && count >= 0.0) {
+            return Err(invalid("count", count, "a finite number >= 0"));
+        }
+        core_calculate_rate_limit(state, &self.config, now, count, || draw_random(None))
+    }
 }

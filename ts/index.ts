@@ -5,6 +5,7 @@
  * @module
  */
 import {
+  CompiledConfig,
   RateLimiterCore,
   calculateRateLimit as coreCalculateRateLimit,
   withJitter as coreWithJitter,
@@ -295,9 +296,33 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
   }
 }
 
+/** A config object's compiled form and the fields it was compiled from. */
+type Compiled = { compiled: CompiledConfig; fields: unknown[] };
+
+const CONFIG_FIELDS = ["kind", "rate", "period", "capacity", "maxReserved", "shards", "start"] as const;
+const compiledConfigs = new WeakMap<object, Compiled>();
+
+/**
+ * The config compiled by the core: validated once per config object, then
+ * reused while its fields are unchanged (a changed field compiles it again).
+ */
+function compiledFor(config: RateLimitConfig): CompiledConfig {
+  if (typeof config !== "object" || config === null) return new CompiledConfig(config);
+  const cached = compiledConfigs.get(config);
+  const fields = config as Record<(typeof CONFIG_FIELDS)[number], unknown>;
+  if (cached !== undefined && CONFIG_FIELDS.every((field, index) => Object.is(fields[field], cached.fields[index]))) {
+    return cached.compiled;
+  }
+  const compiled = new CompiledConfig(config);
+  cached?.compiled.free();
+  compiledConfigs.set(config, { compiled, fields: CONFIG_FIELDS.map((field) => fields[field]) });
+  return compiled;
+}
+
 /**
  * The pure transition: the state after `count` tokens are taken at `now`.
  * The same function the limiter decides with, so a preview cannot disagree with the server.
+ * Each config object is validated on first use; later calls pass only numbers to the core.
  *
  * @param state The stored `{ value, ts }`, or `null` for a fresh (full) limit.
  * @param config The limit's config.
@@ -314,7 +339,42 @@ export function calculateRateLimit(
   now: number = Date.now(),
   count: number = 0,
 ): RateLimitTransition {
-  return coreCalculateRateLimit(state, config, now, count, undefined);
+  const plainNumbers =
+    typeof now === "number" &&
+    typeof count === "number" &&
+    (state === null || (typeof state === "object" && typeof state.value === "number" && typeof state.ts === "number"));
+  // Anything else gets the core's full checks and their errors.
+  if (!plainNumbers) return coreCalculateRateLimit(state, config, now, count, undefined);
+  const compiled = compiledFor(config);
+  const value =
+    state === null ? compiled.transition(false, 0, 0, now, count) : compiled.transition(true, state.value, state.ts, now, count);
+  const transition: RateLimitTransition = { value, ts: compiled.ts };
+  const { retryAfter, windowStart } = compiled;
+  if (!Number.isNaN(retryAfter)) transition.retryAfter = retryAfter;
+  if (!Number.isNaN(windowStart)) transition.windowStart = windowStart;
+  return transition;
+}
+
+/**
+ * Many transitions at once, for dashboards and previews of many keys: one
+ * call into the core for the whole batch.
+ *
+ * @param states `value, ts` pairs, one per key; a `NaN` value means the key has no state yet.
+ * @param config The limit's config, shared by every key.
+ * @param now Milliseconds since the epoch (default `Date.now()`).
+ * @param count Tokens to take from each (default 0: just project).
+ * @returns `value, ts, retryAfter, windowStart` for each key, `NaN` where absent.
+ * @example
+ * const out = calculateRateLimits(new Float64Array([0, 0, NaN, 0]), config, 3000);
+ * const [firstValue, firstTs, firstRetryAfter] = out; // the second key's answer starts at out[4]
+ */
+export function calculateRateLimits(
+  states: Float64Array,
+  config: RateLimitConfig,
+  now: number = Date.now(),
+  count: number = 0,
+): Float64Array {
+  return compiledFor(config).transitionMany(states, now, count);
 }
 
 /**

@@ -1,0 +1,38 @@
+// calculateRateLimit's compiled-config cache and the calculateRateLimits batch.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { calculateRateLimit, calculateRateLimits, MINUTE } from "../../pkg/dist/node.js";
+
+for (const kind of ["token bucket", "fixed window"]) {
+  test(`${kind}: the batch gives each state the answer calculateRateLimit gives it`, () => {
+    const config = { kind, rate: 10, period: MINUTE, capacity: 20, ...(kind === "fixed window" ? { start: 0 } : {}) };
+    const states = [{ value: 0, ts: 0 }, { value: -3.5, ts: 1000 }, { value: 20, ts: 59_000 }, null];
+    const pairs = new Float64Array(states.flatMap((state) => (state === null ? [NaN, 0] : [state.value, state.ts])));
+    const answers = calculateRateLimits(pairs, config, 61_000, 2);
+    assert.equal(answers.length, states.length * 4);
+    states.forEach((state, index) => {
+      const one = calculateRateLimit(state, config, 61_000, 2);
+      const [value, ts, retryAfter, windowStart] = answers.slice(index * 4, index * 4 + 4);
+      assert.ok(Object.is(value, one.value) && Object.is(ts, one.ts), `state ${index}`);
+      assert.ok(Object.is(retryAfter, one.retryAfter ?? NaN), `retryAfter of state ${index}`);
+      assert.ok(Object.is(windowStart, one.windowStart ?? NaN), `windowStart of state ${index}`);
+    });
+  });
+}
+
+test("a config object changed after its first use is compiled again, not served stale", () => {
+  const config = { kind: "token bucket", rate: 10, period: 1000 };
+  assert.equal(calculateRateLimit({ value: 0, ts: 0 }, config, 100).value, 1);
+  config.rate = 20;
+  assert.equal(calculateRateLimit({ value: 0, ts: 0 }, config, 100).value, 2);
+  config.rate = -1;
+  assert.throws(() => calculateRateLimit({ value: 0, ts: 0 }, config, 100), { code: "INVALID_CONFIG", field: "rate" });
+});
+
+test("non-number inputs still get the core's errors", () => {
+  const config = { kind: "token bucket", rate: 10, period: 1000 };
+  assert.throws(() => calculateRateLimit({ value: "1", ts: 0 }, config, 100), { code: "CORRUPT_STATE" });
+  assert.throws(() => calculateRateLimit(null, config, "100"), { code: "INVALID_REQUEST" });
+  assert.throws(() => calculateRateLimits(new Float64Array([0, 0]), config, 100, -1), { code: "INVALID_REQUEST" });
+  assert.throws(() => calculateRateLimits(new Float64Array([Infinity, 0]), config, 100), { code: "CORRUPT_STATE" });
+});
