@@ -292,17 +292,17 @@ fn limit_all_consumes_every_limit_or_none() {
 #[wasm_bindgen_test]
 fn calculate_rate_limit_returns_the_transition_object() {
     let config = token_bucket(10.0, 60_000.0, &[]);
-    let next = calculate_rate_limit(state(0.0, 0.0), config, 3_000.0, 1.0, U).unwrap();
+    let next = calculate_rate_limit(state(0.0, 0.0), config, 3_000.0.into(), 1.0.into(), U).unwrap();
     assert_eq!((number(&next, "value"), number(&next, "ts"), number(&next, "retryAfter")), (-0.5, 3_000.0, 3_000.0));
     assert!(!has(&next, "windowStart"));
     let window = fixed_window(10.0, 1_000.0, &[]);
     // No state and no start: the window began floor(0.25 × 1000) ms ago.
-    let fresh = calculate_rate_limit(JsValue::NULL, window.clone(), 10_000.0, 0.0, constant(0.25)).unwrap();
+    let fresh = calculate_rate_limit(JsValue::NULL, window.clone(), 10_000.0.into(), 0.0.into(), constant(0.25)).unwrap();
     assert_eq!((number(&fresh, "value"), number(&fresh, "ts"), number(&fresh, "windowStart")), (10.0, 9_750.0, 9_750.0));
     assert!(!has(&fresh, "retryAfter"));
-    let thrown = calculate_rate_limit(JsValue::NULL, token_bucket(-1.0, 1_000.0, &[]), 0.0, 0.0, U).unwrap_err();
+    let thrown = calculate_rate_limit(JsValue::NULL, token_bucket(-1.0, 1_000.0, &[]), 0.0.into(), 0.0.into(), U).unwrap_err();
     assert_eq!(assert_error(thrown, "INVALID_CONFIG"), "Invalid rate limit config: rate must be a positive finite number (got -1)");
-    let thrown = calculate_rate_limit(JsValue::NULL, window, 0.0, -1.0, U).unwrap_err();
+    let thrown = calculate_rate_limit(JsValue::NULL, window, 0.0.into(), (-1.0).into(), U).unwrap_err();
     assert_error(thrown, "INVALID_REQUEST");
 }
 
