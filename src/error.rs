@@ -62,6 +62,12 @@ pub enum Error {
         /// The value it returned, described.
         got: String,
     },
+    /// A MemoryStore holds `max_keys` keys and none has fully refilled, so
+    /// none can be dropped without handing out tokens: the call fails closed.
+    StoreFull {
+        /// The store's `maxKeys`.
+        max_keys: u32,
+    },
     /// The runtime has no source of random numbers (and none was injected).
     RandomUnavailable {
         /// What the runtime said.
@@ -87,6 +93,7 @@ impl Error {
             Error::CorruptState { .. } => "CORRUPT_STATE",
             Error::InvalidRandom { .. } => "INVALID_RANDOM",
             Error::RandomUnavailable { .. } => "RANDOM_UNAVAILABLE",
+            Error::StoreFull { .. } => "STORE_FULL",
         }
     }
 
@@ -136,6 +143,10 @@ impl fmt::Display for Error {
             Error::InvalidRandom { got } => {
                 write!(f, "random() must return a number in [0, 1) (got {got})")
             }
+            Error::StoreFull { max_keys } => write!(
+                f,
+                "The MemoryStore holds its maxKeys ({max_keys}) keys and none has fully refilled; dropping one would hand out tokens, so the call is refused"
+            ),
             Error::RandomUnavailable { reason } => {
                 write!(f, "No random numbers are available in this runtime ({reason}); pass `random` in the limiter's options")
             }

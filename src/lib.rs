@@ -29,4 +29,4 @@ pub use limiter::{check, decide_and_maybe_write, get_value, limit, limit_all, re
 pub use slab::{Slab, SlabBlock};
 pub use shard::{combine, first_shard, sample_shards, second_shard, MIN_CHOOSE_TWO};
 pub use state::{State, StateRef, StateStore};
-pub use transition::{calculate_rate_limit, initial_state, unit_random, Transition};
+pub use transition::{calculate_rate_limit, full_at, initial_state, unit_random, Transition};

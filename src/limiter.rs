@@ -6,7 +6,7 @@
 use serde::Serialize;
 use tsify::Tsify;
 
-use crate::config::{Config, RateLimitConfig};
+use crate::config::{Config, Kind, RateLimitConfig};
 use crate::decision::{decide, validate_request, Request, ShardDecision};
 use crate::error::Error;
 use crate::js_number::js_number;
@@ -367,7 +367,9 @@ pub async fn limit_all<S: StateStore>(
 
 /// The limit's current value, for dashboards and client previews.
 ///
-/// Unsharded: the stored state, or a full one when there is none.
+/// Unsharded: the stored state, or a full one when there is none (for a
+/// fixed window without `start`, one whose window starts at `now`: the
+/// latest its first write can pick).
 /// Sharded: `min(sample_shards, shards)` distinct shards (a missing one is
 /// full) projected to the latest sampled `ts`; `value` is their mean times
 /// the shard count, `shard` the best one sampled.
@@ -403,6 +405,13 @@ pub async fn get_value<S: StateStore>(
     for shard in shards {
         let state = match read(store, StateRef { name, key, shard }).await? {
             Some(state) => state,
+            // A fixed window with a random start picks it on its first
+            // write. Until then report the latest start it can pick, `now`:
+            // its real windows end no later than these, so a projection from
+            // this report never promises a refill before the limiter gives it.
+            None if config.kind == Kind::FixedWindow && config.start_ms.is_none() => {
+                State { value: shard_config.capacity, ts: now_ms }
+            }
             None => initial_state(&shard_config, now_ms, || draw(random))?,
         };
         sampled.push((shard, state));

@@ -2,21 +2,46 @@
 //! WebAssembly memory. The host maps `(name, key)` to a block of slots, one
 //! per shard, so keys never cross the boundary on the hot path.
 
+use crate::config::Config;
 use crate::error::Error;
 use crate::state::{State, StateRef, StateStore};
+use crate::transition::full_at;
 
 /// States in blocks of consecutive slots; an empty slot holds no state.
 ///
 /// Invariant: `values`, `timestamps` and `block_lengths` have the same
 /// length; a block starts at a slot whose `block_lengths` entry is its
 /// length (`0` inside a block); freed blocks are reused by length.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Slab {
     values: Vec<f64>,
     timestamps: Vec<f64>,
+    /// Per slot: from when its state is full again (`+∞`: unknown, never evicted).
+    full_at: Vec<f64>,
     block_lengths: Vec<u16>,
+    /// Per block start: whether the block is on the free list.
+    is_free: Vec<bool>,
     free_blocks: Vec<(u16, u32)>,
     occupied: u32,
+    live_blocks: u32,
+    /// No block can be evicted before this instant (a lower bound).
+    next_evictable_ms: f64,
+}
+
+impl Default for Slab {
+    fn default() -> Self {
+        Slab {
+            values: Vec::new(),
+            timestamps: Vec::new(),
+            full_at: Vec::new(),
+            block_lengths: Vec::new(),
+            is_free: Vec::new(),
+            free_blocks: Vec::new(),
+            occupied: 0,
+            live_blocks: 0,
+            next_evictable_ms: f64::INFINITY,
+        }
+    }
 }
 
 /// Marks an empty slot: stored values are always finite, so NaN never collides.
@@ -31,14 +56,19 @@ impl Slab {
     /// A block of `length` empty slots (`1..=1024`); returns its first slot.
     pub fn allocate(&mut self, length: u16) -> u32 {
         let length = length.clamp(1, 1024);
+        self.live_blocks += 1;
         if let Some(index) = self.free_blocks.iter().position(|&(free, _)| free == length) {
-            return self.free_blocks.swap_remove(index).1;
+            let base = self.free_blocks.swap_remove(index).1;
+            self.is_free[base as usize] = false;
+            return base;
         }
         let base = self.values.len() as u32;
         let grown = self.values.len() + usize::from(length);
         self.values.resize(grown, EMPTY);
         self.timestamps.resize(grown, 0.0);
+        self.full_at.resize(grown, f64::INFINITY);
         self.block_lengths.resize(grown, 0);
+        self.is_free.resize(grown, false);
         self.block_lengths[base as usize] = length;
         base
     }
@@ -46,12 +76,14 @@ impl Slab {
     /// Empties and frees the block starting at `base` (ignored if `base` starts no block).
     pub fn release(&mut self, base: u32) {
         let Some(&length) = self.block_lengths.get(base as usize) else { return };
-        if length == 0 {
+        if length == 0 || self.is_free[base as usize] {
             return;
         }
         for slot in base..base + u32::from(length) {
             self.set(slot, None);
         }
+        self.is_free[base as usize] = true;
+        self.live_blocks -= 1;
         self.free_blocks.push((length, base));
     }
 
@@ -69,9 +101,19 @@ impl Slab {
         Some(State { value, ts: self.timestamps[slot as usize] })
     }
 
-    /// Stores `state` in `slot` (`None` empties it); slots outside the slab are ignored.
+    /// Stores `state` in `slot` (`None` empties it), never to be evicted;
+    /// slots outside the slab are ignored.
     pub fn set(&mut self, slot: u32, state: Option<State>) {
+        self.set_until_full(slot, state, f64::INFINITY);
+    }
+
+    /// Stores `state` in `slot`, evictable from `full_at_ms` on (see [`full_at`]).
+    pub fn set_until_full(&mut self, slot: u32, state: Option<State>, full_at_ms: f64) {
         let Some(value) = self.values.get_mut(slot as usize) else { return };
+        self.full_at[slot as usize] = full_at_ms;
+        if state.is_some() {
+            self.next_evictable_ms = self.next_evictable_ms.min(full_at_ms);
+        }
         let was_occupied = !value.is_nan();
         match state {
             Some(state) => {
@@ -103,15 +145,55 @@ impl Slab {
         self.occupied
     }
 
+    /// How many blocks are allocated (one per name and key).
+    pub fn live_blocks(&self) -> u32 {
+        self.live_blocks
+    }
+
+    /// Frees every block whose states are all full again at `now_ms` and
+    /// returns their first slots. Dropping them changes no decision: a
+    /// missing state is decided exactly as a full one. One pass frees all it
+    /// can and notes when the next could be freed, so a store with nothing
+    /// to free is not scanned again before then.
+    pub fn evict_full(&mut self, now_ms: f64) -> Vec<u32> {
+        let mut evicted = Vec::new();
+        if !(now_ms >= self.next_evictable_ms) {
+            return evicted;
+        }
+        let mut next = f64::INFINITY;
+        let mut base = 0usize;
+        while base < self.block_lengths.len() {
+            let length = usize::from(self.block_lengths[base]).max(1);
+            if self.block_lengths[base] > 0 && !self.is_free[base] {
+                let slots = base..base + length;
+                let full_from = slots
+                    .map(|slot| if self.values[slot].is_nan() { f64::NEG_INFINITY } else { self.full_at[slot] })
+                    .fold(f64::NEG_INFINITY, f64::max);
+                if full_from <= now_ms {
+                    evicted.push(base as u32);
+                } else {
+                    next = next.min(full_from);
+                }
+            }
+            base += length;
+        }
+        for &base in &evicted {
+            self.release(base);
+        }
+        self.next_evictable_ms = next;
+        evicted
+    }
+
     /// The block at `base` as a [`StateStore`]: shard `n` is slot `base + n`.
-    pub fn block(&mut self, base: u32) -> SlabBlock<'_> {
-        SlabBlock { slab: self, base: Some(base), length: 0 }
+    /// Writes note when each state is full again under `shard_config`.
+    pub fn block<'a>(&'a mut self, base: u32, shard_config: &'a Config) -> SlabBlock<'a> {
+        SlabBlock { slab: self, base: Some(base), length: 0, shard_config }
     }
 
     /// A block of `length` slots that is allocated only if something is
     /// written to it, so reads and refusals for new keys cost no memory.
-    pub fn new_block(&mut self, length: u16) -> SlabBlock<'_> {
-        SlabBlock { slab: self, base: None, length }
+    pub fn new_block<'a>(&'a mut self, length: u16, shard_config: &'a Config) -> SlabBlock<'a> {
+        SlabBlock { slab: self, base: None, length, shard_config }
     }
 }
 
@@ -121,6 +203,8 @@ pub struct SlabBlock<'a> {
     base: Option<u32>,
     /// For a block not yet allocated: the length to allocate on first write.
     length: u16,
+    /// The config of one shard, for when a written state is full again.
+    shard_config: &'a Config,
 }
 
 impl SlabBlock<'_> {
@@ -146,10 +230,19 @@ impl StateStore for SlabBlock<'_> {
         if self.base.is_none() && state.is_some() {
             self.base = Some(self.slab.allocate(self.length));
         }
-        if let Some(slot) = self.slot(at) {
-            self.slab.set(slot, state);
+        match self.slot(at) {
+            Some(slot) => {
+                let full_from = state.map_or(f64::NEG_INFINITY, |state| full_at(state, self.shard_config));
+                self.slab.set_until_full(slot, state, full_from);
+                Ok(())
+            }
+            None if state.is_none() => Ok(()),
+            // Never drop a write silently: that would lose consumed tokens.
+            None => Err(Error::CorruptState {
+                reference: at.to_string(),
+                problem: "the MemoryStore block has no slot for this shard".into(),
+            }),
         }
-        Ok(())
     }
 }
 
@@ -172,17 +265,47 @@ mod tests {
         assert_eq!(slab.allocate(3), first);
     }
 
+    fn bucket() -> Config {
+        Config::try_from(&crate::config::RawConfig::token_bucket(10.0, 1000.0)).unwrap()
+    }
+
+    fn write(block: &mut SlabBlock<'_>, shard: u32, state: State) {
+        let at = StateRef { name: "x", key: None, shard };
+        let written = std::pin::pin!(block.write(at, Some(state)));
+        let _ = std::future::Future::poll(written, &mut std::task::Context::from_waker(std::task::Waker::noop()));
+    }
+
     #[test]
-    fn a_block_ignores_shards_beyond_its_length() {
+    fn eviction_frees_only_blocks_that_are_full_again() {
+        let config = bucket();
+        let mut slab = Slab::new();
+        let refilling = slab.allocate(1);
+        let drained = slab.allocate(1);
+        write(&mut slab.block(refilling, &config), 0, State { value: 9.0, ts: 0.0 }); // full at 100
+        write(&mut slab.block(drained, &config), 0, State { value: 0.0, ts: 0.0 }); // full at 1000
+        let outside = slab.allocate(1);
+        slab.set(outside, Some(State { value: 10.0, ts: 0.0 })); // written from outside: never
+        assert_eq!(slab.evict_full(99.0), Vec::<u32>::new());
+        assert_eq!(slab.evict_full(100.0), vec![refilling]);
+        assert_eq!(slab.live_blocks(), 2);
+        assert_eq!(slab.evict_full(5_000.0), vec![drained]);
+        assert_eq!(slab.evict_full(1e12), Vec::<u32>::new());
+        assert_eq!(slab.live_blocks(), 1);
+    }
+
+    #[test]
+    fn a_block_refuses_writes_beyond_its_length_rather_than_drop_them() {
+        let config = bucket();
         let mut slab = Slab::new();
         let base = slab.allocate(2);
         let neighbour = slab.allocate(1);
         let at = StateRef { name: "x", key: None, shard: 2 };
-        {
-            let mut block = slab.block(base);
+        let outcome = {
+            let mut block = slab.block(base, &config);
             let written = std::pin::pin!(block.write(at, Some(State { value: 1.0, ts: 0.0 })));
-            let _ = std::future::Future::poll(written, &mut std::task::Context::from_waker(std::task::Waker::noop()));
-        }
+            std::future::Future::poll(written, &mut std::task::Context::from_waker(std::task::Waker::noop()))
+        };
+        assert!(matches!(outcome, std::task::Poll::Ready(Err(Error::CorruptState { .. }))));
         assert_eq!(slab.get(neighbour), None);
     }
 }

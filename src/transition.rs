@@ -117,3 +117,33 @@ pub(crate) fn js_min(a: f64, b: f64) -> f64 {
         b
     }
 }
+
+/// The first instant from which `state` is full again with no further
+/// traffic: from then on a missing state decides exactly as this one would,
+/// so a store may drop it. `+∞` when no such instant is certain, as for a
+/// fixed window with a random start, whose windows a fresh state would
+/// place elsewhere.
+///
+/// ```
+/// use ratebound::{full_at, Config, RawConfig, State};
+/// let config = Config::try_from(&RawConfig::token_bucket(10.0, 1000.0)).unwrap();
+/// assert_eq!(full_at(State { value: 5.0, ts: 0.0 }, &config), 500.0);
+/// ```
+pub fn full_at(state: State, config: &Config) -> f64 {
+    let candidate = match (config.kind, config.start_ms) {
+        _ if state.value >= config.capacity => state.ts,
+        (Kind::TokenBucket, _) => state.ts + (config.capacity - state.value) / (config.rate / config.period_ms),
+        (Kind::FixedWindow, Some(_)) => {
+            state.ts + ((config.capacity - state.value) / config.rate).ceil() * config.period_ms
+        }
+        (Kind::FixedWindow, None) => return f64::INFINITY,
+    };
+    // Rounding may leave the projection an ulp short: step past it, and
+    // never call a state full that the transition would not fill.
+    for instant in [candidate, candidate.ceil() + 1.0] {
+        if instant.is_finite() && advance(state, config, instant, 0.0).value >= config.capacity {
+            return instant;
+        }
+    }
+    f64::INFINITY
+}

@@ -414,14 +414,52 @@ fn poll_ready<T>(call: std::pin::Pin<&mut impl Future<Output = T>>) -> Result<T,
 #[wasm_bindgen]
 pub struct MemorySlab {
     inner: Rc<RefCell<Slab>>,
+    max_keys: u32,
 }
 
 #[wasm_bindgen]
 impl MemorySlab {
-    /// An empty slab.
+    /// An empty slab for at most `maxKeys` keys (`undefined`: no limit).
     #[wasm_bindgen(constructor)]
-    pub fn new() -> MemorySlab {
-        MemorySlab { inner: Rc::new(RefCell::new(Slab::new())) }
+    pub fn new(#[wasm_bindgen(unchecked_param_type = "number | undefined")] max_keys: JsValue) -> Result<MemorySlab, JsValue> {
+        let max_keys = match max_keys.as_f64() {
+            None if max_keys.is_undefined() => u32::MAX,
+            Some(max) if max.fract() == 0.0 && (1.0..=f64::from(u32::MAX)).contains(&max) => max as u32,
+            _ => {
+                return Err(Error::InvalidRequest {
+                    limit: "MemoryStore".into(),
+                    field: "maxKeys".into(),
+                    problem: format!("maxKeys must be a positive integer (got {})", describe(&max_keys)),
+                }
+                .into())
+            }
+        };
+        Ok(MemorySlab { inner: Rc::new(RefCell::new(Slab::new())), max_keys })
+    }
+
+    /// Whether a new key would exceed `maxKeys`.
+    #[wasm_bindgen(getter)]
+    pub fn full(&self) -> Result<bool, JsValue> {
+        let max_keys = self.max_keys;
+        self.with(|slab| slab.live_blocks() >= max_keys)
+    }
+
+    /// Frees the blocks whose states are all full again at `now` and returns
+    /// their first slots, then fails with `STORE_FULL` if no room was made.
+    #[wasm_bindgen(js_name = makeRoom)]
+    pub fn make_room(&self, now: f64) -> Result<Vec<u32>, JsValue> {
+        let max_keys = self.max_keys;
+        let (evicted, live) = self.with(|slab| (slab.evict_full(now), slab.live_blocks()))?;
+        if live >= max_keys && evicted.is_empty() {
+            return Err(Error::StoreFull { max_keys }.into());
+        }
+        Ok(evicted)
+    }
+
+    /// How many keys (blocks) the slab holds.
+    #[wasm_bindgen(getter)]
+    pub fn keys(&self) -> Result<u32, JsValue> {
+        self.with(|slab| slab.live_blocks())
     }
 
     fn with<T>(&self, use_slab: impl FnOnce(&mut Slab) -> T) -> Result<T, JsValue> {
@@ -481,12 +519,6 @@ impl MemorySlab {
     /// How many slots hold a state.
     pub fn occupied(&self) -> Result<u32, JsValue> {
         self.with(|slab| slab.occupied())
-    }
-}
-
-impl Default for MemorySlab {
-    fn default() -> Self {
-        MemorySlab::new()
     }
 }
 
@@ -612,12 +644,13 @@ impl RateLimiterCore {
         let mut slab = slab.try_borrow_mut().map_err(|_| js_sys::Error::new("a MemoryStore cannot be used from inside its own random()"))?;
         let request = Request { count, reserve };
         let mut random = || draw_random(self.random.as_ref());
+        let shard_config = config.per_shard();
         let outcome = if base >= 0.0 {
-            let mut block = slab.block(base as u32);
+            let mut block = slab.block(base as u32, &shard_config);
             let call = pin!(limiter::decide_and_maybe_write(&mut block, BatchItem { name, key: None, config, request }, now, &mut random, write));
             poll_ready(call)
         } else {
-            let mut block = slab.new_block(config.shard_count as u16);
+            let mut block = slab.new_block(config.shard_count as u16, &shard_config);
             let outcome = {
                 let call = pin!(limiter::decide_and_maybe_write(&mut block, BatchItem { name, key: None, config, request }, now, &mut random, write));
                 poll_ready(call)

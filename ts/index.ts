@@ -140,6 +140,8 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
   readonly #memory: MemoryStore | undefined;
   /** Named limits' indexes in the core. */
   readonly #indexes = new Map<string, number>();
+  /** Named limits' shard counts, by index, for those with more than one. */
+  readonly #shardCounts = new Map<number, number>();
 
   /**
    * @param store The host's persistence: `read(ref)` and `write(ref, state | null)`.
@@ -152,7 +154,12 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     if (store instanceof MemoryStore) {
       this.#memory = store;
       this.#core.useSlab(store.slab);
-      for (const name of Object.keys(limits)) this.#indexes.set(name, this.#core.limitIndex(name));
+      for (const name of Object.keys(limits)) {
+        const index = this.#core.limitIndex(name);
+        this.#indexes.set(name, index);
+        const shards = this.#core.shardCount(index);
+        if (shards > 1) this.#shardCounts.set(index, shards);
+      }
     }
   }
 
@@ -170,7 +177,11 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     if (key !== undefined && (typeof key !== "string" || key.length > SHORT_KEY_UNITS)) return undefined;
     const now = this.#now();
     if (typeof now !== "number") return undefined;
-    const base = memory.blockOf(name, key);
+    let base = memory.blockOf(name, key);
+    if (base < 0 && write) memory.makeRoom(now);
+    // A block made by writes through the store's callbacks may hold fewer shards.
+    const shards = this.#shardCounts.get(index) ?? 1;
+    if (base >= 0 && shards > 1) base = memory.blockWith(name, key, base, shards);
     const answer = this.#core.decideInSlab(index, base, count, reserve, now, write);
     if (base < 0 && write) {
       const allocated = this.#core.takeAllocatedBase();

@@ -14,8 +14,34 @@ import type { RateLimitState, RateLimitStore, StateRef } from "./wasm/ratebound.
  */
 export class MemoryStore implements RateLimitStore {
   /** @internal The states, in WebAssembly memory. */
-  readonly slab: MemorySlab = new MemorySlab();
+  readonly slab: MemorySlab;
   readonly #blocks = new Map<string, Map<string | undefined, number>>();
+
+  /**
+   * @param options `maxKeys`: the most names-and-keys to hold (default: no
+   * limit). When a new key would pass it, keys whose states have fully
+   * refilled are dropped first, which changes no decision (a missing state
+   * decides exactly as a full one). When none has, the call fails with
+   * `code: "STORE_FULL"`: dropping a state that is not full would hand out
+   * tokens. Fixed windows without `start` are never dropped (a fresh state
+   * would get new random windows).
+   * @example
+   * const store = new MemoryStore({ maxKeys: 100_000 });
+   */
+  constructor(options: { maxKeys?: number } = {}) {
+    this.slab = new MemorySlab(options.maxKeys);
+  }
+
+  /** @internal Before adding a key at `now`: drops fully refilled keys if at `maxKeys`, or throws STORE_FULL. */
+  makeRoom(now: number): void {
+    if (!this.slab.full) return;
+    const gone = new Set(this.slab.makeRoom(now));
+    if (gone.size === 0) return;
+    for (const [name, byKey] of this.#blocks) {
+      for (const [key, base] of byKey) if (gone.has(base)) byKey.delete(key);
+      if (byKey.size === 0) this.#blocks.delete(name);
+    }
+  }
 
   /** @internal The first slot of `name` and `key`'s block, or -1 when it has none. */
   blockOf(name: string, key: string | undefined): number {
@@ -62,26 +88,42 @@ export class MemoryStore implements RateLimitStore {
       if (this.slab.blockIsEmpty(base)) this.#forget(ref.name, ref.key, base);
       return;
     }
-    const needed = ref.shard + 1;
-    let slot = base;
-    if (base < 0 || this.slab.blockLength(base) < needed) {
-      slot = this.slab.allocate(needed);
-      if (base >= 0) {
-        // A limit with more shards than this key's block: move the states over.
-        for (let shard = 0; shard < this.slab.blockLength(base); shard += 1) {
-          const value = this.slab.value(base + shard);
-          if (!Number.isNaN(value)) this.slab.write(slot + shard, value, this.slab.ts(base + shard));
-        }
-        this.slab.release(base);
-      }
-      this.adopt(ref.name, ref.key, slot);
-    }
+    if (base < 0) this.makeRoom(state.ts);
+    const slot = base < 0 ? this.#allocate(ref.name, ref.key, ref.shard + 1) : this.blockWith(ref.name, ref.key, base, ref.shard + 1);
     this.slab.write(slot + ref.shard, state.value, state.ts);
+  }
+
+  #allocate(name: string, key: string | undefined, length: number): number {
+    const base = this.slab.allocate(length);
+    this.adopt(name, key, base);
+    return base;
+  }
+
+  /**
+   * @internal `name` and `key`'s block at `base`, moved to a longer one when
+   * it has fewer than `length` shards (a limit with more shards than the
+   * writes that made it).
+   */
+  blockWith(name: string, key: string | undefined, base: number, length: number): number {
+    const had = this.slab.blockLength(base);
+    if (had >= length) return base;
+    const moved = this.#allocate(name, key, length);
+    for (let shard = 0; shard < had; shard += 1) {
+      const value = this.slab.value(base + shard);
+      if (!Number.isNaN(value)) this.slab.write(moved + shard, value, this.slab.ts(base + shard));
+    }
+    this.slab.release(base);
+    return moved;
   }
 
   /** How many shard states are stored. */
   get size(): number {
     return this.slab.occupied();
+  }
+
+  /** How many names-and-keys are stored (what `maxKeys` bounds). */
+  get keyCount(): number {
+    return this.slab.keys;
   }
 
   /** Forgets every state. */
