@@ -27,3 +27,6 @@ node_modules/.bin/tsc -p tests/types/tsconfig.json
 
 echo "== JS: tests on the built package"
 node --test --test-reporter=spec tests/js/
+
+echo "== Browser: RateLimitPreview against the server, and the playground in Chromium (playwright-core)"
+node --test --test-reporter=spec tests/browser/
