@@ -1,6 +1,6 @@
 //! One decision on one shard, and the checks a request must pass first.
 
-use crate::config::Config;
+use crate::config::{Config, Kind};
 use crate::error::Error;
 use crate::js_number::js_number;
 use crate::shard::MIN_CHOOSE_TWO;
@@ -80,6 +80,27 @@ pub struct ShardDecision {
 /// assert_eq!((refused.ok, refused.retry_after_ms), (false, Some(600.0)));
 /// ```
 pub fn decide(state: State, shard_config: &Config, now_ms: f64, request: Request) -> ShardDecision {
+    let decision = decide_as_reference(state, shard_config, now_ms, request);
+    let ShardDecision { ok, next, .. } = decision;
+    // What the next call will compute `wait` ms from now: the same request
+    // on the same state if this one is refused; the written state taking
+    // nothing if this one reserved.
+    let replay = |then: f64| match ok {
+        false => advance(state, shard_config, then, request.count).value,
+        true => advance(next, shard_config, then, 0.0).value,
+    };
+    let replayable = ok || (!request.reserve && request.count <= shard_config.capacity);
+    let retry_after_ms = decision.retry_after_ms.map(|wait| match replayable {
+        true => honest_wait(replay, shard_config, now_ms, wait),
+        false => wait,
+    });
+    ShardDecision { retry_after_ms, ..decision }
+}
+
+/// The decision with the transition's own `retryAfter`, unchecked: what
+/// each share of a two-shard request is decided with (the request's wait is
+/// then an estimate anyway, since the next call reads shards at random).
+pub(crate) fn decide_as_reference(state: State, shard_config: &Config, now_ms: f64, request: Request) -> ShardDecision {
     let transition = advance(state, shard_config, now_ms, request.count);
     // The debt check reads `count > available + maxReserved`, the same form
     // as validation's `count > capacity + maxReserved`, so a count validation
@@ -95,6 +116,30 @@ pub fn decide(state: State, shard_config: &Config, now_ms: f64, request: Request
         retry_after_ms: transition.retry_after_ms,
         next: State { value: transition.value, ts: transition.ts },
     }
+}
+
+/// `wait`, lengthened where rounding made it short: `replay(now + wait)`,
+/// what the next call will compute then with no traffic in between, must not
+/// be negative.
+///
+/// The transition's `retryAfter` is the reference's formula, bit for bit;
+/// with a large debt, `ceil(-value / rate)` can round to one window too few,
+/// and a token bucket's refill can fall an ulp short. A decision's wait is a
+/// promise to the caller, so it is checked by replaying the next call.
+fn honest_wait(replay: impl Fn(f64) -> f64, config: &Config, now_ms: f64, mut wait: f64) -> f64 {
+    for _ in 0..8 {
+        let then = now_ms + wait;
+        let short_by = -replay(then);
+        if !(short_by > 0.0) {
+            return wait;
+        }
+        let later = match config.kind {
+            Kind::FixedWindow => then + config.period_ms,
+            Kind::TokenBucket => (then + short_by / (config.rate / config.period_ms)).max(then.next_up()),
+        };
+        wait = later - now_ms;
+    }
+    wait
 }
 
 #[cfg(test)]

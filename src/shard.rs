@@ -2,7 +2,7 @@
 //! shards that each fall short can serve a request together.
 
 use crate::config::Config;
-use crate::decision::{decide, Request, ShardDecision};
+use crate::decision::{decide_as_reference, Request, ShardDecision};
 use crate::state::State;
 
 /// Below this many shards only one shard is read per decision.
@@ -74,8 +74,8 @@ pub fn combine(states: [State; 2], alone: [ShardDecision; 2], shard_config: &Con
     let balance = alone[0].next.value + alone[1].next.value + count;
     let share = |decision: &ShardDecision| decision.next.value + count - balance / 2.0;
     let shared = [
-        decide(states[0], shard_config, now_ms, Request { count: share(&alone[0]), ..request }),
-        decide(states[1], shard_config, now_ms, Request { count: share(&alone[1]), ..request }),
+        decide_as_reference(states[0], shard_config, now_ms, Request { count: share(&alone[0]), ..request }),
+        decide_as_reference(states[1], shard_config, now_ms, Request { count: share(&alone[1]), ..request }),
     ];
     let retry_after_ms = match (shared[0].retry_after_ms, shared[1].retry_after_ms) {
         (None, None) => None,
@@ -88,6 +88,7 @@ pub fn combine(states: [State; 2], alone: [ShardDecision; 2], shard_config: &Con
 mod tests {
     use super::*;
     use crate::config::RawConfig;
+    use crate::decision::decide;
 
     #[test]
     fn the_second_shard_is_never_the_first() {

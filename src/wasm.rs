@@ -813,6 +813,8 @@ pub struct CompiledConfig {
     config: Config,
     /// The last transition's `ts`, `retryAfter` and `windowStart` (NaN: absent).
     last: Cell<[f64; 3]>,
+    /// The value of the state the last `decide` leaves.
+    next_value: Cell<f64>,
 }
 
 #[wasm_bindgen]
@@ -821,7 +823,7 @@ impl CompiledConfig {
     #[wasm_bindgen(constructor)]
     pub fn new(#[wasm_bindgen(unchecked_param_type = "RateLimitConfig")] config: JsValue) -> Result<CompiledConfig, JsValue> {
         let config = raw_config(&config).and_then(|raw| Config::try_from(&raw)).map_err(ConfigError::unnamed)?;
-        Ok(CompiledConfig { config, last: Cell::new([f64::NAN; 3]) })
+        Ok(CompiledConfig { config, last: Cell::new([f64::NAN; 3]), next_value: Cell::new(f64::NAN) })
     }
 
     /// The transition from `{ value, ts }` (or a fresh state when `has_state`
@@ -837,7 +839,38 @@ impl CompiledConfig {
         Ok(transition.value)
     }
 
-    /// The last transition's `ts`.
+    /// The decision `limit` would make on one unsharded state: validation
+    /// with the server's messages (`name` names the limit), then the same
+    /// rule and the same checked wait. NaN: granted; `w >= 0`: granted,
+    /// reserved, due in `w` ms; `-w` (or `-0`): refused. The state it leaves
+    /// is read from `ts` and `nextValue`.
+    pub fn decide(&self, name: &str, has_state: bool, value: f64, ts: f64, now: f64, count: f64, reserve: bool) -> Result<f64, JsValue> {
+        let request = Request { count, reserve };
+        crate::decision::validate_request(name, &self.config, request)?;
+        let state = match has_state {
+            true => State { value, ts }.checked(StateRef { name, key: None, shard: 0 })?,
+            false => crate::transition::initial_state(&self.config, now, || draw_random(None))?,
+        };
+        if !now.is_finite() {
+            return Err(Error::request(name, "now", format!("now must be a finite number of ms (got {})", crate::js_number(now))).into());
+        }
+        let decision = crate::decision::decide(state, &self.config, now, request);
+        self.last.set([decision.next.ts, f64::NAN, f64::NAN]);
+        self.next_value.set(decision.next.value);
+        Ok(match (decision.ok, decision.retry_after_ms) {
+            (true, None) => f64::NAN,
+            (true, Some(wait)) => wait,
+            (false, wait) => -wait.unwrap_or(f64::INFINITY),
+        })
+    }
+
+    /// The value of the state the last `decide` leaves.
+    #[wasm_bindgen(getter, js_name = nextValue)]
+    pub fn next_value(&self) -> f64 {
+        self.next_value.get()
+    }
+
+    /// The last transition's (or decision's) `ts`.
     #[wasm_bindgen(getter)]
     pub fn ts(&self) -> f64 {
         self.last.get()[0]

@@ -366,6 +366,39 @@ export function calculateRateLimit(
   return transition;
 }
 
+/** What {@link decideRateLimit} answers: the decision and the state it leaves. */
+export type RateLimitDecision = RateLimitResult & { value: number; ts: number };
+
+/**
+ * The decision `limit` makes, on one state you hold: the core's validation
+ * (with the server's messages), its rule for refusals and reservations, and
+ * its `retryAfter`, which is checked to be enough. For previews and custom
+ * hosts; a sharded limit's state is treated as a whole.
+ *
+ * @param state The stored `{ value, ts }`, or `null` for a fresh (full) limit.
+ * @param config The limit's config.
+ * @param now Milliseconds since the epoch (default `Date.now()`).
+ * @param options `count` (default 1), `reserve`, and `name` for error messages.
+ * @returns `{ ok, retryAfter?, value, ts }`: `value` and `ts` are the state a grant would write.
+ * @example
+ * decideRateLimit({ value: 0, ts: 0 }, { kind: "token bucket", rate: 10, period: SECOND }, 50)
+ * // => { ok: false, retryAfter: 50, value: -0.5, ts: 50 }
+ */
+export function decideRateLimit(
+  state: RateLimitState | null,
+  config: RateLimitConfig,
+  now: number = Date.now(),
+  options: { count?: number; reserve?: boolean; name?: string } = {},
+): RateLimitDecision {
+  const { count = 1, reserve = false, name = "preview" } = options;
+  const compiled = compiledFor(config);
+  const answer =
+    state === null
+      ? compiled.decide(name, false, 0, 0, now, count, reserve)
+      : compiled.decide(name, true, state.value, state.ts, now, count, reserve);
+  return { ...decoded(answer), value: compiled.nextValue, ts: compiled.ts };
+}
+
 /**
  * Many transitions at once, for dashboards and previews of many keys: one
  * call into the core for the whole batch.

@@ -9,7 +9,7 @@
  * WebAssembly instance the app already loaded.
  * @module
  */
-import { calculateRateLimit, type RateLimitConfig, type RateLimitState, type RateLimitValue } from "ratebound";
+import { calculateRateLimit, decideRateLimit, type RateLimitConfig, type RateLimitState, type RateLimitValue } from "ratebound";
 
 /**
  * A preview's answer, in client time (ms since the epoch by the client's clock).
@@ -65,12 +65,6 @@ interface Subscription {
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
-/** The preview's error for a request no wait can satisfy: the same code and form as the server's. */
-function countExceedsCapacity(name: string, count: number, config: RateLimitConfig): Error {
-  const error = new Error(`Rate limit ${name} count ${count} exceeds ${config.capacity ?? config.rate}.`);
-  Object.defineProperty(error, "code", { value: "COUNT_EXCEEDS_MAX", enumerable: true });
-  return error;
-}
 
 function sameStatus(a: PreviewStatus | undefined, b: PreviewStatus): boolean {
   return a !== undefined && a.ok === b.ok && a.value === b.value && a.retryAt === b.retryAt;
@@ -228,17 +222,14 @@ export class RateLimitPreview {
     const count = request.count ?? 1;
     const at = request.at ?? this.#now();
     const serverAt = at + this.#serverTimeOffset;
-    // A fresh limit holds its full capacity: if even that is short, no wait helps.
-    if (calculateRateLimit(null, this.#config, serverAt, count).retryAfter !== undefined) {
-      throw countExceedsCapacity(this.#name, count, this.#config);
-    }
+    // The server's own validation (a count no wait can satisfy is its error)
+    // and decision rule, with the wait it would give.
+    const decision = decideRateLimit(this.#state, this.#config, serverAt, { count, name: this.#name });
     const available = calculateRateLimit(this.#state, this.#config, serverAt, 0);
-    const next = calculateRateLimit(this.#state, this.#config, serverAt, count);
-    const status: PreviewStatus =
-      next.retryAfter === undefined
-        ? { ok: true, value: available.value }
-        : { ok: false, value: available.value, retryAt: at + next.retryAfter };
-    return { status, next };
+    const status: PreviewStatus = decision.ok
+      ? { ok: true, value: available.value }
+      : { ok: false, value: available.value, retryAt: at + decision.retryAfter };
+    return { status, next: { value: decision.value, ts: decision.ts } };
   }
 
   #notify(): void {

@@ -369,11 +369,31 @@ function atTheRoundingEdge(args, now, states, shardsRead) {
   return alone.some((value, index) => onEdge(available[index], value + count - balance / 2));
 }
 
+/**
+ * Whether the reference's own `retryAfter` falls short: a refusal the
+ * reference still refuses when replayed at that wait, or a reservation whose
+ * written shards are still in debt then. Ours checks its wait and lengthens
+ * it in exactly these cases (rounding: a window, or the ulps a refill lacks).
+ */
+async function referenceWaitFallsShort(args, now, states, draws, reference) {
+  const wait = reference.status.retryAfter;
+  if (wait === undefined) return false;
+  if (!reference.status.ok) {
+    const again = await referenceDecision(states, args, now + wait, draws);
+    return again.error === undefined && !again.status.ok;
+  }
+  const { config } = args;
+  const shards = config.shards;
+  const perShard = { kind: config.kind, rate: config.rate / shards, period: config.period, capacity: (config.capacity ?? config.rate) / shards };
+  if (config.start !== undefined) perShard.start = config.start;
+  return reference.updates.some((update) => referenceCalculateRateLimit({ value: update.value, ts: update.ts }, perShard, now + wait, 0).value < 0);
+}
+
 describe("limit decisions against the reference's checkRateLimitOrThrow", () => {
   it("agree on ok, retryAfter, the errors' messages and the shards written, on 20,000 random scenarios", async (t) => {
     const seed = process.env.DIFF_SEED === undefined ? 0xdec1de : Number(process.env.DIFF_SEED);
     const random = seeded(seed);
-    const seen = { compared: 0, errors: 0, refused: 0, reserved: 0, twoShards: 0, combined: 0, deviation: 0, roundingEdge: 0 };
+    const seen = { compared: 0, errors: 0, refused: 0, reserved: 0, twoShards: 0, combined: 0, deviation: 0, roundingEdge: 0, honestWait: 0 };
     for (let index = 0; index < 20_000; index++) {
       const { args, now, states, draws } = decisionScenario(random);
       const reference = await referenceDecision(states, args, now, draws);
@@ -395,7 +415,10 @@ describe("limit decisions against the reference's checkRateLimitOrThrow", () => 
         continue;
       }
       assert.equal(ours.status.ok, reference.status.ok, context());
-      assert.ok(Object.is(ours.status.retryAfter, reference.status.retryAfter ?? undefined), `retryAfter differs: ${context()}`);
+      const longerBecauseShort =
+        ours.status.retryAfter > reference.status.retryAfter && (await referenceWaitFallsShort(args, now, states, draws, reference));
+      if (longerBecauseShort) seen.honestWait++;
+      else assert.ok(Object.is(ours.status.retryAfter, reference.status.retryAfter ?? undefined), `retryAfter differs: ${context()}`);
       assert.deepEqual(ours.updates, reference.updates, context());
       seen.compared++;
       if (!reference.status.ok) seen.refused++;
@@ -405,8 +428,10 @@ describe("limit decisions against the reference's checkRateLimitOrThrow", () => 
     }
     t.diagnostic(`seed ${seed}: ${show(seen)}`);
     for (const [what, times] of Object.entries(seen)) {
-      if (what !== "roundingEdge") assert.ok(times > 50, `${what} seen only ${times} times: ${show(seen)}`);
+      if (what !== "roundingEdge" && what !== "honestWait") assert.ok(times > 50, `${what} seen only ${times} times: ${show(seen)}`);
     }
+    // Waits the reference gets wrong are rounding edges: rare, or something else is going on.
+    assert.ok(seen.honestWait < seen.compared / 20, `longer waits in ${seen.honestWait} of ${seen.compared}: ${show(seen)}`);
   });
 });
 
