@@ -1,0 +1,72 @@
+// Times contenders side by side in one process: each contender runs batches of its operation,
+// the contenders take turns (A, B, C, A, B, C … with the starting one rotating every round),
+// and each contender's figure is its median ns/op over the rounds. Ratios are taken between
+// medians of the same run; the min–max across rounds is kept to show how noisy the run was.
+
+/** Nanoseconds since an arbitrary origin, as a float. */
+const clock = () => Number(process.hrtime.bigint());
+
+/**
+ * A copy of `source` (a function that takes `(context, n)` and closes over nothing) with type
+ * feedback of its own. V8 shares feedback between closures of the same source text, so one
+ * loop body driving every contender would turn polymorphic and charge each contender for the
+ * others' shapes; a fresh copy per contender keeps every loop monomorphic.
+ */
+export function fresh(source) {
+  return (0, eval)(`(${source.toString()})`);
+}
+
+/**
+ * @typedef {object} Contender
+ * @property {string} id
+ * @property {(n: number) => unknown | Promise<unknown>} run Runs n operations, returns a check value.
+ * @property {(checkValue: unknown, n: number) => void} [verify] Throws when the batch took another path.
+ */
+
+async function timeBatch(contender, n) {
+  const started = clock();
+  const returned = contender.run(n);
+  const checkValue = returned instanceof Promise ? await returned : returned;
+  const elapsed = clock() - started;
+  contender.verify?.(checkValue, n);
+  return elapsed / n;
+}
+
+/**
+ * @param {Contender[]} contenders
+ * @param {{ rounds: number, batchMs: number, warmupMs: number, log?: (line: string) => void }} options
+ * @returns {Promise<Map<string, { median: number, min: number, max: number, samples: number[] }>>}
+ */
+export async function interleave(contenders, { rounds, batchMs, warmupMs, log = () => {} }) {
+  // Warm up and calibrate each: double the batch until one takes a quarter of batchMs, then
+  // keep running (warm-up) until warmupMs has passed, and size batches to take ~batchMs.
+  const sizes = new Map();
+  for (const contender of contenders) {
+    let n = 16;
+    let nsPerOp = await timeBatch(contender, n);
+    while (n * nsPerOp < batchMs * 1e6 / 4) {
+      n *= 2;
+      nsPerOp = await timeBatch(contender, n);
+    }
+    const warmupUntil = clock() + warmupMs * 1e6;
+    while (clock() < warmupUntil) nsPerOp = await timeBatch(contender, n);
+    sizes.set(contender.id, Math.max(16, Math.round((batchMs * 1e6) / nsPerOp)));
+  }
+  const samples = new Map(contenders.map((contender) => [contender.id, []]));
+  log(`${rounds} rounds of ${contenders.length} batches`);
+  for (let round = 0; round < rounds; round++) {
+    for (let turn = 0; turn < contenders.length; turn++) {
+      const contender = contenders[(round + turn) % contenders.length];
+      samples.get(contender.id).push(await timeBatch(contender, sizes.get(contender.id)));
+    }
+  }
+  return new Map(
+    [...samples].map(([id, values]) => [id, { median: median(values), min: Math.min(...values), max: Math.max(...values), samples: values }]),
+  );
+}
+
+export function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
