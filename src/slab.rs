@@ -26,6 +26,8 @@ pub struct Slab {
     live_blocks: u32,
     /// No block can be evicted before this instant (a lower bound).
     next_evictable_ms: f64,
+    /// Whether writes note when states are full again (only a bounded store evicts).
+    tracks_full: bool,
 }
 
 impl Default for Slab {
@@ -40,6 +42,7 @@ impl Default for Slab {
             occupied: 0,
             live_blocks: 0,
             next_evictable_ms: f64::INFINITY,
+            tracks_full: true,
         }
     }
 }
@@ -51,6 +54,12 @@ impl Slab {
     /// An empty slab.
     pub fn new() -> Slab {
         Slab::default()
+    }
+
+    /// An empty slab that never evicts, so writes skip noting when states are
+    /// full again (a tenth of a decision's time).
+    pub fn unbounded() -> Slab {
+        Slab { tracks_full: false, ..Slab::default() }
     }
 
     /// A block of `length` empty slots (`1..=1024`); returns its first slot.
@@ -137,7 +146,7 @@ impl Slab {
 
     /// Forgets every state and block.
     pub fn clear(&mut self) {
-        *self = Slab::default();
+        *self = Slab { tracks_full: self.tracks_full, ..Slab::default() };
     }
 
     /// How many slots hold a state.
@@ -232,7 +241,11 @@ impl StateStore for SlabBlock<'_> {
         }
         match self.slot(at) {
             Some(slot) => {
-                let full_from = state.map_or(f64::NEG_INFINITY, |state| full_at(state, self.shard_config));
+                let full_from = match state {
+                    None => f64::NEG_INFINITY,
+                    Some(state) if self.slab.tracks_full => full_at(state, self.shard_config),
+                    Some(_) => f64::INFINITY,
+                };
                 self.slab.set_until_full(slot, state, full_from);
                 Ok(())
             }

@@ -434,7 +434,8 @@ impl MemorySlab {
                 .into())
             }
         };
-        Ok(MemorySlab { inner: Rc::new(RefCell::new(Slab::new())), max_keys })
+        let slab = if max_keys == u32::MAX { Slab::unbounded() } else { Slab::new() };
+        Ok(MemorySlab { inner: Rc::new(RefCell::new(slab)), max_keys })
     }
 
     /// Whether a new key would exceed `maxKeys`.
