@@ -22,6 +22,12 @@ WASM_BINDGEN_USE_BROWSER=1 CHROMEDRIVER=/usr/bin/chromedriver cargo test --targe
 echo "== Packaging: the packed tarball in Node, Deno, Bun, workerd, Chromium and Convex"
 node --test --test-reporter=spec tests/packaging/
 
+echo "== Hosts: Convex functions in convex-test (ratebound/convex, examples/convex)"
+node_modules/.bin/vitest run --config tests/hosts/vitest.config.mjs
+
+echo "== Hosts: Durable Objects in workerd (Miniflare), Deno KV in Deno and in Node (@deno/kv), the examples and their types"
+node --test --test-reporter=spec tests/hosts/
+
 echo "== TypeScript: limit names and result types are checked at compile time"
 node_modules/.bin/tsc -p tests/types/tsconfig.json
 

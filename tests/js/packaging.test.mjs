@@ -171,7 +171,9 @@ describe("installed as a dependency", () => {
 describe("subpath exports", () => {
   it("every subpath the exports map declares points at files that exist", () => {
     const subpaths = Object.keys(manifest.exports ?? {}).filter((subpath) => subpath !== "." && subpath !== "./package.json");
-    assert.ok(subpaths.includes("./preview"), "ratebound/preview is exported");
+    for (const required of ["./convex", "./durable-object", "./deno-kv", "./preview", "./react"]) {
+      assert.ok(subpaths.includes(required), `ratebound${required.slice(1)} is exported`);
+    }
     for (const subpath of subpaths) {
       const entry = manifest.exports[subpath];
       const targets = typeof entry === "string" ? [entry] : Object.values(entry).filter((target) => typeof target === "string");

@@ -1,0 +1,38 @@
+// A Worker whose API is rate limited per user by a Durable Object: one object per user, so each
+// user's requests are decided one at a time, in the object that stores that user's limits.
+import { HOUR, MINUTE, type RateLimitConfig } from "ratebound";
+import { rateLimiterClient, rateLimiterObject, type DurableObjectStubLike } from "ratebound/durable-object";
+
+export const LIMITS = {
+  // 60 requests a minute per user, up to 10 at once.
+  api: { kind: "token bucket", rate: 60, period: MINUTE, capacity: 10 },
+  // 5 uploads an hour per user, in fixed windows (each user's windows start at a random instant).
+  upload: { kind: "fixed window", rate: 5, period: HOUR },
+} satisfies Record<string, RateLimitConfig>;
+
+/** The Durable Object class: export it, and bind it in wrangler.toml. */
+export class RateLimits extends rateLimiterObject(LIMITS) {}
+
+/** The bindings this Worker uses (with @cloudflare/workers-types: `DurableObjectNamespace<RateLimits>`). */
+interface Env {
+  RATE_LIMITS: { idFromName(name: string): unknown; get(id: unknown): DurableObjectStubLike };
+}
+
+export default {
+  async fetch(request: Request, env: Env): Promise<Response> {
+    const user = request.headers.get("x-user");
+    if (!user) return new Response("Who are you? Send an x-user header.", { status: 401 });
+    // One object per user: route to it by name.
+    const limiter = rateLimiterClient<typeof LIMITS>(env.RATE_LIMITS.get(env.RATE_LIMITS.idFromName(user)));
+    const limit = request.method === "PUT" ? "upload" : "api";
+    const { ok, retryAfter } = await limiter.limit(limit, { key: user });
+    if (!ok) {
+      return new Response(`Too many requests: retry in ${Math.ceil(retryAfter / 1000)} s`, {
+        status: 429,
+        headers: { "retry-after": String(Math.ceil(retryAfter / 1000)) },
+      });
+    }
+    const { value } = await limiter.getValue(limit, { key: user });
+    return new Response(`Hello, ${user}`, { headers: { "x-ratelimit-remaining": String(Math.floor(value)) } });
+  },
+};

@@ -1,0 +1,336 @@
+/**
+ * ratebound over Deno KV: a transaction that reads with versionstamps and
+ * commits in one `atomic()`, checking everything it read, together with the
+ * application's own writes. A commit that loses the race to another client is
+ * retried from the start after a jittered backoff, up to a bound; then the call
+ * fails closed with a {@link KvConflictError} and nothing is written.
+ *
+ * Works with `Deno.Kv` (`Deno.openKv()`) and with `@deno/kv` in Node.
+ * @module
+ */
+import { withJitter, type RateLimitState, type RateLimitStore, type StateRef } from "ratebound";
+
+/** One part of a Deno KV key. */
+export type KvKeyPart = Uint8Array | string | number | bigint | boolean | symbol;
+/** A Deno KV key. */
+export type KvKey = readonly KvKeyPart[];
+
+/** What ratebound uses of an atomic operation: satisfied by `Deno.AtomicOperation` and `@deno/kv`'s. */
+export interface KvAtomicLike {
+  /** Fails the commit unless each key still has the given versionstamp (`null`: still absent). */
+  check(...checks: { key: KvKey; versionstamp: string | null }[]): KvAtomicLike;
+  /** Sets a key. */
+  set(key: KvKey, value: unknown, options?: { expireIn?: number }): KvAtomicLike;
+  /** Deletes a key. */
+  delete(key: KvKey): KvAtomicLike;
+  /** Commits: `{ ok: false }` when a check failed. */
+  commit(): Promise<{ ok: boolean }>;
+}
+
+/** What ratebound uses of a KV database: satisfied by `Deno.Kv` and `@deno/kv`'s `Kv`. */
+export interface KvLike {
+  /** Reads a key with its versionstamp (`null` when absent). */
+  get(key: KvKey, options?: { consistency?: "strong" | "eventual" }): Promise<{ value: unknown; versionstamp: string | null }>;
+  /** Starts an atomic operation. */
+  atomic(): KvAtomicLike;
+}
+
+/** Options of {@link kvTransaction}. */
+export interface KvTransactionOptions {
+  /** Prepended to ratebound's keys; default `["ratebound"]`. */
+  prefix?: KvKey;
+  /** How many times the body runs before giving up on a contended commit; default 10. */
+  maxAttempts?: number;
+  /** The largest backoff before the first retry, in milliseconds; it doubles per retry. Default 2. */
+  baseDelayMs?: number;
+  /** The largest backoff of any retry, in milliseconds; default 200. */
+  maxDelayMs?: number;
+  /** Numbers in `[0, 1)` for the jitter; default: the runtime's cryptographic source. */
+  random?: () => number;
+  /**
+   * Called after each attempt that lost the race, with the attempt (1-based) and why:
+   * `"check"` when another client changed a key this one read, `"locked"` when a local
+   * database file was locked by another writer.
+   */
+  onConflict?: (attempt: number, reason: "check" | "locked") => void;
+}
+
+/**
+ * Thrown by {@link kvTransaction} when every attempt's commit lost the race:
+ * fail closed, nothing was written.
+ *
+ * @example
+ * try { await kvTransaction(kv, body); }
+ * catch (error) { if (error instanceof KvConflictError) return new Response("Busy, retry", { status: 503 }); }
+ */
+export class KvConflictError extends Error {
+  /** `"KV_CONFLICT"`. */
+  readonly code = "KV_CONFLICT";
+  /** How many commits were tried. */
+  readonly attempts: number;
+
+  /** @param attempts How many commits were tried. */
+  constructor(attempts: number) {
+    super(
+      `ratebound/deno-kv: the transaction's commit lost the race to other writers ${attempts} times in a row; ` +
+        "nothing was written. Retry later, or shard the limit (shards spread writers over several keys).",
+    );
+    this.name = "KvConflictError";
+    this.attempts = attempts;
+  }
+}
+
+/**
+ * A stable identity for a key, for the transaction's maps: each part tagged by
+ * its type, so `1` and `"1"` (or `1n`) stay different keys.
+ */
+function keyId(key: KvKey): string {
+  return JSON.stringify(
+    key.map((part) => {
+      if (typeof part === "string") return ["s", part];
+      if (typeof part === "number") return ["n", Object.is(part, -0) ? "-0" : String(part)];
+      if (typeof part === "bigint") return ["b", part.toString()];
+      if (typeof part === "boolean") return ["t", part];
+      if (part instanceof Uint8Array) return ["u", Array.from(part)];
+      throw new TypeError(`ratebound/deno-kv: unsupported key part ${String(part)}`);
+    }),
+  );
+}
+
+/**
+ * A state as Deno KV stores it: 16 bytes, `value` then `ts` as little-endian float64. Deno KV
+ * keeps a `Uint8Array` as raw bytes (other values go through V8's serializer, whose format a
+ * client on an older V8 cannot read), so every client reads it exactly: Deno of any version,
+ * `@deno/kv` in Node, KV Connect.
+ */
+function encodeState(state: RateLimitState): Uint8Array {
+  const bytes = new Uint8Array(16);
+  const view = new DataView(bytes.buffer);
+  view.setFloat64(0, state.value, true);
+  view.setFloat64(8, state.ts, true);
+  return bytes;
+}
+
+/** The state in a stored value; anything but 16 bytes is handed on as it is, for the core to judge. */
+function decodeState(stored: unknown): RateLimitState | null {
+  if (!(stored instanceof Uint8Array) || stored.byteLength !== 16) return stored as RateLimitState | null;
+  const view = new DataView(stored.buffer, stored.byteOffset, 16);
+  return { value: view.getFloat64(0, true), ts: view.getFloat64(8, true) };
+}
+
+type Write = { key: KvKey; value: unknown; deleted: boolean; expireIn?: number };
+
+/** Commits a transaction: set by {@link KvTransaction}'s static block, so that only this module can. */
+let commitTransaction: (tx: KvTransaction) => Promise<boolean>;
+
+/**
+ * One attempt of a {@link kvTransaction}: a {@link RateLimitStore} for
+ * `new RateLimiter(tx, limits)`, and a buffer for the application's own reads
+ * and writes. Reads see this transaction's writes; everything read is checked
+ * at commit, and every write is committed in the same `atomic()`.
+ *
+ * A limit's state is stored at `[...prefix, name, shard]`, or
+ * `[...prefix, name, key, shard]` with a key: key parts are typed values, not
+ * joined strings, so distinct `(name, key, shard)` triples never share a key.
+ * The value is 16 bytes (`value`, `ts`: little-endian float64), which every
+ * Deno KV client reads the same.
+ *
+ * @example
+ * await kvTransaction(kv, async (tx) => {
+ *   const { ok } = await new RateLimiter(tx, LIMITS).limit("post", { key: userId });
+ *   if (ok) tx.set(["posts", userId, postId], post);
+ *   return ok;
+ * });
+ */
+export class KvTransaction implements RateLimitStore {
+  readonly #kv: KvLike;
+  readonly #prefix: KvKey;
+  /** Keys read from the database, with the versionstamp to check and the value seen. */
+  readonly #reads = new Map<string, { key: KvKey; versionstamp: string | null; value: unknown }>();
+  readonly #writes = new Map<string, Write>();
+  readonly #mutations: ((atomic: KvAtomicLike) => void)[] = [];
+
+  /**
+   * @param kv The database.
+   * @param prefix Prepended to ratebound's keys.
+   */
+  constructor(kv: KvLike, prefix: KvKey = ["ratebound"]) {
+    this.#kv = kv;
+    this.#prefix = prefix;
+  }
+
+  /**
+   * The value of `key` as this transaction sees it: its own write if any, else
+   * the database's (read once, and checked at commit).
+   *
+   * @param key Any Deno KV key.
+   * @returns The value, or `null` when absent (or deleted by this transaction).
+   * @example
+   * const count = (await tx.get<number>(["posts", userId, "count"])) ?? 0;
+   */
+  async get<T = unknown>(key: KvKey): Promise<T | null> {
+    const id = keyId(key);
+    const written = this.#writes.get(id);
+    if (written !== undefined) return written.deleted ? null : (written.value as T);
+    const seen = this.#reads.get(id);
+    if (seen !== undefined) return seen.value as T | null;
+    const entry = await this.#kv.get(key, { consistency: "strong" });
+    // Another read of the same key may have finished while this one waited: keep the first.
+    const first = this.#reads.get(id) ?? { key, versionstamp: entry.versionstamp, value: entry.value };
+    this.#reads.set(id, first);
+    return first.value as T | null;
+  }
+
+  /**
+   * Sets `key` when the transaction commits.
+   *
+   * @param key Any Deno KV key.
+   * @param value A value Deno KV can store.
+   * @param options `expireIn` milliseconds, as for `atomic().set`.
+   * @example
+   * tx.set(["posts", userId, postId], { body });
+   */
+  set(key: KvKey, value: unknown, options: { expireIn?: number } = {}): void {
+    this.#writes.set(keyId(key), { key, value, deleted: false, ...(options.expireIn === undefined ? {} : { expireIn: options.expireIn }) });
+  }
+
+  /**
+   * Deletes `key` when the transaction commits.
+   *
+   * @param key Any Deno KV key.
+   * @example
+   * tx.delete(["drafts", userId, postId]);
+   */
+  delete(key: KvKey): void {
+    this.#writes.set(keyId(key), { key, value: null, deleted: true });
+  }
+
+  /**
+   * Adds operations the buffer cannot express (`sum`, `enqueue`, …) to the
+   * commit's `atomic()`. They are not visible to this transaction's reads.
+   *
+   * @param mutation Called with the atomic operation just before it commits.
+   * @example
+   * tx.mutate((atomic) => atomic.sum(["stats", "posts"], 1n));
+   */
+  mutate<Atomic extends KvAtomicLike = KvAtomicLike>(mutation: (atomic: Atomic) => void): void {
+    this.#mutations.push(mutation as (atomic: KvAtomicLike) => void);
+  }
+
+  /**
+   * The store's read: a limit's shard state, as this transaction sees it.
+   *
+   * @param ref The shard to read.
+   * @returns Its stored state, or `null`.
+   */
+  async read(ref: StateRef): Promise<RateLimitState | null> {
+    return decodeState(await this.get(this.stateKey(ref)));
+  }
+
+  /**
+   * The store's write: buffered until the commit.
+   *
+   * @param ref The shard to write.
+   * @param state Its new state, or `null` to delete it.
+   */
+  write(ref: StateRef, state: RateLimitState | null): void {
+    if (state === null) this.delete(this.stateKey(ref));
+    else this.set(this.stateKey(ref), encodeState(state));
+  }
+
+  /**
+   * Where a ref's state is stored.
+   *
+   * @param ref A limit's name, key and shard.
+   * @returns `[...prefix, name, shard]`, or `[...prefix, name, key, shard]` with a key.
+   * @example
+   * tx.stateKey({ name: "post", key: "ada", shard: 0 }); // ["ratebound", "post", "ada", 0]
+   */
+  stateKey(ref: StateRef): KvKey {
+    return ref.key === undefined ? [...this.#prefix, ref.name, ref.shard] : [...this.#prefix, ref.name, ref.key, ref.shard];
+  }
+
+  static {
+    commitTransaction = (tx) => tx.#commit();
+  }
+
+  /**
+   * Commits every write and mutation in one `atomic()`, checking every key read;
+   * a transaction that writes nothing has nothing to commit. Only {@link kvTransaction} commits.
+   * @returns Whether it committed (`false`: another client changed a key read).
+   */
+  async #commit(): Promise<boolean> {
+    // Nothing to write, nothing to commit: a check, a getValue or a refusal answers from its
+    // reads, each strongly consistent. (Concurrent writers only take tokens, so a refusal on a
+    // read that another commit has since overtaken would be a refusal on the newer state too;
+    // skipping the commit spares refused requests from retrying when the limit is busiest.)
+    if (this.#writes.size === 0 && this.#mutations.length === 0) return true;
+    let atomic = this.#kv.atomic();
+    for (const { key, versionstamp } of this.#reads.values()) atomic = atomic.check({ key, versionstamp });
+    for (const write of this.#writes.values()) {
+      if (write.deleted) atomic = atomic.delete(write.key);
+      else atomic = atomic.set(write.key, write.value, write.expireIn === undefined ? undefined : { expireIn: write.expireIn });
+    }
+    for (const mutation of this.#mutations) mutation(atomic);
+    return (await atomic.commit()).ok;
+  }
+}
+
+/**
+ * Whether `error` is SQLite's "database is locked": on a local database file that other
+ * processes or connections write too, a read or a commit can find the file locked. Nothing was
+ * committed, so it is retried like a lost race. (Any other error fails the transaction.)
+ */
+function isLockedDatabase(error: unknown): boolean {
+  return error instanceof Error && /database is locked/i.test(error.message);
+}
+
+/**
+ * Runs `body` as one Deno KV transaction and returns what it returns. The body
+ * gets a {@link KvTransaction}: pass it to `new RateLimiter(tx, limits)` and
+ * make the app's own reads and writes through it. Its writes commit together,
+ * checked against every key it read, or not at all (a body that writes nothing
+ * commits nothing: its reads are not checked against each other). When the
+ * body throws, nothing is written; when another client
+ * changed a key it read (or a local database file was locked by another
+ * writer), the body runs again (with fresh reads) after a jittered exponential
+ * backoff, at most `maxAttempts` times, and then {@link KvConflictError} is
+ * thrown, with nothing written.
+ *
+ * The body may run several times: keep its side effects inside `tx`.
+ *
+ * @param kv `await Deno.openKv()`, or `@deno/kv`'s `openKv()`.
+ * @param body The transaction: reads and writes through `tx`.
+ * @param options Retry bound and backoff, key prefix, a conflict hook.
+ * @returns The body's result from the attempt that committed.
+ * @example
+ * const LIMITS = { post: { kind: "token bucket", rate: 10, period: MINUTE } } as const;
+ * const posted = await kvTransaction(kv, async (tx) => {
+ *   const status = await new RateLimiter(tx, LIMITS).limit("post", { key: userId });
+ *   if (status.ok) tx.set(["posts", userId, crypto.randomUUID()], { body });
+ *   return status;
+ * });
+ */
+export async function kvTransaction<T>(kv: KvLike, body: (tx: KvTransaction) => T | Promise<T>, options: KvTransactionOptions = {}): Promise<T> {
+  const maxAttempts = options.maxAttempts ?? 10;
+  const baseDelayMs = options.baseDelayMs ?? 2;
+  const maxDelayMs = options.maxDelayMs ?? 200;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
+    throw new RangeError(`ratebound/deno-kv: maxAttempts must be an integer >= 1 (got ${maxAttempts})`);
+  }
+  for (let attempt = 1; ; attempt++) {
+    const tx = new KvTransaction(kv, options.prefix);
+    let reason: "check" | "locked" = "check";
+    try {
+      const result = await body(tx);
+      if (await commitTransaction(tx)) return result;
+    } catch (error) {
+      if (!isLockedDatabase(error)) throw error;
+      reason = "locked";
+    }
+    options.onConflict?.(attempt, reason);
+    if (attempt >= maxAttempts) throw new KvConflictError(attempt);
+    const backoffMs = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
+    await new Promise((resolve) => setTimeout(resolve, withJitter(0, backoffMs, options.random)));
+  }
+}
