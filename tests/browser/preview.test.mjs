@@ -9,22 +9,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { RateLimiter, MemoryStore, SECOND } from "../../pkg/dist/node.js";
 import { RateLimitPreview, estimateServerTimeOffset } from "../../pkg/dist/preview.js";
+import { seeded } from "../js/helpers.mjs";
 
 const KINDS = ["token bucket", "fixed window"];
 const pkgDir = fileURLToPath(new URL("../../pkg/", import.meta.url));
 const T0 = 1_700_000_000_000;
 
-/** mulberry32: the same numbers in [0, 1) for the same seed. */
-function seeded(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** 3 tokens per 10 s, capacity 3: refusals come quickly and retryAfter is not a round number. */
 function limitOf(kind) {
