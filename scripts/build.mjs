@@ -2,7 +2,7 @@
 // wasm-bindgen's glue and types, wasm-opt, tsc, and the CommonJS entry.
 // `--if-stale` skips the build when pkg/ is newer than every source file.
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -79,6 +79,24 @@ await build({
   define: { "import.meta.url": "undefined" },
 });
 for (const file of readdirSync(at("pkg-template"))) cpSync(at("pkg-template", file), outAt(file), { recursive: true });
+// --- The Convex component (ts/convex-component/ → <out>/convex-component/) -------------------------
+// Compiled on its own: it imports the core as "ratebound", which resolves here to the declarations
+// just built in <out>/dist (and, once installed, through the package's export conditions).
+{
+  const tsconfig = outAt("convex-component.tsconfig.json");
+  writeFileSync(tsconfig, JSON.stringify({
+    extends: at("ts", "convex-component", "tsconfig.json"),
+    compilerOptions: {
+      rootDir: at("ts", "convex-component"),
+      outDir: outAt("convex-component"),
+      paths: { ratebound: [outAt("dist", "index.d.ts")], "ratebound/convex": [outAt("dist", "convex.d.ts")] },
+    },
+    include: [at("ts", "convex-component", "**", "*.ts")],
+  }));
+  run(bin("tsc"), ["-p", tsconfig]);
+  rmSync(tsconfig);
+}
+// ---------------------------------------------------------------------------------------------------
 const previous = at(`pkg.previous-${process.pid}`);
 if (existsSync(at("pkg"))) renameSync(at("pkg"), previous);
 renameSync(out, at("pkg"));

@@ -1,0 +1,61 @@
+// examples/convex-component, run as it is: its schema, its convex.config installing ratebound's
+// component, its send mutation under a per-user limit, and its hookAPI query, on a fake clock.
+import { convexTest } from "convex-test";
+import { ConvexError } from "convex/values";
+import { calculateRateLimit, isRateLimitError } from "ratebound/convex-component";
+import { afterEach, beforeEach, expect, test, vi } from "vitest";
+import componentSchema from "../../pkg/convex-component/schema.js";
+import { api } from "../../examples/convex-component/convex/_generated/api.js";
+import componentConfig from "../../pkg/convex-component/convex.config.js";
+import schema from "../../examples/convex-component/convex/schema.ts";
+
+const modules = import.meta.glob("../../examples/convex-component/convex/**/*.*s");
+const componentModules = import.meta.glob("../../pkg/convex-component/**/*.js");
+const start = Date.UTC(2026, 0, 1);
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  vi.setSystemTime(start);
+});
+afterEach(() => vi.useRealTimers());
+
+function app() {
+  const t = convexTest(schema, modules);
+  t.registerComponent("rateLimiter", componentSchema, componentModules);
+  return t;
+}
+
+test("convex.config.ts installs the component as rateLimiter", async () => {
+  // Convex's bundler stamps each component definition with where it was found; `app.use` needs it.
+  componentConfig.componentDefinitionPath = "node_modules/ratebound/convex-component";
+  componentConfig.defaultName = componentConfig._name;
+  const { default: appConfig } = await import("../../examples/convex-component/convex/convex.config.ts");
+  expect(appConfig._childComponents.map(([name, definition]) => [name, definition._name])).toEqual([["rateLimiter", "rateLimiter"]]);
+});
+
+test("sending takes a token with the insert; the fourth quick message is refused with a ConvexError and not stored", async () => {
+  const t = app();
+  for (const body of ["one", "two", "three"]) await t.mutation(api.messages.send, { user: "ada", body });
+  expect(await t.query(api.messages.canSend, { user: "ada" })).toEqual({ ok: false, retryAfter: 6000 });
+  const error = await t.mutation(api.messages.send, { user: "ada", body: "four" }).catch((caught) => caught);
+  expect(error).toBeInstanceOf(ConvexError);
+  expect(isRateLimitError(error)).toBe(true);
+  expect(error.data).toEqual({ kind: "RateLimited", name: "sendMessage", retryAfter: 6000 });
+  expect(await t.query(api.messages.list, { user: "ada" })).toEqual(["one", "two", "three"]);
+  await t.mutation(api.messages.send, { user: "bob", body: "hello" }); // another user's own limit
+
+  vi.setSystemTime(start + 6000);
+  await t.mutation(api.messages.send, { user: "ada", body: "four" });
+  expect(await t.query(api.messages.list, { user: "ada" })).toEqual(["one", "two", "three", "four"]);
+});
+
+test("the hookAPI query reports the value and config the browser projects forward; getServerTime is the server's clock", async () => {
+  const t = app();
+  await t.mutation(api.messages.send, { user: "ada", body: "hi" });
+  const { value, ts, config } = await t.query(api.rateLimits.getRateLimit, { key: "ada" });
+  expect({ value, ts }).toEqual({ value: 2, ts: start });
+  expect(config).toEqual({ kind: "token bucket", rate: 10, period: 60_000, capacity: 3, shards: 1 });
+  expect(calculateRateLimit({ value, ts }, config, start + 6000).value).toBe(3);
+  vi.setSystemTime(start + 1234);
+  expect(await t.mutation(api.rateLimits.getServerTime, {})).toBe(start + 1234);
+});

@@ -1,0 +1,63 @@
+// The client's names, signatures and types are @convex-dev/rate-limiter's; the component's functions
+// take and return what the ComponentApi an app sees says. Every `@ts-expect-error` must be an error.
+import { RateLimiter as ReferenceRateLimiter } from "@convex-dev/rate-limiter";
+import type { ComponentApi as ReferenceComponentApi } from "@convex-dev/rate-limiter/_generated/component.js";
+import type { ApiFromModules, FunctionArgs, FunctionReturnType } from "convex/server";
+import { MINUTE, RateLimiter, isRateLimitError, type ComponentApi, type RunMutationCtx } from "ratebound/convex-component";
+import type * as lib from "../../../pkg/convex-component/lib.js";
+import type * as time from "../../../pkg/convex-component/time.js";
+import { components } from "../../../examples/convex-component/convex/_generated/api";
+import { rateLimiter } from "../../../examples/convex-component/convex/rateLimits";
+
+declare const ctx: RunMutationCtx;
+
+// Limit names are type-checked; other names need an inline config.
+await rateLimiter.limit(ctx, "sendMessage", { key: "ada", count: 1, reserve: false, throws: true });
+await rateLimiter.check(ctx, "allMessages");
+await rateLimiter.getValue(ctx, "allMessages", { sampleShards: 2 });
+await rateLimiter.reset(ctx, "sendMessage", { key: "ada" });
+await rateLimiter.limit(ctx, "oneOff", { config: { kind: "fixed window", rate: 1, period: MINUTE } });
+// @ts-expect-error a misspelt name without a config
+await rateLimiter.limit(ctx, "sendMesage");
+// @ts-expect-error count is a number
+await rateLimiter.limit(ctx, "sendMessage", { count: "1" });
+await rateLimiter.limitAll(ctx, [{ name: "sendMessage", key: "ada" }, { name: "allMessages" }]);
+// @ts-expect-error a misspelt name in a batch
+await rateLimiter.limitAll(ctx, [{ name: "allMesages" }]);
+
+const status = await rateLimiter.check(ctx, "sendMessage", { key: "ada" });
+if (!status.ok) {
+  const wait: number = status.retryAfter;
+  void wait;
+}
+const error: unknown = new Error();
+if (isRateLimitError(error)) {
+  const retryAfter: number = error.data.retryAfter;
+  void retryAfter;
+}
+
+// The same limits through the reference's client: an app switches by changing imports only.
+const limits = { sendMessage: { kind: "token bucket", rate: 10, period: MINUTE, capacity: 3 } } as const;
+const ours = new RateLimiter(components.rateLimiter, limits);
+const theirs = new ReferenceRateLimiter(components.rateLimiter, limits); // ratebound's component is a superset of the reference's API
+type SameResult = Awaited<ReturnType<typeof ours.limit<"sendMessage">>> extends Awaited<ReturnType<typeof theirs.limit<"sendMessage">>> ? true : false;
+const sameResult: SameResult = true;
+void sameResult;
+
+// The component's functions take and return what its ComponentApi (and the reference's) declares.
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+type Own = ApiFromModules<{ lib: typeof lib; time: typeof time }>;
+type Declared = ComponentApi["lib"];
+type Reference = ReferenceComponentApi["lib"];
+const checks: [
+  Equal<FunctionArgs<Own["lib"]["rateLimit"]>, FunctionArgs<Declared["rateLimit"]>>,
+  Equal<FunctionReturnType<Own["lib"]["rateLimit"]>, FunctionReturnType<Declared["rateLimit"]>>,
+  Equal<FunctionArgs<Own["lib"]["getValue"]>, FunctionArgs<Reference["getValue"]>>,
+  Equal<FunctionReturnType<Own["lib"]["getValue"]>, FunctionReturnType<Reference["getValue"]>>,
+  Equal<FunctionArgs<Own["lib"]["checkRateLimit"]>, FunctionArgs<Reference["checkRateLimit"]>>,
+  Equal<FunctionArgs<Own["lib"]["resetRateLimit"]>, FunctionArgs<Reference["resetRateLimit"]>>,
+  Equal<FunctionArgs<Own["lib"]["clearAll"]>, FunctionArgs<Reference["clearAll"]>>,
+  Equal<FunctionArgs<Own["lib"]["rateLimitAll"]>, FunctionArgs<Declared["rateLimitAll"]>>,
+  Equal<FunctionReturnType<Own["time"]["getServerTime"]>, number>,
+] = [true, true, true, true, true, true, true, true, true];
+void checks;

@@ -1,0 +1,31 @@
+// ratebound's Convex component (pkg/convex-component) in convex-test: the component registered in
+// a test app and in examples/convex-component, called through the app-side client. `ratebound` and
+// its subpaths resolve to the built package in pkg/ as an installed package would under Node's
+// conditions (the workerd/convex entry default-imports the .wasm, which only Convex's bundler and
+// workerd understand).
+//
+//   node scripts/build.mjs --if-stale && node_modules/.bin/vitest run --config tests/convex-component/vitest.config.mjs
+import { fileURLToPath } from "node:url";
+import { defineConfig } from "vitest/config";
+
+const repo = fileURLToPath(new URL("../../", import.meta.url));
+const pkg = `${repo}pkg/`;
+
+export default defineConfig({
+  root: repo,
+  resolve: {
+    alias: [
+      { find: /^ratebound$/, replacement: `${pkg}dist/node.js` },
+      { find: /^ratebound\/convex$/, replacement: `${pkg}dist/convex.js` },
+      { find: /^ratebound\/convex-component$/, replacement: `${pkg}convex-component/client/index.js` },
+      { find: /^ratebound\/convex-component\/convex\.config(\.js)?$/, replacement: `${pkg}convex-component/convex.config.js` },
+    ],
+  },
+  test: {
+    environment: "edge-runtime",
+    include: ["tests/convex-component/**/*.spec.mjs"],
+    server: { deps: { inline: ["convex-test"] } },
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+  },
+});

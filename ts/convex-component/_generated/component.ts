@@ -1,0 +1,43 @@
+/* Written by hand, as `npx convex codegen` would write it: the component's API as an app sees it
+   (`components.rateLimiter`). `@convex-dev/rate-limiter` 0.3's ComponentApi, plus ratebound's batch functions. */
+import type { FunctionReference } from "convex/server";
+
+type Config =
+  | { kind: "token bucket"; rate: number; period: number; capacity?: number; maxReserved?: number; shards?: number; start?: null }
+  | { kind: "fixed window"; rate: number; period: number; capacity?: number; maxReserved?: number; shards?: number; start?: number };
+type Returns = { ok: true; retryAfter?: number } | { ok: false; retryAfter: number };
+type LimitArgs = { config: Config; count?: number; key?: string; name: string; reserve?: boolean; throws?: boolean };
+type BatchArgs = {
+  requests: Array<{ config: Config; count?: number; key?: string; name: string; reserve?: boolean }>;
+  throws?: boolean;
+};
+
+/**
+ * The component's functions, as `components.rateLimiter` in an app.
+ *
+ * @example
+ * async function limited(ctx: MutationCtx, component: ComponentApi) {
+ *   return ctx.runMutation(component.lib.rateLimit, { name: "x", config: { kind: "token bucket", rate: 1, period: 1000 } });
+ * }
+ */
+export type ComponentApi<Name extends string | undefined = string | undefined> = {
+  lib: {
+    checkRateLimit: FunctionReference<"query", "internal", LimitArgs, Returns, Name>;
+    checkRateLimitAll: FunctionReference<"query", "internal", BatchArgs, Returns, Name>;
+    clearAll: FunctionReference<"mutation", "internal", { before?: number }, null, Name>;
+    getServerTime: FunctionReference<"mutation", "internal", {}, number, Name>;
+    getValue: FunctionReference<
+      "query",
+      "internal",
+      { config: Config; key?: string; name: string; sampleShards?: number },
+      { config: Config; shard: number; ts: number; value: number },
+      Name
+    >;
+    rateLimit: FunctionReference<"mutation", "internal", LimitArgs, Returns, Name>;
+    rateLimitAll: FunctionReference<"mutation", "internal", BatchArgs, Returns, Name>;
+    resetRateLimit: FunctionReference<"mutation", "internal", { key?: string; name: string }, null, Name>;
+  };
+  time: {
+    getServerTime: FunctionReference<"mutation", "internal", {}, number, Name>;
+  };
+};

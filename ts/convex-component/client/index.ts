@@ -1,0 +1,299 @@
+/**
+ * The app-side client of ratebound's Convex component: a drop-in for
+ * `@convex-dev/rate-limiter`'s client. `new RateLimiter(components.rateLimiter, limits)`
+ * with the same methods, signatures and type-checked limit names, plus
+ * `limitAll` / `checkAll` for several limits in one component call.
+ * @module
+ */
+import {
+  mutationGeneric,
+  queryGeneric,
+  type Expand,
+  type FunctionArgs,
+  type FunctionReference,
+  type FunctionReturnType,
+  type GenericDataModel,
+  type GenericQueryCtx,
+} from "convex/server";
+import { v } from "convex/values";
+import type { ComponentApi } from "../_generated/component.js";
+import {
+  getValueArgs,
+  getValueReturns,
+  type GetValueReturns,
+  type RateLimitArgs,
+  type RateLimitConfig,
+  type RateLimitError,
+  type RateLimitReturns,
+} from "../validators.js";
+
+export { calculateRateLimit, isRateLimitError, SECOND, MINUTE, HOUR, DAY, WEEK } from "ratebound";
+export type { ComponentApi, GetValueReturns, RateLimitArgs, RateLimitConfig, RateLimitError, RateLimitReturns };
+
+/** A ctx that can run queries: a query's, a mutation's or an action's. */
+export type RunQueryCtx = {
+  runQuery: <Query extends FunctionReference<"query", "internal">>(
+    query: Query,
+    args: FunctionArgs<Query>,
+  ) => Promise<FunctionReturnType<Query>>;
+};
+/** A ctx that can run mutations too: a mutation's or an action's. */
+export type RunMutationCtx = RunQueryCtx & {
+  runMutation: <Mutation extends FunctionReference<"mutation", "internal">>(
+    mutation: Mutation,
+    args: FunctionArgs<Mutation>,
+  ) => Promise<FunctionReturnType<Mutation>>;
+};
+
+/** `Args` without `name` and `config`, and with `config` required when `Name` is not a defined limit. */
+type WithKnownNameOrInlinedConfig<Limits extends Record<string, RateLimitConfig>, Name extends string, Args> = Expand<
+  Omit<Args, "name" | "config"> &
+    (Name extends keyof Limits
+      ? object
+      : {
+          /** The rate limit's config, for a name not defined in the {@link RateLimiter}. */
+          config: RateLimitConfig;
+        })
+>;
+
+/** Options of {@link RateLimiter.hookAPI}: whose limit the browser may read. */
+type HookOpts<DataModel extends GenericDataModel> = {
+  key?:
+    | string
+    | ((
+        ctx: GenericQueryCtx<DataModel>,
+        // The key the client sent, if any.
+        keyFromClient?: string,
+      ) => string | Promise<string>);
+  sampleShards?: number;
+};
+
+/** One limit of a {@link RateLimiter.limitAll} batch. */
+export type BatchRequest<Limits extends Record<string, RateLimitConfig>> =
+  | { name: keyof Limits & string; key?: string; count?: number; reserve?: boolean; config?: RateLimitConfig }
+  | { name: string; key?: string; count?: number; reserve?: boolean; config: RateLimitConfig };
+
+/**
+ * Named rate limits, decided inside the `rateLimiter` component by ratebound's
+ * WebAssembly core. Each call is one call into the component, in the caller's
+ * transaction: a mutation that throws after `limit` gives its tokens back.
+ *
+ * @typeParam Limits The named limits; their names are type-checked.
+ * @example
+ * import { MINUTE, RateLimiter } from "ratebound/convex-component";
+ * import { components } from "./_generated/api";
+ *
+ * const rateLimiter = new RateLimiter(components.rateLimiter, {
+ *   sendMessage: { kind: "token bucket", rate: 10, period: MINUTE, capacity: 3 },
+ * });
+ * // in a mutation:
+ * await rateLimiter.limit(ctx, "sendMessage", { key: userId, throws: true });
+ */
+export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record<never, never>> {
+  /**
+   * @param component The installed component: `components.rateLimiter`.
+   * @param limits Named limit configs. Each is validated by the component when it is first used.
+   */
+  constructor(
+    public component: ComponentApi,
+    public limits?: Limits,
+  ) {}
+
+  /**
+   * What {@link RateLimiter.limit} would answer now, without taking anything: works in queries.
+   *
+   * @param ctx A ctx with `runQuery`.
+   * @param name A defined limit, or any name with an inline `config`.
+   * @param options `key`, `count`, `reserve`, `throws` (and `config` for an undefined name).
+   * @returns `{ ok: true, retryAfter? }` or `{ ok: false, retryAfter }`.
+   * @example
+   * const { ok, retryAfter } = await rateLimiter.check(ctx, "sendMessage", { key: userId });
+   */
+  async check<Name extends string = keyof Limits & string>(
+    ctx: RunQueryCtx,
+    name: Name,
+    ...options: Name extends keyof Limits & string
+      ? [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs>?]
+      : [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs>]
+  ): Promise<RateLimitReturns> {
+    return ctx.runQuery(this.component.lib.checkRateLimit, {
+      ...options[0],
+      name,
+      config: this.getConfig(options[0], name),
+    });
+  }
+
+  /**
+   * Takes `count` tokens (default 1) if the limit allows.
+   *
+   * @param ctx A mutation's (or action's) ctx, with `runMutation`.
+   * @param name A defined limit, or any name with an inline `config`.
+   * @param options `key`, `count`, `reserve`, `throws` (and `config` for an undefined name).
+   * @returns `{ ok: true, retryAfter? }` (retryAfter: reserved, run the work then) or `{ ok: false, retryAfter }`.
+   * @example
+   * const status = await rateLimiter.limit(ctx, "llmTokens", { count: 500, reserve: true });
+   * if (status.ok && status.retryAfter) await ctx.scheduler.runAfter(status.retryAfter, internal.llm.run, {});
+   */
+  async limit<Name extends string = keyof Limits & string>(
+    ctx: RunMutationCtx,
+    name: Name,
+    ...options: Name extends keyof Limits & string
+      ? [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs>?]
+      : [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs>]
+  ): Promise<RateLimitReturns> {
+    return ctx.runMutation(this.component.lib.rateLimit, {
+      ...options[0],
+      name,
+      config: this.getConfig(options[0], name),
+    });
+  }
+
+  /**
+   * Takes several limits together in one component call: all of them, or none.
+   * When any refuses, nothing is written and `retryAfter` is the longest wait.
+   *
+   * @param ctx A mutation's (or action's) ctx.
+   * @param requests The limits, each with its own `key`, `count`, `reserve` (and `config` for an undefined name).
+   * @param options `throws: true` for a `ConvexError` on refusal (its `name` lists the batch's names).
+   * @returns One result for the whole batch.
+   * @example
+   * await rateLimiter.limitAll(ctx, [{ name: "perUser", key: userId }, { name: "global" }], { throws: true });
+   */
+  async limitAll(
+    ctx: RunMutationCtx,
+    requests: ReadonlyArray<BatchRequest<Limits>>,
+    options: { throws?: boolean } = {},
+  ): Promise<RateLimitReturns> {
+    return ctx.runMutation(this.component.lib.rateLimitAll, { requests: this.batch(requests), ...options });
+  }
+
+  /**
+   * What {@link RateLimiter.limitAll} would answer now, without taking anything: works in queries.
+   *
+   * @param ctx A ctx with `runQuery`.
+   * @param requests The limits to check together.
+   * @param options `throws: true` for a `ConvexError` on refusal.
+   * @returns One result for the whole batch.
+   * @example
+   * const { ok } = await rateLimiter.checkAll(ctx, [{ name: "perUser", key: userId }, { name: "global" }]);
+   */
+  async checkAll(
+    ctx: RunQueryCtx,
+    requests: ReadonlyArray<BatchRequest<Limits>>,
+    options: { throws?: boolean } = {},
+  ): Promise<RateLimitReturns> {
+    return ctx.runQuery(this.component.lib.checkRateLimitAll, { requests: this.batch(requests), ...options });
+  }
+
+  /**
+   * Forgets the limit's state for `key` (no key: the shared state) on every shard: it is full again.
+   * A fixed window without `start` then picks a new random start.
+   *
+   * @param ctx A mutation's (or action's) ctx.
+   * @param name The limit's name.
+   * @param args `key`.
+   * @example
+   * await rateLimiter.reset(ctx, "failedLogins", { key: userId });
+   */
+  async reset<Name extends string = keyof Limits & string>(
+    { runMutation }: RunMutationCtx,
+    name: Name,
+    args?: { key?: string },
+  ): Promise<void> {
+    await runMutation(this.component.lib.resetRateLimit, { ...(args ?? null), name });
+  }
+
+  /**
+   * The limit's value, to show or to project forward with `calculateRateLimit`.
+   *
+   * @param ctx A ctx with `runQuery`.
+   * @param name A defined limit, or any name with an inline `config`.
+   * @param options `key`, `sampleShards` (and `config` for an undefined name).
+   * @returns `{ value, ts, shard, config }`; for a sharded limit `value` is the whole limit's.
+   * @example
+   * const { value, ts, config } = await rateLimiter.getValue(ctx, "sendMessage", { key: userId });
+   */
+  async getValue<Name extends string = keyof Limits & string>(
+    ctx: RunQueryCtx,
+    name: Name,
+    ...options: Name extends keyof Limits & string
+      ? [WithKnownNameOrInlinedConfig<Limits, Name, { key?: string; sampleShards?: number }>?]
+      : [WithKnownNameOrInlinedConfig<Limits, Name, { key?: string; sampleShards?: number }>]
+  ): Promise<GetValueReturns> {
+    return ctx.runQuery(this.component.lib.getValue, {
+      ...options[0],
+      name,
+      config: this.getConfig(options[0], name),
+    });
+  }
+
+  /**
+   * A public query (`getRateLimit`) that reports a limit's value to the browser,
+   * and a mutation (`getServerTime`) for the browser to measure its clock's
+   * offset: export both from a module of your app.
+   *
+   * @param name The limit the query reports (a client may ask for another by name).
+   * @param options `key`: a fixed key, or a function of the ctx and the client's key; `sampleShards`.
+   * @returns `{ getRateLimit, getServerTime }`.
+   * @example
+   * export const { getRateLimit, getServerTime } = rateLimiter.hookAPI<DataModel>("sendMessage", {
+   *   key: async (ctx) => (await ctx.auth.getUserIdentity())?.subject ?? "anonymous",
+   * });
+   */
+  hookAPI<DataModel extends GenericDataModel, Name extends string = keyof Limits & string>(
+    name: Name,
+    ...options: Name extends keyof Limits
+      ? [WithKnownNameOrInlinedConfig<Limits, Name, HookOpts<DataModel>>?]
+      : [WithKnownNameOrInlinedConfig<Limits, Name, HookOpts<DataModel>>]
+  ) {
+    return {
+      getRateLimit: queryGeneric({
+        args: getValueArgs,
+        returns: getValueReturns,
+        handler: async (ctx, args): Promise<GetValueReturns> => {
+          const finalName = args.name ?? name;
+          const { key: keyOrFn, ...rest } = (options[0] ?? {}) as HookOpts<DataModel> & { config?: RateLimitConfig };
+          let key: string | undefined;
+          if (args.key && !keyOrFn) {
+            throw new Error("To allow client-provided key, provide a `key` function in the hook options.");
+          }
+          if (typeof keyOrFn === "function") {
+            key = await keyOrFn(ctx as unknown as GenericQueryCtx<DataModel>, args.key);
+          } else if (keyOrFn !== undefined) {
+            key = keyOrFn;
+          }
+          return ctx.runQuery(this.component.lib.getValue, {
+            ...rest,
+            ...args,
+            key,
+            name: finalName,
+            config: args.config ?? this.getConfig(options[0], finalName),
+          });
+        },
+      }),
+      getServerTime: mutationGeneric({
+        args: {},
+        returns: v.number(),
+        handler: async (): Promise<number> => Date.now(),
+      }),
+    };
+  }
+
+  /** Each request with its config: inline, or the defined limit's. */
+  private batch(requests: ReadonlyArray<BatchRequest<Limits>>) {
+    return requests.map((request) => ({ ...request, config: this.getConfig(request, request.name) }));
+  }
+
+  /** The inline config, else the defined limit's; neither is an error naming the limit. */
+  private getConfig(args: { config?: RateLimitConfig } | object | undefined, name: string): RateLimitConfig {
+    const config =
+      (args && "config" in args && (args as { config?: RateLimitConfig }).config) ||
+      (this.limits && (this.limits as Record<string, RateLimitConfig | undefined>)[name]);
+    if (!config) {
+      throw new Error(`Rate limit ${name} not defined. You must provide a config inline or define it in the constructor.`);
+    }
+    return config;
+  }
+}
+
+export default RateLimiter;
