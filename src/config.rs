@@ -10,6 +10,11 @@ use crate::js_number::js_number;
 /// The most shards a limit may have.
 pub const MAX_SHARDS: u32 = 1024;
 
+/// The largest instant, in ms from the epoch either way, that a clock or a
+/// window `start` may name: a JavaScript `Date`'s range. Beyond it window
+/// arithmetic loses whole windows to rounding.
+pub const MAX_INSTANT_MS: f64 = 8.64e15;
+
 /// The two algorithms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -246,11 +251,15 @@ impl TryFrom<&RawConfig> for Config {
                     format!("start must be null or absent for a token bucket (got {})", other.describe()),
                 ))
             }
-            (Kind::FixedWindow, RawValue::Number(start)) if start.is_finite() => Some(*start),
+            (Kind::FixedWindow, RawValue::Number(start)) if start.abs() <= MAX_INSTANT_MS => Some(*start),
             (Kind::FixedWindow, other) => {
                 return Err(ConfigError::new(
                     "start",
-                    format!("start must be a finite number (got {})", other.describe()),
+                    format!(
+                        "start must be a number of ms within ±{} (a Date's range) (got {})",
+                        js_number(MAX_INSTANT_MS),
+                        other.describe()
+                    ),
                 ))
             }
         };

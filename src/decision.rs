@@ -111,9 +111,15 @@ pub(crate) fn decide_as_reference(state: State, shard_config: &Config, now_ms: f
         request.count > available + max_reserved
     };
     let refused = transition.value < 0.0 && (!request.reserve || shard_config.max_reserved.is_some_and(over_reservation));
+    // A debt past -1.8e308 (reservations without maxReserved) cannot be
+    // stored: fail closed, refuse it.
+    let unstorable = !(transition.value.is_finite() && transition.ts.is_finite());
     ShardDecision {
-        ok: !refused,
-        retry_after_ms: transition.retry_after_ms,
+        ok: !refused && !unstorable,
+        retry_after_ms: match unstorable {
+            true => Some(transition.retry_after_ms.filter(|wait| !wait.is_nan()).unwrap_or(f64::INFINITY)),
+            false => transition.retry_after_ms,
+        },
         next: State { value: transition.value, ts: transition.ts },
     }
 }

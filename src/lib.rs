@@ -20,7 +20,7 @@ mod transition;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-pub use config::{Config, ConfigError, Kind, RateLimitConfig, RawConfig, RawValue, MAX_SHARDS};
+pub use config::{Config, ConfigError, Kind, RateLimitConfig, RawConfig, RawValue, MAX_INSTANT_MS, MAX_SHARDS};
 pub use decision::{decide, validate_request, Request, ShardDecision};
 pub use error::Error;
 pub use jitter::with_jitter;

@@ -138,6 +138,25 @@ fn check_call(name: &str, key: Option<&str>, now_ms: f64) -> Result<(), Error> {
     Ok(())
 }
 
+/// Never writes a state outside the finite numbers. Decisions already refuse
+/// what would leave them (see `decide_as_reference`); this is the last line.
+fn check_writes<'a>(name: &str, writes: impl IntoIterator<Item = &'a State>) -> Result<(), Error> {
+    for state in writes {
+        if !(state.value.is_finite() && state.ts.is_finite()) {
+            return Err(Error::request(
+                name,
+                "count",
+                format!(
+                    "the limit's state would leave the range of numbers (value {}, ts {}); nothing was written",
+                    js_number(state.value),
+                    js_number(state.ts)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 async fn read<S: StateStore>(store: &mut S, at: StateRef<'_>) -> Result<Option<State>, S::Error> {
     match store.read(at).await? {
         Some(state) => Ok(Some(state.checked(at)?)),
@@ -283,6 +302,7 @@ pub async fn decide_and_maybe_write<S: StateStore>(
     validate_request(item.name, item.config, item.request)?;
     let outcome = decide_one(store, item, now_ms, random).await?;
     if write {
+        check_writes(item.name, outcome.writes.iter().flatten().map(|(_, state)| state))?;
         for (shard, state) in outcome.writes.into_iter().flatten() {
             store.write(StateRef { name: item.name, key: item.key, shard }, Some(state)).await?;
         }
@@ -358,6 +378,9 @@ pub async fn limit_all<S: StateStore>(
     }
     if write {
         let Pending { store, writes } = pending;
+        for (name, _, _, state) in &writes {
+            check_writes(name, [state])?;
+        }
         for (name, key, shard, state) in &writes {
             store.write(StateRef { name, key: key.as_deref(), shard: *shard }, Some(*state)).await?;
         }
