@@ -10,10 +10,11 @@ use crate::js_number::js_number;
 /// The most shards a limit may have.
 pub const MAX_SHARDS: u32 = 1024;
 
-/// The largest instant, in ms from the epoch either way, that a clock or a
-/// window `start` may name: a JavaScript `Date`'s range. Beyond it window
-/// arithmetic loses whole windows to rounding.
-pub const MAX_INSTANT_MS: f64 = 8.64e15;
+/// The largest `start`, in ms from the epoch either way, a fixed window may
+/// name: 2^53, where integers stop being exact (a `Date` reaches 8.64e15).
+/// Far beyond it window arithmetic loses whole windows, and near ±1.8e308 it
+/// overflows.
+pub const MAX_INSTANT_MS: f64 = 9_007_199_254_740_992.0;
 
 /// The two algorithms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,7 +257,7 @@ impl TryFrom<&RawConfig> for Config {
                 return Err(ConfigError::new(
                     "start",
                     format!(
-                        "start must be a number of ms within ±{} (a Date's range) (got {})",
+                        "start must be a number of ms within ±{} (2^53) (got {})",
                         js_number(MAX_INSTANT_MS),
                         other.describe()
                     ),
