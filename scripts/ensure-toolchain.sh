@@ -32,6 +32,19 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   $sudo apt-get install -y -q chromium chromium-driver >&2
 fi
 
+# cargo-fuzz (libFuzzer) for fuzz/, run on stable Rust with RUSTC_BOOTSTRAP=1; libFuzzer is C++.
+if ! command -v c++ >/dev/null 2>&1; then
+  echo "ratebound: installing g++ (libFuzzer is built from C++)" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -q >&2
+  $sudo apt-get install -y -q g++ >&2
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "ratebound: installing cargo-fuzz (a few minutes)" >&2
+  cargo install cargo-fuzz --version 0.13.2 >&2
+fi
+
 # npm ci when node_modules is missing or was installed from another lockfile.
 stamp=node_modules/.ratebound-lockfile
 if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then

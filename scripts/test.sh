@@ -42,3 +42,6 @@ node --test --test-reporter=spec tests/js/
 
 echo "== Browser: RateLimitPreview against the server, and the playground in Chromium (playwright-core)"
 node --test --test-reporter=spec tests/browser/
+
+echo "== Reliability: bad input, faults, clocks, 10,000 failing calls of each kind, 3 fuzz targets of 25 s each, and the report"
+node scripts/test-reliability.mjs

@@ -40,6 +40,23 @@ export interface RateLimitStore {
 }
 "#;
 
+// Every call into JavaScript that can throw is bound with `catch`: an
+// exception that unwinds through WebAssembly frames leaks the shadow stack,
+// and about a thousand of them (a hostile Proxy passed as a config, say)
+// leave the instance unusable. js-sys binds these two without `catch`.
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
+    fn object_keys(object: &JsValue) -> Result<Array, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    fn array_is_array(value: &JsValue) -> Result<bool, JsValue>;
+}
+
+/// `Array.isArray`, false when asking throws (a revoked Proxy).
+fn is_array(value: &JsValue) -> bool {
+    array_is_array(value).unwrap_or(false)
+}
+
 thread_local! {
     static KEYS: Keys = Keys::new();
 }
@@ -116,7 +133,7 @@ fn raw_value(value: &JsValue) -> RawValue {
         RawValue::String(text)
     } else if value.is_string() {
         RawValue::Other("a string with a lone surrogate".into())
-    } else if Array::is_array(value) {
+    } else if is_array(value) {
         RawValue::Other("an array".into())
     } else if value.is_function() {
         RawValue::Other("a function".into())
@@ -150,12 +167,16 @@ fn raw_config(config: &JsValue) -> Result<RawConfig, ConfigError> {
         field: "config".into(),
         problem: format!("config must be an object (got {})", describe(config)),
     };
-    if !config.is_object() || Array::is_array(config) {
+    if !config.is_object() || is_array(config) {
         return Err(not_an_object());
     }
     let object: &Object = config.unchecked_ref();
+    let listed = object_keys(config).map_err(|_| ConfigError {
+        field: "config".into(),
+        problem: "config must be a plain object (listing its fields threw)".into(),
+    })?;
     let mut fields = Vec::new();
-    for field in Object::keys(object).iter() {
+    for field in listed.iter() {
         let name = field.as_string().unwrap_or_default();
         let value = Reflect::get(object, &field).map_err(|_| ConfigError {
             problem: format!("reading {name} threw"),
@@ -297,11 +318,18 @@ fn report_to_js(report: ValueReport) -> JsValue {
     object.into()
 }
 
-/// Waits for `value` if it is a Promise.
+/// Waits for `value` if it is a Promise or any other thenable.
 async fn settle(value: JsValue) -> Result<JsValue, JsValue> {
-    match value.dyn_into::<Promise>() {
-        Ok(promise) => JsFuture::from(promise).await,
-        Err(value) => Ok(value),
+    if value.has_type::<Promise>() {
+        return JsFuture::from(value.unchecked_into::<Promise>()).await;
+    }
+    if !(value.is_object() || value.is_function()) {
+        return Ok(value);
+    }
+    // Through Reflect (bound with `catch`): the answer may be a hostile Proxy.
+    match Reflect::get(&value, &"then".into())?.is_function() {
+        true => JsFuture::from(Promise::resolve(&value)).await,
+        false => Ok(value),
     }
 }
 
@@ -556,11 +584,13 @@ impl RateLimiterCore {
         };
         let mut compiled: Vec<(String, Rc<Config>)> = Vec::new();
         if !limits.is_undefined() {
-            if !limits.is_object() || Array::is_array(&limits) {
+            if !limits.is_object() || is_array(&limits) {
                 return Err(js_sys::TypeError::new(&format!("limits must be an object of named configs (got {})", describe(&limits))).into());
             }
+            let names = object_keys(&limits)
+                .map_err(|_| js_sys::TypeError::new("limits must be an object of named configs (listing its names threw)"))?;
             let limits: &Object = limits.unchecked_ref();
-            for name in Object::keys(limits).iter() {
+            for name in names.iter() {
                 let name_text = name_arg(&name)?;
                 let config = Reflect::get(limits, &name)?;
                 let config = Rc::new(compile(&name_text, &config)?);
@@ -689,11 +719,14 @@ impl RateLimiterCore {
     /// Decides `items` (`{ name, key?, count?, reserve?, config? }[]`) together: all or none.
     #[wasm_bindgen(js_name = limitAll, unchecked_return_type = "RateLimitResult | Promise<RateLimitResult>")]
     pub fn limit_all(&self, items: JsValue, now: JsValue, write: bool) -> Result<JsValue, JsValue> {
-        let items = items
-            .dyn_into::<Array>()
-            .map_err(|other| js_sys::TypeError::new(&format!("limitAll takes an array of limits (got {})", describe(&other))))?;
-        let mut owned: Vec<(String, Option<String>, Rc<Config>, Request)> = Vec::with_capacity(items.length() as usize);
-        for item in items.iter() {
+        if !is_array(&items) {
+            return Err(js_sys::TypeError::new(&format!("limitAll takes an array of limits (got {})", describe(&items))).into());
+        }
+        // Read through Reflect (bound with `catch`): the array may be a Proxy.
+        let length = Reflect::get(&items, &"length".into())?.as_f64().unwrap_or(0.0).clamp(0.0, f64::from(u32::MAX)) as u32;
+        let mut owned: Vec<(String, Option<String>, Rc<Config>, Request)> = Vec::with_capacity(length.min(1024) as usize);
+        for index in 0..length {
+            let item = Reflect::get_u32(&items, index)?;
             if !item.is_object() {
                 return Err(js_sys::TypeError::new(&format!("each limitAll item must be an object (got {})", describe(&item))).into());
             }

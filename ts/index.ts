@@ -123,6 +123,12 @@ function decoded(answer: number): RateLimitResult {
 const SHORT_KEY_UNITS = 341;
 
 /**
+ * Keys with a surrogate take the general path, which refuses lone ones:
+ * UTF-8 cannot carry them, so another store would see a different key.
+ */
+const SURROGATE = /[\uD800-\uDFFF]/;
+
+/**
  * Rate limits over a host store: every call reads at most two shard states,
  * decides in WebAssembly, and writes only what a granted limit changed.
  *
@@ -174,7 +180,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     if (memory === undefined || index === undefined || options.config !== undefined) return undefined;
     const { key, count = 1, reserve = false } = options;
     if (typeof count !== "number" || typeof reserve !== "boolean") return undefined;
-    if (key !== undefined && (typeof key !== "string" || key.length > SHORT_KEY_UNITS)) return undefined;
+    if (key !== undefined && (typeof key !== "string" || key.length > SHORT_KEY_UNITS || SURROGATE.test(key))) return undefined;
     const now = this.#now();
     if (typeof now !== "number") return undefined;
     let base = memory.blockOf(name, key);
