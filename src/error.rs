@@ -116,11 +116,11 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::InvalidConfig { limit: Some(limit), problem, .. } => {
-                write!(f, "Rate limit {}: {problem}", quoted(limit))
+                write!(f, "Rate limit {}: {problem}", shown(limit))
             }
             Error::InvalidConfig { limit: None, problem, .. } => write!(f, "Invalid rate limit config: {problem}"),
             Error::InvalidRequest { limit, problem, .. } => {
-                write!(f, "Rate limit {}: {problem}", quoted(limit))
+                write!(f, "Rate limit {}: {problem}", shown(limit))
             }
             Error::CountExceedsMax { limit, count, max, shard_count, reserve } => {
                 let max = if *reserve { js_fixed_2(*max) } else { js_number(*max) };
@@ -135,7 +135,7 @@ impl fmt::Display for Error {
             Error::UnknownLimit { limit } => write!(
                 f,
                 "Rate limit {} is not defined: define it in the limits or pass `config` inline.",
-                quoted(limit)
+                shown(limit)
             ),
             Error::CorruptState { reference, problem } => {
                 write!(f, "Stored state for {reference} is corrupt: {problem}")
@@ -155,6 +155,17 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// A caller's name as an error message shows it: quoted, and cut after 64
+/// characters so that a huge name never makes a huge message.
+pub(crate) fn shown(text: &str) -> String {
+    let length = text.chars().count();
+    if length <= 64 {
+        return quoted(text);
+    }
+    let head: String = text.chars().take(64).collect();
+    format!("{}… ({length} characters)", quoted(&head))
+}
 
 /// A string as a JSON string literal, so that empty names and odd characters stay visible.
 pub(crate) fn quoted(text: &str) -> String {

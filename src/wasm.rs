@@ -70,8 +70,6 @@ struct Keys {
     ts: JsValue,
     ok: JsValue,
     retry_after: JsValue,
-    count: JsValue,
-    reserve: JsValue,
     config: JsValue,
 }
 
@@ -85,8 +83,6 @@ impl Keys {
             ts: "ts".into(),
             ok: "ok".into(),
             retry_after: "retryAfter".into(),
-            count: "count".into(),
-            reserve: "reserve".into(),
             config: "config".into(),
         }
     }
@@ -730,10 +726,28 @@ impl RateLimiterCore {
             if !item.is_object() {
                 return Err(js_sys::TypeError::new(&format!("each limitAll item must be an object (got {})", describe(&item))).into());
             }
-            let field = |key: &JsValue| Reflect::get(&item, key).unwrap_or(JsValue::UNDEFINED);
-            let (name, key, count, reserve, config) = KEYS.with(|keys| {
-                (field(&keys.name), field(&keys.key), field(&keys.count), field(&keys.reserve), field(&keys.config))
-            });
+            // Own enumerable fields only: an unknown one is an error, an inherited one is never read.
+            let own = object_keys(&item).map_err(|_| js_sys::TypeError::new("a limitAll item must be a plain object (listing its fields threw)"))?;
+            let mut listed = [JsValue::UNDEFINED, JsValue::UNDEFINED, JsValue::UNDEFINED, JsValue::UNDEFINED, JsValue::UNDEFINED];
+            for field in own.iter() {
+                let slot = match field.as_string().as_deref() {
+                    Some("name") => 0,
+                    Some("key") => 1,
+                    Some("count") => 2,
+                    Some("reserve") => 3,
+                    Some("config") => 4,
+                    other => {
+                        let unknown = other.unwrap_or_default();
+                        return Err(Error::request("limitAll", unknown, format!(
+                            "unknown field {} of a limitAll item (the fields are name, key, count, reserve, config)",
+                            crate::error::shown(unknown)
+                        ))
+                        .into());
+                    }
+                };
+                listed[slot] = Reflect::get(&item, &field)?;
+            }
+            let [name, key, count, reserve, config] = listed;
             let name = name_arg(&name)?;
             let key = key_arg(&name, &key)?;
             let request = Request { count: count_arg(&name, &count)?, reserve: flag_arg(&name, "reserve", &reserve)? };
@@ -788,6 +802,31 @@ impl RateLimiterCore {
     }
 }
 
+/// Explains what is wrong with an options object (the TypeScript layer calls
+/// this only when a quick look found something): it must be an object whose
+/// own enumerable fields are all among `allowed` (comma-separated), with a
+/// boolean `throws`. Inherited fields are ignored, never read.
+#[wasm_bindgen(js_name = checkOptions)]
+pub fn check_options(name: JsValue, options: JsValue, allowed: &str) -> Result<(), JsValue> {
+    let limit = well_formed_string(&name).unwrap_or_default();
+    let invalid = |field: &str, problem: String| -> JsValue { Error::request(&limit, field, problem).into() };
+    if !options.is_object() || is_array(&options) {
+        return Err(invalid("options", format!("options must be an object (got {})", describe(&options))));
+    }
+    let fields = object_keys(&options).map_err(|_| invalid("options", "options must be a plain object (listing its fields threw)".into()))?;
+    for field in fields.iter() {
+        let field = field.as_string().unwrap_or_default();
+        if !allowed.split(',').any(|known| known == field) {
+            return Err(invalid(&field, format!("unknown option {} (the options are {})", crate::error::shown(&field), allowed.replace(',', ", "))));
+        }
+    }
+    let throws = Reflect::get(&options, &"throws".into()).unwrap_or(JsValue::UNDEFINED);
+    if Reflect::has(&options, &"throws".into()).unwrap_or(false) && !(throws.is_undefined() || throws.as_bool().is_some()) {
+        return Err(invalid("throws", format!("throws must be a boolean (got {})", describe(&throws))));
+    }
+    Ok(())
+}
+
 /// `calculateRateLimit(state, config, now, count)`: the pure transition.
 #[wasm_bindgen(js_name = calculateRateLimit, unchecked_return_type = "RateLimitTransition")]
 pub fn calculate_rate_limit(
@@ -832,10 +871,16 @@ pub fn calculate_rate_limit(
 /// `retryAfter` plus a random delay below `maxJitter` ms, drawn from `random` when given.
 #[wasm_bindgen(js_name = withJitter)]
 pub fn with_jitter(
-    retry_after: f64,
-    max_jitter: f64,
+    #[wasm_bindgen(unchecked_param_type = "number")] retry_after: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number")] max_jitter: JsValue,
     #[wasm_bindgen(unchecked_param_type = "(() => number) | undefined")] random: JsValue,
 ) -> Result<f64, JsValue> {
+    let number = |field: &str, value: &JsValue| {
+        value.as_f64().ok_or_else(|| {
+            Error::request("withJitter", field, format!("{field} must be a finite number >= 0 (got {})", describe(value)))
+        })
+    };
+    let (retry_after, max_jitter) = (number("retryAfter", &retry_after)?, number("maxJitter", &max_jitter)?);
     let random = random_source(random.dyn_into::<Function>().ok())()?;
     Ok(crate::jitter::with_jitter(retry_after, max_jitter, random)?)
 }
@@ -926,7 +971,22 @@ impl CompiledConfig {
     /// NaN value is "no state"); the answer holds `value, ts, retryAfter,
     /// windowStart` for each (NaN where absent).
     #[wasm_bindgen(js_name = transitionMany)]
-    pub fn transition_many(&self, states: &[f64], now: f64, count: f64) -> Result<Vec<f64>, JsValue> {
+    pub fn transition_many(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Float64Array")] states: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] count: JsValue,
+    ) -> Result<Vec<f64>, JsValue> {
+        let invalid = |field: &str, problem: String| -> JsValue { Error::request("calculateRateLimits", field, problem).into() };
+        let states = states
+            .dyn_into::<js_sys::Float64Array>()
+            .map_err(|other| invalid("states", format!("states must be a Float64Array of value, ts pairs (got {})", describe(&other))))?
+            .to_vec();
+        if states.len() % 2 != 0 {
+            return Err(invalid("states", format!("states must hold value, ts pairs (got {} numbers)", states.len())));
+        }
+        let number = |field: &str, value: &JsValue| value.as_f64().ok_or_else(|| invalid(field, format!("{field} must be a number (got {})", describe(value))));
+        let (now, count) = (number("now", &now)?, number("count", &count)?);
         self.transition_of(None, now, count)?; // checks now and count once for the batch
         let mut answers = Vec::with_capacity(states.len() / 2 * 4);
         for pair in states.chunks_exact(2) {

@@ -308,13 +308,13 @@ fn calculate_rate_limit_returns_the_transition_object() {
 
 #[wasm_bindgen_test]
 fn with_jitter_adds_a_random_share_of_the_maximum() {
-    assert_eq!(with_jitter(1_000.0, 500.0, constant(0.5)).unwrap(), 1_250.0);
+    assert_eq!(with_jitter(1_000.0.into(), 500.0.into(), constant(0.5)).unwrap(), 1_250.0);
     for _ in 0..20 {
-        let jittered = with_jitter(1_000.0, 500.0, U).unwrap();
+        let jittered = with_jitter(1_000.0.into(), 500.0.into(), U).unwrap();
         assert!((1_000.0..1_500.0).contains(&jittered), "{jittered}");
     }
-    assert_error(with_jitter(-1.0, 500.0, U).unwrap_err(), "INVALID_REQUEST");
-    assert_error(with_jitter(1_000.0, 500.0, constant(1.0)).unwrap_err(), "INVALID_RANDOM");
+    assert_error(with_jitter((-1.0).into(), 500.0.into(), U).unwrap_err(), "INVALID_REQUEST");
+    assert_error(with_jitter(1_000.0.into(), 500.0.into(), constant(1.0)).unwrap_err(), "INVALID_RANDOM");
 }
 
 // ---------------------------------------------------------------------------

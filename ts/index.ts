@@ -7,6 +7,7 @@
 import {
   CompiledConfig,
   RateLimiterCore,
+  checkOptions,
   calculateRateLimit as coreCalculateRateLimit,
   withJitter as coreWithJitter,
 } from "./wasm/ratebound.js";
@@ -95,6 +96,38 @@ export interface BatchRequest<Name extends string = string> {
 }
 
 type Named<Limits> = Extract<keyof Limits, string>;
+
+const LIMIT_OPTIONS = ["key", "count", "reserve", "throws", "config"];
+const VALUE_OPTIONS = ["key", "sampleShards", "config"];
+const RESET_OPTIONS = ["key", "config"];
+const BATCH_OPTIONS = ["throws"];
+
+/**
+ * The caller's options, own fields only: an inherited field (a polluted
+ * `Object.prototype.count`, say) is never read. When the options are not a
+ * plain object of known own fields with a boolean `throws`, the core
+ * explains what is wrong (an INVALID_REQUEST naming it).
+ */
+function ownOptions<Options extends object>(name: unknown, options: unknown, allowed: string[]): Partial<Options> {
+  if (options === undefined) return {};
+  let plain = typeof options === "object" && options !== null && !Array.isArray(options);
+  if (plain) {
+    for (const field in options as object) {
+      if (Object.hasOwn(options as object, field) && !allowed.includes(field)) plain = false;
+    }
+    const throws = own(options as object, "throws");
+    if (throws !== undefined && typeof throws !== "boolean") plain = false;
+  }
+  if (!plain) checkOptions(name, options, allowed.join(","));
+  const read: Record<string, unknown> = {};
+  for (const field of allowed) read[field] = own(options as object, field);
+  return read as Partial<Options>;
+}
+
+/** `object[field]` if it is the object's own, else `undefined`. */
+function own(object: object, field: string): unknown {
+  return Object.hasOwn(object, field) ? (object as Record<string, unknown>)[field] : undefined;
+}
 type Inline = { config: RateLimitConfig };
 
 function refusal(name: string, result: RateLimitResult, throws: boolean | undefined): RateLimitResult {
@@ -232,6 +265,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     // Not an async function: on a MemoryStore this allocates one settled
     // Promise and nothing else. Every error still arrives as a rejection.
     try {
+      options = ownOptions<LimitOptions>(name, options, LIMIT_OPTIONS);
       const onSlab = this.#onSlab(name, options, write);
       if (onSlab !== undefined) return Promise.resolve(refusal(name, onSlab, options.throws));
       const { key, count, reserve, config, throws } = options;
@@ -260,8 +294,9 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
     options: { throws?: boolean } = {},
   ): Promise<RateLimitResult> {
+    const { throws } = ownOptions<{ throws?: boolean }>("limitAll", options, BATCH_OPTIONS);
     const result = await this.#core.limitAll(requests, this.#now(), true);
-    return refusal(requests.map((request) => request.name).join(", "), result, options.throws);
+    return refusal(requests.map((request) => request.name).join(", "), result, throws);
   }
 
   /**
@@ -277,8 +312,9 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
     options: { throws?: boolean } = {},
   ): Promise<RateLimitResult> {
+    const { throws } = ownOptions<{ throws?: boolean }>("checkAll", options, BATCH_OPTIONS);
     const result = await this.#core.limitAll(requests, this.#now(), false);
-    return refusal(requests.map((request) => request.name).join(", "), result, options.throws);
+    return refusal(requests.map((request) => request.name).join(", "), result, throws);
   }
 
   /**
@@ -293,8 +329,8 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    */
   getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
   getValue(name: string, options: GetValueOptions & Inline): Promise<RateLimitValue>;
-  async getValue(name: string, options: GetValueOptions = {}): Promise<RateLimitValue> {
-    const { key, sampleShards, config } = options;
+  async getValue(name: string, options?: GetValueOptions): Promise<RateLimitValue> {
+    const { key, sampleShards, config } = ownOptions<GetValueOptions>(name, options, VALUE_OPTIONS);
     return await this.#core.getValue(name, key, sampleShards, config, this.#now());
   }
 
@@ -308,8 +344,9 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    */
   reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   reset(name: string, options: ResetOptions & Inline): Promise<void>;
-  async reset(name: string, options: ResetOptions = {}): Promise<void> {
-    await this.#core.reset(name, options.key, options.config);
+  async reset(name: string, options?: ResetOptions): Promise<void> {
+    const { key, config } = ownOptions<ResetOptions>(name, options, RESET_OPTIONS);
+    await this.#core.reset(name, key, config);
   }
 }
 
