@@ -103,30 +103,85 @@ const RESET_OPTIONS = ["key", "config"];
 const BATCH_OPTIONS = ["throws"];
 
 /**
- * The caller's options, own fields only: an inherited field (a polluted
- * `Object.prototype.count`, say) is never read. When the options are not a
- * plain object of known own fields with a boolean `throws`, the core
- * explains what is wrong (an INVALID_REQUEST naming it).
+ * Checks the caller's options: a plain object whose own fields are all
+ * known, with a boolean `throws`. When they are not, the core explains what
+ * is wrong (an INVALID_REQUEST naming it). Fields are then read with
+ * {@link own}, so an inherited one (a polluted `Object.prototype.count`, say)
+ * is never read.
  */
-function ownOptions<Options extends object>(name: unknown, options: unknown, allowed: string[]): Partial<Options> {
-  if (options === undefined) return {};
+function checkedOptions(name: unknown, options: unknown, allowed: readonly string[]): object {
+  if (options === undefined) return NO_OPTIONS;
   let plain = typeof options === "object" && options !== null && !Array.isArray(options);
   if (plain) {
     for (const field in options as object) {
-      if (Object.hasOwn(options as object, field) && !allowed.includes(field)) plain = false;
+      if (!allowed.includes(field) && Object.hasOwn(options as object, field)) plain = false;
     }
     const throws = own(options as object, "throws");
     if (throws !== undefined && typeof throws !== "boolean") plain = false;
   }
   if (!plain) checkOptions(name, options, allowed.join(","));
-  const read: Record<string, unknown> = {};
-  for (const field of allowed) read[field] = own(options as object, field);
-  return read as Partial<Options>;
+  return options as object;
+}
+
+const NO_OPTIONS: object = Object.freeze(Object.create(null) as object);
+
+/**
+ * The fields of `limit` and `check` options, as given (unchecked values).
+ * Every field is the instance's own, so a polluted `Object.prototype` can
+ * never show through, and instances keep one fast shape.
+ */
+class LimitFields {
+  key: unknown = undefined;
+  count: unknown = undefined;
+  reserve: unknown = undefined;
+  config: unknown = undefined;
+  throws: boolean | undefined = undefined;
+}
+
+const NO_FIELDS: LimitFields = Object.freeze(new LimitFields());
+
+/**
+ * Reads `limit`/`check` options in one pass over their own enumerable
+ * fields: an inherited field is never read, and anything else wrong (an
+ * unknown own field, a non-object, a non-boolean `throws`) is explained by
+ * the core as an INVALID_REQUEST naming it.
+ */
+function limitFields(name: string, options: unknown): LimitFields {
+  if (options === undefined) return NO_FIELDS;
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    checkOptions(name, options, LIMIT_OPTIONS.join(","));
+  }
+  const fields = new LimitFields();
+  const given = options as Record<string, unknown>;
+  for (const field in given) {
+    if (!Object.hasOwn(given, field)) continue;
+    switch (field) {
+      case "key":
+        fields.key = given.key;
+        break;
+      case "count":
+        fields.count = given.count;
+        break;
+      case "reserve":
+        fields.reserve = given.reserve;
+        break;
+      case "config":
+        fields.config = given.config;
+        break;
+      case "throws":
+        if (given.throws !== undefined && typeof given.throws !== "boolean") checkOptions(name, options, LIMIT_OPTIONS.join(","));
+        fields.throws = given.throws as boolean | undefined;
+        break;
+      default:
+        checkOptions(name, options, LIMIT_OPTIONS.join(","));
+    }
+  }
+  return fields;
 }
 
 /** `object[field]` if it is the object's own, else `undefined`. */
-function own(object: object, field: string): unknown {
-  return Object.hasOwn(object, field) ? (object as Record<string, unknown>)[field] : undefined;
+function own<T = unknown>(object: object, field: string): T | undefined {
+  return Object.hasOwn(object, field) ? ((object as Record<string, unknown>)[field] as T) : undefined;
 }
 type Inline = { config: RateLimitConfig };
 
@@ -156,10 +211,15 @@ function decoded(answer: number): RateLimitResult {
 const SHORT_KEY_UNITS = 341;
 
 /**
- * Keys with a surrogate take the general path, which refuses lone ones:
+ * Keys with a lone surrogate take the general path, which refuses them:
  * UTF-8 cannot carry them, so another store would see a different key.
+ * The engine's own check where it has one; any surrogate at all otherwise.
  */
 const SURROGATE = /[\uD800-\uDFFF]/;
+const wellFormed: (text: string) => boolean =
+  typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function"
+    ? (text) => (text as string & { isWellFormed(): boolean }).isWellFormed()
+    : (text) => !SURROGATE.test(text);
 
 /**
  * Rate limits over a host store: every call reads at most two shard states,
@@ -207,13 +267,16 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    * named limit, a plain key, a number count, a boolean reserve); `undefined`
    * sends every other call down the general path, which validates it.
    */
-  #onSlab(name: string, options: LimitOptions, write: boolean): RateLimitResult | undefined {
+  #onSlab(name: string, given: LimitFields, write: boolean): RateLimitResult | undefined {
     const memory = this.#memory;
     const index = this.#indexes.get(name);
-    if (memory === undefined || index === undefined || options.config !== undefined) return undefined;
-    const { key, count = 1, reserve = false } = options;
+    if (memory === undefined || index === undefined || given.config !== undefined) return undefined;
+    // Only an absent field takes the default: null must reach the core's checks.
+    const { key } = given;
+    const count = given.count === undefined ? 1 : given.count;
+    const reserve = given.reserve === undefined ? false : given.reserve;
     if (typeof count !== "number" || typeof reserve !== "boolean") return undefined;
-    if (key !== undefined && (typeof key !== "string" || key.length > SHORT_KEY_UNITS || SURROGATE.test(key))) return undefined;
+    if (key !== undefined && (typeof key !== "string" || key.length > SHORT_KEY_UNITS || !wellFormed(key))) return undefined;
     const now = this.#now();
     if (typeof now !== "number") return undefined;
     let base = memory.blockOf(name, key);
@@ -241,7 +304,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    */
   limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
-  limit(name: string, options: LimitOptions = {}): Promise<RateLimitResult> {
+  limit(name: string, options?: LimitOptions): Promise<RateLimitResult> {
     return this.#decide(name, options, true);
   }
 
@@ -256,19 +319,19 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    */
   check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
-  check(name: string, options: LimitOptions = {}): Promise<RateLimitResult> {
+  check(name: string, options?: LimitOptions): Promise<RateLimitResult> {
     return this.#decide(name, options, false);
   }
 
   /** `limit` (write) or `check`: on the slab when it can, else through the store's callbacks. */
-  #decide(name: string, options: LimitOptions, write: boolean): Promise<RateLimitResult> {
+  #decide(name: string, options: LimitOptions | undefined, write: boolean): Promise<RateLimitResult> {
     // Not an async function: on a MemoryStore this allocates one settled
     // Promise and nothing else. Every error still arrives as a rejection.
     try {
-      options = ownOptions<LimitOptions>(name, options, LIMIT_OPTIONS);
-      const onSlab = this.#onSlab(name, options, write);
-      if (onSlab !== undefined) return Promise.resolve(refusal(name, onSlab, options.throws));
-      const { key, count, reserve, config, throws } = options;
+      const given = limitFields(name, options);
+      const onSlab = this.#onSlab(name, given, write);
+      if (onSlab !== undefined) return Promise.resolve(refusal(name, onSlab, given.throws));
+      const { key, count, reserve, config, throws } = given;
       const core = this.#core;
       const answer = write
         ? core.limit(name, key, count, reserve, config, this.#now())
@@ -294,7 +357,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
     options: { throws?: boolean } = {},
   ): Promise<RateLimitResult> {
-    const { throws } = ownOptions<{ throws?: boolean }>("limitAll", options, BATCH_OPTIONS);
+    const throws = own<boolean>(checkedOptions("limitAll", options, BATCH_OPTIONS), "throws");
     const result = await this.#core.limitAll(requests, this.#now(), true);
     return refusal(requests.map((request) => request.name).join(", "), result, throws);
   }
@@ -312,7 +375,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
     options: { throws?: boolean } = {},
   ): Promise<RateLimitResult> {
-    const { throws } = ownOptions<{ throws?: boolean }>("checkAll", options, BATCH_OPTIONS);
+    const throws = own<boolean>(checkedOptions("checkAll", options, BATCH_OPTIONS), "throws");
     const result = await this.#core.limitAll(requests, this.#now(), false);
     return refusal(requests.map((request) => request.name).join(", "), result, throws);
   }
@@ -330,7 +393,10 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
   getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
   getValue(name: string, options: GetValueOptions & Inline): Promise<RateLimitValue>;
   async getValue(name: string, options?: GetValueOptions): Promise<RateLimitValue> {
-    const { key, sampleShards, config } = ownOptions<GetValueOptions>(name, options, VALUE_OPTIONS);
+    const checked = checkedOptions(name, options, VALUE_OPTIONS);
+    const key = own(checked, "key");
+    const sampleShards = own(checked, "sampleShards");
+    const config = own(checked, "config");
     return await this.#core.getValue(name, key, sampleShards, config, this.#now());
   }
 
@@ -345,7 +411,9 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
   reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   reset(name: string, options: ResetOptions & Inline): Promise<void>;
   async reset(name: string, options?: ResetOptions): Promise<void> {
-    const { key, config } = ownOptions<ResetOptions>(name, options, RESET_OPTIONS);
+    const checked = checkedOptions(name, options, RESET_OPTIONS);
+    const key = own(checked, "key");
+    const config = own(checked, "config");
     await this.#core.reset(name, key, config);
   }
 }
