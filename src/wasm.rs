@@ -846,26 +846,34 @@ pub fn calculate_rate_limit(
     };
     let (now, count) = (number("now", &now)?, number("count", &count)?);
     let state = state_from_js(&state).map_err(|problem| Error::CorruptState { reference: "the state passed to calculateRateLimit".into(), problem })?;
-    let state = match state {
-        Some(state) => Some(state.checked(StateRef { name: "calculateRateLimit", key: None, shard: 0 })?),
-        None => None,
+    let mut random = random_source(random.dyn_into::<Function>().ok());
+    Ok(transition_to_js(checked_transition(state, &config, now, count, &mut random)?))
+}
+
+/// `calculateRateLimit`'s checks (a finite state, a finite `now`, a finite
+/// `count >= 0`) and then the transition, for both of its entry points.
+fn checked_transition(
+    state: Option<State>,
+    config: &Config,
+    now: f64,
+    count: f64,
+    random: impl FnOnce() -> Result<f64, Error>,
+) -> Result<Transition, Error> {
+    let invalid = |field: &str, value: f64, rule: &str| Error::InvalidRequest {
+        limit: "calculateRateLimit".into(),
+        field: field.into(),
+        problem: format!("{field} must be {rule} (got {})", crate::js_number(value)),
     };
-    let invalid = |field: &str, value: f64, rule: &str| {
-        Error::InvalidRequest {
-            limit: "calculateRateLimit".into(),
-            field: field.into(),
-            problem: format!("{field} must be {rule} (got {})", crate::js_number(value)),
-        }
-    };
+    if let Some(state) = state {
+        state.checked(StateRef { name: "calculateRateLimit", key: None, shard: 0 })?;
+    }
     if !now.is_finite() {
-        return Err(invalid("now", now, "a finite number of ms").into());
+        return Err(invalid("now", now, "a finite number of ms"));
     }
     if !(count.is_finite() && count >= 0.0) {
-        return Err(invalid("count", count, "a finite number >= 0").into());
+        return Err(invalid("count", count, "a finite number >= 0"));
     }
-    let mut random = random_source(random.dyn_into::<Function>().ok());
-    let transition = core_calculate_rate_limit(state, &config, now, count, &mut random)?;
-    Ok(transition_to_js(transition))
+    core_calculate_rate_limit(state, config, now, count, random)
 }
 
 /// `retryAfter` plus a random delay below `maxJitter` ms, drawn from `random` when given.
@@ -1006,20 +1014,6 @@ impl CompiledConfig {
     }
 
     fn transition_of(&self, state: Option<State>, now: f64, count: f64) -> Result<Transition, Error> {
-        let invalid = |field: &str, value: f64, rule: &str| Error::InvalidRequest {
-            limit: "calculateRateLimit".into(),
-            field: field.into(),
-            problem: format!("{field} must be {rule} (got {})", crate::js_number(value)),
-        };
-        if let Some(state) = state {
-            state.checked(StateRef { name: "calculateRateLimit", key: None, shard: 0 })?;
-        }
-        if !now.is_finite() {
-            return Err(invalid("now", now, "a finite number of ms"));
-        }
-        if !(count.is_finite() && count >= 0.0) {
-            return Err(invalid("count", count, "a finite number >= 0"));
-        }
-        core_calculate_rate_limit(state, &self.config, now, count, || draw_random(None))
+        checked_transition(state, &self.config, now, count, || draw_random(None))
     }
 }
