@@ -37,6 +37,14 @@ export type StateRef = { name: string; key?: string; shard: number };
 export interface RateLimitStore {
   read(ref: StateRef): RateLimitState | null | undefined | Promise<RateLimitState | null | undefined>;
   write(ref: StateRef, state: RateLimitState | null): void | Promise<void>;
+  /**
+   * Optional: how the host makes one limiter call a transaction. When present, every call
+   * (`limit`, `check`, `limitAll`, `checkAll`, `getValue`, `reset`) runs as
+   * `transaction(body)`: the host hands `body` a store for one attempt and commits what
+   * `body` wrote, atomically, when it resolves; an optimistic host may run `body` again on
+   * a conflict. When `body` rejects, nothing is committed and the call rejects.
+   */
+  transaction?<T>(body: (store: RateLimitStore) => Promise<T>): Promise<T>;
 }
 "#;
 
@@ -551,7 +559,6 @@ impl MemorySlab {
 /// once, the host's store, and the random source.
 #[wasm_bindgen]
 pub struct RateLimiterCore {
-    store: Rc<HostStore>,
     /// The MemoryStore's slab, when the store is one: decided on without callbacks.
     slab: Option<Rc<RefCell<Slab>>>,
     /// The block the last slab decision allocated for a new key, or -1.
@@ -570,7 +577,7 @@ impl RateLimiterCore {
         #[wasm_bindgen(unchecked_param_type = "Record<string, RateLimitConfig>")] limits: JsValue,
         #[wasm_bindgen(unchecked_param_type = "(() => number) | undefined")] random: JsValue,
     ) -> Result<RateLimiterCore, JsValue> {
-        let store = Rc::new(HostStore::from_js(&store)?);
+        HostStore::from_js(&store)?;
         let random = match random.dyn_into::<Function>() {
             Ok(random) => Some(random),
             Err(other) if other.is_undefined() => None,
@@ -594,7 +601,7 @@ impl RateLimiterCore {
             }
         }
         compiled.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        Ok(RateLimiterCore { store, slab: None, allocated_base: Cell::new(-1.0), limits: compiled, random })
+        Ok(RateLimiterCore { slab: None, allocated_base: Cell::new(-1.0), limits: compiled, random })
     }
 
     /// The named limit's config, or the inline one compiled now.
@@ -611,6 +618,7 @@ impl RateLimiterCore {
     #[allow(clippy::too_many_arguments)]
     fn decide(
         &self,
+        store: JsValue,
         name: JsValue,
         key: JsValue,
         count: JsValue,
@@ -624,7 +632,7 @@ impl RateLimiterCore {
         let request = Request { count: count_arg(&name, &count)?, reserve: flag_arg(&name, "reserve", &reserve)? };
         let config = self.resolve(&name, &config)?;
         let now_ms = now_arg(&name, &now)?;
-        let mut store = Host(self.store.clone());
+        let mut store = Host(Rc::new(HostStore::from_js(&store)?));
         let mut random = random_source(self.random.clone());
         run(
             async move {
@@ -702,19 +710,43 @@ impl RateLimiterCore {
     /// Consumes `count` tokens if the limit allows; writes only when granted.
     /// Returns the result, or a Promise of it when the store answered with one.
     #[wasm_bindgen(unchecked_return_type = "RateLimitResult | Promise<RateLimitResult>")]
-    pub fn limit(&self, name: JsValue, key: JsValue, count: JsValue, reserve: JsValue, config: JsValue, now: JsValue) -> Result<JsValue, JsValue> {
-        self.decide(name, key, count, reserve, config, now, true)
+    pub fn limit(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "RateLimitStore")] store: JsValue,
+        name: JsValue,
+        key: JsValue,
+        count: JsValue,
+        reserve: JsValue,
+        config: JsValue,
+        now: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        self.decide(store, name, key, count, reserve, config, now, true)
     }
 
     /// What `limit` would answer; never writes.
     #[wasm_bindgen(unchecked_return_type = "RateLimitResult | Promise<RateLimitResult>")]
-    pub fn check(&self, name: JsValue, key: JsValue, count: JsValue, reserve: JsValue, config: JsValue, now: JsValue) -> Result<JsValue, JsValue> {
-        self.decide(name, key, count, reserve, config, now, false)
+    pub fn check(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "RateLimitStore")] store: JsValue,
+        name: JsValue,
+        key: JsValue,
+        count: JsValue,
+        reserve: JsValue,
+        config: JsValue,
+        now: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        self.decide(store, name, key, count, reserve, config, now, false)
     }
 
     /// Decides `items` (`{ name, key?, count?, reserve?, config? }[]`) together: all or none.
     #[wasm_bindgen(js_name = limitAll, unchecked_return_type = "RateLimitResult | Promise<RateLimitResult>")]
-    pub fn limit_all(&self, items: JsValue, now: JsValue, write: bool) -> Result<JsValue, JsValue> {
+    pub fn limit_all(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "RateLimitStore")] store: JsValue,
+        items: JsValue,
+        now: JsValue,
+        write: bool,
+    ) -> Result<JsValue, JsValue> {
         if !is_array(&items) {
             return Err(js_sys::TypeError::new(&format!("limitAll takes an array of limits (got {})", describe(&items))).into());
         }
@@ -755,7 +787,7 @@ impl RateLimiterCore {
             owned.push((name, key, config, request));
         }
         let now_ms = now_arg("limitAll", &now)?;
-        let mut store = Host(self.store.clone());
+        let mut store = Host(Rc::new(HostStore::from_js(&store)?));
         let mut random = random_source(self.random.clone());
         run(
             async move {
@@ -771,7 +803,10 @@ impl RateLimiterCore {
 
     /// The limit's current `{ value, ts, shard, config }`.
     #[wasm_bindgen(js_name = getValue, unchecked_return_type = "RateLimitValue | Promise<RateLimitValue>")]
-    pub fn get_value(&self, name: JsValue, key: JsValue, sample_shards: JsValue, config: JsValue, now: JsValue) -> Result<JsValue, JsValue> {
+    pub fn get_value(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "RateLimitStore")] store: JsValue,
+        name: JsValue, key: JsValue, sample_shards: JsValue, config: JsValue, now: JsValue) -> Result<JsValue, JsValue> {
         let name = name_arg(&name)?;
         let key = key_arg(&name, &key)?;
         let sample_shards = if sample_shards.is_undefined() {
@@ -783,7 +818,7 @@ impl RateLimiterCore {
         };
         let config = self.resolve(&name, &config)?;
         let now_ms = now_arg(&name, &now)?;
-        let mut store = Host(self.store.clone());
+        let mut store = Host(Rc::new(HostStore::from_js(&store)?));
         let mut random = random_source(self.random.clone());
         run(
             async move { limiter::get_value(&mut store, &name, key.as_deref(), &config, sample_shards, now_ms, &mut random).await },
@@ -793,11 +828,17 @@ impl RateLimiterCore {
 
     /// Deletes every shard's state of `name` and `key`.
     #[wasm_bindgen(unchecked_return_type = "void | Promise<void>")]
-    pub fn reset(&self, name: JsValue, key: JsValue, config: JsValue) -> Result<JsValue, JsValue> {
+    pub fn reset(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "RateLimitStore")] store: JsValue,
+        name: JsValue,
+        key: JsValue,
+        config: JsValue,
+    ) -> Result<JsValue, JsValue> {
         let name = name_arg(&name)?;
         let key = key_arg(&name, &key)?;
         let config = self.resolve(&name, &config)?;
-        let mut store = Host(self.store.clone());
+        let mut store = Host(Rc::new(HostStore::from_js(&store)?));
         run(async move { limiter::reset(&mut store, &name, key.as_deref(), &config).await }, |()| JsValue::UNDEFINED)
     }
 }

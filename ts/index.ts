@@ -234,6 +234,7 @@ const wellFormed: (text: string) => boolean =
  */
 export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record<string, never>> {
   readonly #core: RateLimiterCore;
+  readonly #store: RateLimitStore;
   readonly #now: () => number;
   /** The store, when it is a MemoryStore: named limits are then decided on its slab directly. */
   readonly #memory: MemoryStore | undefined;
@@ -249,6 +250,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    */
   constructor(store: RateLimitStore, limits: Limits = {} as Limits, options: RateLimiterOptions = {}) {
     this.#core = new RateLimiterCore(store, limits, options.random);
+    this.#store = store;
     this.#now = options.now ?? Date.now;
     if (store instanceof MemoryStore) {
       this.#memory = store;
@@ -323,6 +325,21 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     return this.#decide(name, options, false);
   }
 
+  /**
+   * Runs one call against the store: inside `store.transaction` when the host
+   * has one (the call then sees one consistent snapshot and commits all its
+   * writes or none), else directly.
+   */
+  #transact<T>(call: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
+    const store = this.#store;
+    if (typeof store.transaction === "function") return store.transaction(async (tx) => await call(tx));
+    try {
+      return Promise.resolve(call(store));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
   /** `limit` (write) or `check`: on the slab when it can, else through the store's callbacks. */
   #decide(name: string, options: LimitOptions | undefined, write: boolean): Promise<RateLimitResult> {
     // Not an async function: on a MemoryStore this allocates one settled
@@ -333,10 +350,12 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
       if (onSlab !== undefined) return Promise.resolve(refusal(name, onSlab, given.throws));
       const { key, count, reserve, config, throws } = given;
       const core = this.#core;
-      const answer = write
-        ? core.limit(name, key, count, reserve, config, this.#now())
-        : core.check(name, key, count, reserve, config, this.#now());
-      return Promise.resolve(answer).then((result) => refusal(name, result, throws));
+      const answer = this.#transact((store) =>
+        write
+          ? core.limit(store, name, key, count, reserve, config, this.#now())
+          : core.check(store, name, key, count, reserve, config, this.#now()),
+      );
+      return answer.then((result) => refusal(name, result, throws));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -358,7 +377,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     options: { throws?: boolean } = {},
   ): Promise<RateLimitResult> {
     const throws = own<boolean>(checkedOptions("limitAll", options, BATCH_OPTIONS), "throws");
-    const result = await this.#core.limitAll(requests, this.#now(), true);
+    const result = await this.#transact((store) => this.#core.limitAll(store, requests, this.#now(), true));
     return refusal(requests.map((request) => request.name).join(", "), result, throws);
   }
 
@@ -376,7 +395,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     options: { throws?: boolean } = {},
   ): Promise<RateLimitResult> {
     const throws = own<boolean>(checkedOptions("checkAll", options, BATCH_OPTIONS), "throws");
-    const result = await this.#core.limitAll(requests, this.#now(), false);
+    const result = await this.#transact((store) => this.#core.limitAll(store, requests, this.#now(), false));
     return refusal(requests.map((request) => request.name).join(", "), result, throws);
   }
 
@@ -397,7 +416,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     const key = own(checked, "key");
     const sampleShards = own(checked, "sampleShards");
     const config = own(checked, "config");
-    return await this.#core.getValue(name, key, sampleShards, config, this.#now());
+    return await this.#transact((store) => this.#core.getValue(store, name, key, sampleShards, config, this.#now()));
   }
 
   /**
@@ -414,7 +433,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     const checked = checkedOptions(name, options, RESET_OPTIONS);
     const key = own(checked, "key");
     const config = own(checked, "config");
-    await this.#core.reset(name, key, config);
+    await this.#transact((store) => this.#core.reset(store, name, key, config));
   }
 }
 
