@@ -37,6 +37,11 @@ node --test --test-reporter=spec tests/convex-component/
 echo "== TypeScript: limit names and result types are checked at compile time"
 node_modules/.bin/tsc -p tests/types/tsconfig.json
 
+echo "== TypeScript: the generated declarations against their snapshot; a strict app on lib es2020 and es2022 (skipLibCheck false)"
+node --test --test-reporter=spec tests/types/
+node_modules/.bin/tsc -p tests/types/strict-app/tsconfig.es2020.json
+node_modules/.bin/tsc -p tests/types/strict-app/tsconfig.es2022.json
+
 echo "== JS: tests on the built package"
 node --test --test-reporter=spec tests/js/
 

@@ -256,7 +256,7 @@ fn verify(asked: &[Asked<'_>], writes_allowed: bool, result: &Result<RateLimitRe
         panic!("{broken}\n  asked {asked:?}\n  at {now_ms}\n  answered {result:?}\n  reads {:?}\n  writes {:?}\n  fault {:?}", store.read_log, store.write_log, store.fired);
     }
     // A bad request is refused before the store is touched.
-    if let Err(StoreError::Core(Error::InvalidRequest { .. } | Error::CountExceedsMax { .. } | Error::InvalidName { .. })) = result {
+    if let Err(StoreError::Core(Error::InvalidRequest { .. } | Error::CountExceedsMax { .. } | Error::InvalidName { .. } | Error::NameTooLong { .. })) = result {
         assert!(store.read_log.is_empty() && store.write_log.is_empty(), "validated after reading: {result:?}");
     }
 }
