@@ -1,8 +1,11 @@
 // ratebound/redis on a real redis-server (Debian's, started here on a free loopback port and
 // killed after): the same suite through node-redis and ioredis, and through @upstash/redis over
 // a REST bridge that forwards every command unchanged to that server.
-import { after, before, describe } from "node:test";
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
 import { createClient } from "redis";
+import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
+import { redisStore } from "../../pkg/dist/redis.js";
 import { startRedis, startUpstashBridge } from "./servers.mjs";
 import { redisSuite } from "./suite.mjs";
 
@@ -24,4 +27,32 @@ describe("ratebound/redis on a real redis-server", () => {
   });
   const env = () => ({ redisUrl: redis.url, bridgeUrl: bridge.url, admin });
   for (const kind of ["node-redis", "ioredis", "@upstash/redis"]) redisSuite(kind, env);
+
+  test("expiry changes no decision: once Redis has dropped an expired state, every limit decides as a store that kept it", { timeout: 15_000 }, async () => {
+    const limits = {
+      bucket: { kind: "token bucket", rate: 10, period: 400 },
+      debt: { kind: "token bucket", rate: 10, period: 400, maxReserved: 10 },
+      window: { kind: "fixed window", rate: 5, period: 300, start: 0 },
+    };
+    const requests = { bucket: { count: 6 }, debt: { count: 14, reserve: true }, window: { count: 5 } };
+    let now = Date.now();
+    const options = { now: () => now };
+    const kept = new RateLimiter(new MemoryStore(), limits, options);
+    const dropped = new RateLimiter(redisStore(admin), limits, options);
+    for (const [name, request] of Object.entries(requests)) {
+      assert.deepEqual(await dropped.limit(name, { key: "x", ...request }), await kept.limit(name, { key: "x", ...request }));
+    }
+    const keys = Object.keys(limits).map((name) => `ratebound:{${name}:x}:0`);
+    for (const key of keys) assert.ok((await admin.pTTL(key)) > 0, `${key} has a TTL`);
+    const deadline = Date.now() + 5_000;
+    while ((await admin.exists(keys)) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(await admin.exists(keys), 0, "Redis dropped every state");
+    now = Date.now();
+    for (const [name, request] of Object.entries(requests)) {
+      for (let round = 0; round < 3; round++) {
+        assert.deepEqual(await dropped.limit(name, { key: "x", ...request }), await kept.limit(name, { key: "x", ...request }), `${name}, round ${round}`);
+        assert.deepEqual(await dropped.getValue(name, { key: "x" }), await kept.getValue(name, { key: "x" }), `${name}, round ${round}`);
+      }
+    }
+  });
 });

@@ -210,6 +210,19 @@ export function redisSuite(kind, env) {
         assert.equal(await env().admin.get("ratebound:{daily:gus}:0"), `2,${NOW}`);
       }));
 
+    test("each written state expires no earlier than it is full again (PX, rounded up), and never when it never is (a fixed window with a random start)", () =>
+      withClients(kind, env(), 1, async ([client]) => {
+        const { admin } = env();
+        const limits = { ...LIMITS, randomStart: { kind: "fixed window", rate: 10, period: DAY } };
+        const limiter = new RateLimiter(redisStore(client), limits, { now: () => NOW });
+        assert.equal((await limiter.limit("daily", { key: "ivy", count: 3 })).ok, true);
+        const ttl = await admin.pTTL("ratebound:{daily:ivy}:0");
+        // 3 tokens at 10 a day: full again in 0.3 days.
+        assert.ok(ttl <= 0.3 * DAY && ttl > 0.3 * DAY - 5_000, `PTTL ${ttl}`);
+        assert.equal((await limiter.limit("randomStart", { key: "ivy" })).ok, true);
+        assert.equal(await admin.pTTL("ratebound:{randomStart:ivy}:0"), -1, "no TTL: its ts holds the phase of its windows");
+      }));
+
     test("a server that goes away fails the call closed with a RedisStoreError within the timeout", { timeout: 20_000 }, async () => {
       const doomed = await startRedis();
       const bridge = kind === "@upstash/redis" ? await startUpstashBridge(doomed.url) : undefined;
