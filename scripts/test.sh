@@ -30,6 +30,7 @@ node --test --test-reporter=spec tests/hosts/
 
 echo "== Redis: ratebound/redis on a real redis-server through node-redis, ioredis, and @upstash/redis over a REST bridge"
 node --test --test-reporter=spec tests/redis/
+node_modules/.bin/tsc -p tests/redis/types
 
 echo "== Convex component: ratebound/convex-component in convex-test (against @convex-dev/rate-limiter 0.3.2), its example, its types, the packed files"
 node_modules/.bin/vitest run --config tests/convex-component/vitest.config.mjs
