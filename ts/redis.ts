@@ -93,6 +93,9 @@ export class RedisStoreError extends Error {
  * nothing written. Then every later key is written: ARGV pairs of ("" delete,
  * or "=" .. value) and a TTL in ms ("0": none). Only GET can fail (a key of
  * another type), and only before the first write: all or nothing.
+ *
+ * @example
+ * await client.scriptLoad(COMMIT_SCRIPT); // optional: the first commit loads it anyway
  */
 export const COMMIT_SCRIPT = `local reads = tonumber(ARGV[1])
 for i = 1, reads do
