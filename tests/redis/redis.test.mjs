@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { createClient } from "redis";
 import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
 import { redisStore } from "../../pkg/dist/redis.js";
+import { Redis as UpstashRedis } from "@upstash/redis";
 import { startRedis, startUpstashBridge } from "./servers.mjs";
 import { redisSuite } from "./suite.mjs";
 
@@ -26,6 +27,18 @@ describe("ratebound/redis on a real redis-server", () => {
     redis?.stop();
   });
   const env = () => ({ redisUrl: redis.url, bridgeUrl: bridge.url, admin });
+  test("the REST bridge answers @upstash/redis as Upstash does: single commands, automatic pipelines, MULTI/EXEC, errors, and forwards each command to redis-server", async () => {
+    await admin.flushDb();
+    const upstash = new UpstashRedis({ url: bridge.url, token: "bridge-ignores-it", retry: false, enableTelemetry: false });
+    const before = bridge.forwarded.get("SET") ?? 0;
+    assert.equal(await upstash.set("bridge:a", "x,1"), "OK");
+    assert.deepEqual(await Promise.all([upstash.get("bridge:a"), upstash.get("bridge:none"), upstash.incr("bridge:n")]), ["x,1", null, 1]);
+    assert.deepEqual(await upstash.multi().set("bridge:b", "caf\u00e9").get("bridge:b").exec(), ["OK", "caf\u00e9"]);
+    await assert.rejects(upstash.evalsha("0".repeat(40), [], []), /NOSCRIPT/);
+    assert.equal(await admin.get("bridge:b"), "caf\u00e9", "redis-server holds what the client wrote");
+    assert.equal((bridge.forwarded.get("SET") ?? 0) - before, 1, "the MULTI's SET went through MULTI/EXEC, not the counter");
+  });
+
   for (const kind of ["node-redis", "ioredis", "@upstash/redis"]) redisSuite(kind, env);
 
   test("expiry changes no decision: once Redis has dropped an expired state, every limit decides as a store that kept it", { timeout: 15_000 }, async () => {
