@@ -12,14 +12,9 @@
  * and applies every buffered write, all or nothing.
  * @module
  */
-import { withJitter, type RateLimitState, type RateLimitStore, type StateRef } from "ratebound";
+import { withJitter, type RateLimitState, type RateLimitStore, type StateRef, type WriteInfo } from "ratebound";
 
-/**
- * The hint the limiter passes with each write: the decision's clock and the
- * instant from which the written state is full again (`Infinity`: never safe
- * to drop), both in milliseconds.
- */
-export type WriteInfo = { now: number; fullAt: number };
+export type { WriteInfo };
 
 /** A key read by an attempt: the version its commit checks, and the value seen. */
 export interface VersionedRead<Key, Version> {
