@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what building and testing ratebound needs, and only what is missing:
+# Installs what building and testing ratebound needs, and only what is missing
+# (with --build, only what building the package needs: the first three):
 # the wasm32 target, wasm-bindgen-cli at exactly the version Cargo.toml pins,
 # Debian's chromium and chromedriver, the npm packages of package-lock.json,
 # and Deno (tools/deno).
@@ -21,6 +22,19 @@ if [ "$installed" != "$pinned" ]; then
   # Not --locked: the registry here lacks one of its locked dependency versions.
   echo "ratebound: installing wasm-bindgen-cli $pinned (found '${installed:-none}'); this takes several minutes" >&2
   cargo install wasm-bindgen-cli --version "$pinned" >&2
+fi
+
+# npm ci when node_modules is missing or was installed from another lockfile.
+stamp=node_modules/.ratebound-lockfile
+if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
+  echo "ratebound: npm ci" >&2
+  npm ci --no-audit --no-fund >&2
+  cp package-lock.json "$stamp"
+fi
+
+# `--build`: only what building the package (and so the demo and the benches) needs.
+if [ "${1:-}" = "--build" ]; then
+  exit 0
 fi
 
 # Headless Chromium (and its driver) for the browser tests, from Debian's packages.
@@ -52,14 +66,6 @@ fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "ratebound: installing cargo-fuzz (a few minutes)" >&2
   cargo install cargo-fuzz --version 0.13.2 >&2
-fi
-
-# npm ci when node_modules is missing or was installed from another lockfile.
-stamp=node_modules/.ratebound-lockfile
-if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
-  echo "ratebound: npm ci" >&2
-  npm ci --no-audit --no-fund >&2
-  cp package-lock.json "$stamp"
 fi
 
 # Deno lives outside the root lockfile (see tools/deno/package.json for why).
