@@ -19,6 +19,8 @@ export default defineConfig({
       { find: /^ratebound\/convex$/, replacement: `${pkg}dist/convex.js` },
       { find: /^ratebound\/convex-component$/, replacement: `${pkg}convex-component/client/index.js` },
       { find: /^ratebound\/convex-component\/convex\.config(\.js)?$/, replacement: `${pkg}convex-component/convex.config.js` },
+      { find: /^ratebound\/convex-component\/react$/, replacement: `${pkg}convex-component/react.hook.js` },
+      { find: /^ratebound\/convex-component\/test$/, replacement: `${pkg}convex-component/test.vitest.ts` },
     ],
   },
   test: {
