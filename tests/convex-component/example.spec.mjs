@@ -6,7 +6,7 @@ import { calculateRateLimit, isRateLimitError } from "ratebound/convex-component
 import { afterEach, beforeEach, expect, test, vi } from "vitest";
 import componentSchema from "../../pkg/convex-component/schema.js";
 import { api } from "../../examples/convex-component/convex/_generated/api.js";
-import componentConfig from "../../pkg/convex-component/convex.config.js";
+import { componentConfig } from "./definitions.mjs";
 import schema from "../../examples/convex-component/convex/schema.ts";
 
 const modules = import.meta.glob("../../examples/convex-component/convex/**/*.*s");

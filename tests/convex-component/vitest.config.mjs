@@ -26,7 +26,7 @@ export default defineConfig({
   test: {
     environment: "edge-runtime",
     include: ["tests/convex-component/**/*.spec.mjs"],
-    server: { deps: { inline: ["convex-test"] } },
+    server: { deps: { inline: ["convex-test", "@convex-dev/batch-worker"] } }, // batch-worker's convex.config imports "./logging" without an extension
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },

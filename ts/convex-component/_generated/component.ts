@@ -30,7 +30,7 @@ export type ComponentApi<Name extends string | undefined = string | undefined> =
     checkRateLimitAll: FunctionReference<"query", "internal", BatchArgs, Returns, Name>;
     clearAll: FunctionReference<"mutation", "internal", { before?: number }, null, Name>;
     enqueueUpdates: FunctionReference<"mutation", "internal", { updates: Array<PendingUpdate> }, null, Name>;
-    checkQueuedRateLimit: FunctionReference<"query", "internal", LimitArgs & { headroom?: number }, Returns, Name>;
+    checkQueuedRateLimit: FunctionReference<"query", "internal", LimitArgs, Returns, Name>;
     queuedRateLimit: FunctionReference<"mutation", "internal", LimitArgs, Returns, Name>;
     getServerTime: FunctionReference<"mutation", "internal", {}, number, Name>;
     getValue: FunctionReference<
