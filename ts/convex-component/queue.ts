@@ -30,8 +30,21 @@ export type State = { value: number; ts: number };
 export function applyUpdate(next: State | null, stored: State | null, update: PendingUpdate): State | null {
   if (update.kind === "reset") return null;
   const now = Math.max(update.ts, next?.ts ?? update.ts, stored?.ts ?? update.ts);
-  const { value, ts } = calculateRateLimit(next, coreConfig(update.config), now, update.count);
-  return { value, ts };
+  try {
+    const { value, ts } = calculateRateLimit(next, coreConfig(update.config), now, update.count);
+    return { value, ts };
+  } catch (error) {
+    throw namingTheLimit(error, update.name, update.key);
+  }
+}
+
+/** The core's error about a corrupt state, naming the limit and key it belongs to (same `code`). */
+function namingTheLimit(error: unknown, name: string, key: string | undefined): unknown {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (code !== "CORRUPT_STATE" || typeof message !== "string") return error;
+  const detail = message.slice(message.indexOf(" is corrupt: ") + " is corrupt: ".length);
+  const which = `rate limit ${JSON.stringify(name)}${key === undefined ? "" : ` key ${JSON.stringify(key)}`}`;
+  return Object.assign(new Error(`Stored state for ${which} shard ${SINGLETON_SHARD} is corrupt: ${detail}`), { code });
 }
 
 /**

@@ -25,7 +25,16 @@ export const LIMITS = {
 };
 /** The capped limits decide on the fast path only with 4 tokens to spare. */
 export const HEADROOM = 4;
-const limiter = new RateLimiter(components.rateLimiter, LIMITS, { headroom: { cappedBucket: HEADROOM, cappedWindow: HEADROOM } });
+/** For the overdraft grid: `headroom<H><Kind>` has headroom H. */
+export const GRID_HEADROOMS = [0, 2, 4];
+const headroom = { cappedBucket: HEADROOM, cappedWindow: HEADROOM };
+for (const tokens of GRID_HEADROOMS) {
+  for (const [kind, suffix] of [["token bucket", "Bucket"], ["fixed window", "Window"]]) {
+    LIMITS[`headroom${tokens}${suffix}`] = limitOf(kind, "asynchronously");
+    headroom[`headroom${tokens}${suffix}`] = tokens;
+  }
+}
+const limiter = new RateLimiter(components.rateLimiter, LIMITS, { headroom });
 
 const limitName = v.union(...Object.keys(LIMITS).map((name) => v.literal(name)));
 
