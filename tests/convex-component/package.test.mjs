@@ -13,6 +13,10 @@ const COMPONENT_FILES = [
   "schema.js",
   "lib.js",
   "time.js",
+  "worker.js",
+  "queue.js",
+  "validators.js",
+  "react.hook.js",
   "_generated/api.js",
   "_generated/server.js",
   "_generated/dataModel.js",
@@ -44,8 +48,36 @@ test("the exports ratebound/convex-component and ratebound/convex-component/conv
   }
 });
 
+test("ratebound/convex-component/react and ratebound/convex-component/test reach the hook and the convex-test registration, as the reference's subpaths", () => {
+  const [{ files }] = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: pkg, encoding: "utf8" }));
+  assert.ok(files.some((file) => file.path === "convex-component/test.vitest.ts"), "the test registration is packed as TypeScript source");
+  const { exports, peerDependencies, peerDependenciesMeta } = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8"));
+  assert.deepEqual(exports["./convex-component/react"], {
+    types: "./convex-component/react.hook.d.ts",
+    default: "./convex-component/react.hook.js",
+  });
+  assert.equal(exports["./convex-component/test"], "./convex-component/test.vitest.ts");
+  for (const target of [...Object.values(exports["./convex-component/react"]), exports["./convex-component/test"]]) {
+    assert.ok(existsSync(join(pkg, target)), `${target} exists`);
+  }
+  // The component uses @convex-dev/batch-worker: an optional peer, as convex and react are.
+  assert.ok(peerDependencies["@convex-dev/batch-worker"]);
+  assert.deepEqual(peerDependenciesMeta["@convex-dev/batch-worker"], { optional: true });
+});
+
+test("Convex's bundler deploys the component's modules and skips the browser hook and the test registration (two dots)", () => {
+  const deployed = (name) => name.endsWith(".js") && (name.match(/\./g) ?? []).length === 1 && name !== "schema.js";
+  assert.ok(["lib.js", "worker.js", "queue.js", "time.js", "validators.js"].every(deployed));
+  assert.ok(!deployed("react.hook.js") && !deployed("test.vitest.ts") && !deployed("convex.config.js"));
+  const hook = readFileSync(join(pkg, "convex-component", "react.hook.js"), "utf8");
+  assert.match(hook, /from "react"/);
+  for (const file of ["lib.js", "worker.js", "queue.js", "time.js", "validators.js", "schema.js"]) {
+    assert.doesNotMatch(readFileSync(join(pkg, "convex-component", file), "utf8"), /from "(react|convex\/react|convex-test)"/, file);
+  }
+});
+
 test("the component imports the core by the package's own name, never a relative path into dist/", () => {
-  for (const file of ["lib.js", "schema.js", "client/index.js"]) {
+  for (const file of ["lib.js", "schema.js", "client/index.js", "queue.js", "react.hook.js"]) {
     const source = readFileSync(join(pkg, "convex-component", file), "utf8");
     assert.doesNotMatch(source, /from "\.\.?\/(\.\.\/)*dist\//, file);
     assert.match(source, /from "ratebound(\/convex)?"/, file);
