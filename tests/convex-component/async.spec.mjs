@@ -113,6 +113,18 @@ describe.each(Object.keys(KINDS))("%s, 10 tokens an hour, applied asynchronously
     }
   });
 
+  test("callers one after another while the worker lags: without headroom they check the stored state only and overdraw (the reference's behaviour); with headroom they count the queue and stop at 10", async () => {
+    const t = app();
+    const one = async (name) => (await t.mutation(api.queued.limit, { name })).ok;
+    const results = { [queuedLimit]: [], [cappedLimit]: [] };
+    for (let i = 0; i < 12; i++) for (const name of Object.keys(results)) results[name].push(await one(name));
+    expect(results[queuedLimit].filter(Boolean)).toHaveLength(12);
+    expect(results[cappedLimit].filter(Boolean)).toHaveLength(10);
+    await drain(t);
+    expect((await stored(t, queuedLimit))[0].value).toBe(-2);
+    expect((await stored(t, cappedLimit))[0].value).toBe(0);
+  });
+
   test(`headroom ${HEADROOM}: a larger burst overdraws at most (N - 1) × count - headroom, the bound reached from a snapshot holding count + headroom`, async () => {
     const t = app();
     expect(granted(await t.mutation(api.queued.burst, { name: cappedLimit, callers: 5 }))).toBe(5);
