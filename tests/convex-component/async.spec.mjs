@@ -125,6 +125,17 @@ describe.each(Object.keys(KINDS))("%s, 10 tokens an hour, applied asynchronously
     expect((await stored(t, cappedLimit))[0].value).toBe(0);
   });
 
+  test("check answers as limit would: with headroom it counts the queue, and a count that can never be granted throws the reference's error", async () => {
+    const t = app();
+    for (const name of [queuedLimit, cappedLimit]) await t.mutation(api.queued.limit, { name, count: 10 });
+    expect(await t.query(api.queued.check, { name: queuedLimit })).toEqual({ ok: true }); // the stored state only
+    expect(await t.query(api.queued.check, { name: cappedLimit })).toEqual({ ok: false, retryAfter: recovery(1) });
+    for (const name of [queuedLimit, cappedLimit]) {
+      await expect(t.query(api.queued.check, { name, count: 11 })).rejects.toThrow(`Rate limit ${name} count 11 exceeds 10.`);
+      await expect(t.mutation(api.queued.limit, { name, count: 11 })).rejects.toThrow(`Rate limit ${name} count 11 exceeds 10.`);
+    }
+  });
+
   test(`headroom ${HEADROOM}: a larger burst overdraws at most (N - 1) × count - headroom, the bound reached from a snapshot holding count + headroom`, async () => {
     const t = app();
     expect(granted(await t.mutation(api.queued.burst, { name: cappedLimit, callers: 5 }))).toBe(5);

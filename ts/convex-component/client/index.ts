@@ -111,6 +111,10 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    * @param component The installed component: `components.rateLimiter`.
    * @param limits Named limit configs. Each is validated by the component when it is first used.
    * @param options ratebound's: `headroom` per asynchronous limit (see {@link RateLimiterOptions}).
+   * @example
+   * const rateLimiter = new RateLimiter(components.rateLimiter, {
+   *   llmTokens: { kind: "token bucket", rate: 40000, period: MINUTE, applyUpdates: "asynchronously" },
+   * }, { headroom: { llmTokens: 4000 } });
    */
   constructor(
     public component: ComponentApi,
@@ -131,6 +135,8 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
 
   /**
    * What {@link RateLimiter.limit} would answer now, without taking anything: works in queries.
+   * An asynchronous limit is checked on a stale snapshot inside a mutation; with `headroom`, the
+   * check counts what is queued for the limit, as `limit` does.
    *
    * @param ctx A ctx with `runQuery`.
    * @param name A defined limit, or any name with an inline `config`.
@@ -148,13 +154,21 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
   ): Promise<RateLimitReturns> {
     const config = this.getConfig(options[0], name);
     const args = { ...options[0], name, config };
-    return config.applyUpdates === "asynchronously"
-      ? runStaleQuery(ctx, this.component.lib.checkRateLimit, args)
-      : ctx.runQuery(this.component.lib.checkRateLimit, args);
+    if (config.applyUpdates !== "asynchronously") return ctx.runQuery(this.component.lib.checkRateLimit, args);
+    if (this.headroom[name] !== undefined) {
+      const status = await runStaleQuery(ctx, this.component.lib.checkQueuedRateLimit, args);
+      // A refusal always waits; `retryAfter: 0` says the count can never be granted: checkRateLimit throws why.
+      if (status.ok || status.retryAfter > 0) return status;
+    }
+    return runStaleQuery(ctx, this.component.lib.checkRateLimit, args);
   }
 
   /**
-   * Takes `count` tokens (default 1) if the limit allows.
+   * Takes `count` tokens (default 1) if the limit allows. An asynchronous limit
+   * (`applyUpdates: "asynchronously"`) is checked on a stale snapshot and its
+   * consumption queued for the component's worker, as the reference does; with
+   * `headroom` (see {@link RateLimiterOptions}) a call near the bottom of the
+   * limit is decided exactly instead.
    *
    * @param ctx A mutation's (or action's) ctx, with `runMutation`.
    * @param name A defined limit, or any name with an inline `config`.
