@@ -74,6 +74,23 @@ describe.each(Object.keys(KINDS))("%s: the overdraft of a burst never passes its
   });
 });
 
+describe("what the worker could never apply is refused when it is queued, and nothing is queued", () => {
+  test.each([
+    [{ config: { kind: "token bucket", rate: -1, period: 1000 } }, /rate must be a positive finite number \(got -1\)/],
+    [{ count: -5 }, /count must be a finite number >= 0 \(got -5\)/],
+    [{ ts: Number.NaN }, /now must be a finite number/],
+  ])("%o", async (change, message) => {
+    const t = convexTest(componentSchema, componentModules);
+    batchWorkerTest.register(t, "batchWorker");
+    const config = { kind: "token bucket", rate: 10, period: 1000, applyUpdates: "asynchronously" };
+    const valid = { kind: "consume", name: "queued", count: 1, config, ts: start };
+    await expect(t.mutation(anyApi.lib.enqueueUpdates, { updates: [valid, { ...valid, ...change }] })).rejects.toThrow(message);
+    expect(await t.run((ctx) => ctx.db.query("pendingUpdates").collect())).toEqual([]);
+    await t.mutation(anyApi.lib.enqueueUpdates, { updates: [valid] });
+    expect(await t.run((ctx) => ctx.db.query("pendingUpdates").collect())).toHaveLength(1);
+  });
+});
+
 describe("a corrupt stored value fails closed", () => {
   const config = { kind: "token bucket", rate: 10, period: 3_600_000, applyUpdates: "asynchronously" };
 

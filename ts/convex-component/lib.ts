@@ -6,6 +6,7 @@
  * @module
  */
 import { v } from "convex/values";
+import { calculateRateLimit } from "ratebound";
 import { RateLimiter, convexStore } from "ratebound/convex";
 import { api } from "./_generated/api.js";
 import { mutation, query, type DatabaseReader, type MutationCtx } from "./_generated/server.js";
@@ -140,7 +141,9 @@ export const clearAll = mutation({
  * Queues updates of asynchronous limits for the worker: consumptions (the
  * client has checked them against a stale snapshot) and resets. A consumption
  * whose config says `applyUpdates: "transactionally"` is refused, as the
- * reference refuses it.
+ * reference refuses it, and so is one the core could never apply (an invalid
+ * config, a negative count): the call rejects with the core's error and
+ * queues nothing.
  */
 export const enqueueUpdates = mutation({
   args: { updates: v.array(vPendingUpdate) },
@@ -150,6 +153,9 @@ export const enqueueUpdates = mutation({
       if (update.kind === "consume" && update.config.applyUpdates === "transactionally") {
         throw new Error(`Rate limit config for ${update.name} has \`applyUpdates: "transactionally"\` and can't be enqueued.`);
       }
+      // ratebound's: what the worker could never apply (a bad config, count or ts) is refused here,
+      // with the core's error, rather than failing every batch it would be part of.
+      if (update.kind === "consume") calculateRateLimit(null, coreConfig(update.config), update.ts, update.count);
     }
     await enqueue(ctx, updates);
     return null;
