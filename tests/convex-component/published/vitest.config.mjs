@@ -95,7 +95,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        resolve: { alias: alias(`${repo}tests/convex-component/published/ratebound-in-jsdom.mjs`) },
+        resolve: { alias: alias(`${repo}tests/convex-component/ratebound-in-jsdom.mjs`) },
         test: {
           name: "react",
           environment: "jsdom", // as the files themselves ask (@vitest-environment jsdom)

@@ -3,6 +3,6 @@
 // http URL that Node cannot read; ratebound's CommonJS entry for Node reads the same .wasm by path.
 import { createRequire } from "node:module";
 
-const ratebound = createRequire(import.meta.url)("../../../pkg/dist/node.cjs");
+const ratebound = createRequire(import.meta.url)("../../pkg/dist/node.cjs");
 
 export const { calculateRateLimit, decideRateLimit, isRateLimitError, SECOND, MINUTE, HOUR, DAY, WEEK } = ratebound;
