@@ -18,7 +18,7 @@ const staged = `${repo}tests/artifacts/convex-published/`;
 export const PUBLISHED = {
   "0.3.2": {
     from: `${repo}node_modules/@convex-dev/rate-limiter/src/`,
-    tests: ["component/setup.test.ts", "component/lib.test.ts", "component/getValue.test.ts", "react/index.test.ts"],
+    tests: ["component/setup.test.ts", "component/lib.test.ts", "component/getValue.test.ts", "client/index.test.ts", "react/index.test.ts"],
   },
   "0.4.0": {
     from: `${repo}node_modules/rate-limiter-040/src/`,
@@ -30,6 +30,7 @@ export const PUBLISHED = {
       "react/index.test.ts",
       "client/setup.test.ts",
       "client/index.test.ts",
+      "shared.test.ts",
     ],
   },
 };
@@ -90,7 +91,7 @@ export default defineConfig({
         test: {
           name: "component and client",
           environment: "edge-runtime",
-          include: ["tests/artifacts/convex-published/*/src/{component,client}/*.test.ts"],
+          include: ["tests/artifacts/convex-published/*/src/{component,client}/*.test.ts", "tests/artifacts/convex-published/*/src/*.test.ts"],
         },
       },
       {
