@@ -28,6 +28,10 @@ node_modules/.bin/vitest run --config tests/hosts/vitest.config.mjs
 echo "== Hosts: Durable Objects in workerd (Miniflare), Deno KV in Deno and in Node (@deno/kv), the examples and their types"
 node --test --test-reporter=spec tests/hosts/
 
+echo "== Redis: ratebound/redis on a real redis-server through node-redis, ioredis, and @upstash/redis over a REST bridge"
+node --test --test-reporter=spec tests/redis/
+node_modules/.bin/tsc -p tests/redis/types
+
 echo "== Convex component: ratebound/convex-component in convex-test (against @convex-dev/rate-limiter 0.3.2), its example, its types, the packed files"
 node_modules/.bin/vitest run --config tests/convex-component/vitest.config.mjs
 echo "== Convex component: @convex-dev/rate-limiter 0.3.2's and 0.4.0's own published tests (component, worker, client, react, shared) on ratebound's"
@@ -38,6 +42,11 @@ node --test --test-reporter=spec tests/convex-component/
 
 echo "== TypeScript: limit names and result types are checked at compile time"
 node_modules/.bin/tsc -p tests/types/tsconfig.json
+
+echo "== TypeScript: the generated declarations against their snapshot; a strict app on lib es2020 and es2022 (skipLibCheck false)"
+node --test --test-reporter=spec tests/types/
+node_modules/.bin/tsc -p tests/types/strict-app/tsconfig.es2020.json
+node_modules/.bin/tsc -p tests/types/strict-app/tsconfig.es2022.json
 
 echo "== JS: tests on the built package"
 node --test --test-reporter=spec tests/js/
