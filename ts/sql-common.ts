@@ -4,7 +4,7 @@
  * and a queue that gives one connection to one call at a time.
  * @module
  */
-import type { StateRef } from "ratebound";
+import type { RateLimitState, StateRef } from "ratebound";
 
 /**
  * The decision's clock and the instant from which the written state is full
@@ -149,3 +149,32 @@ export async function oneAtATime<T>(connection: object, work: () => Promise<T>):
 export function hasMethod(x: unknown, name: string): boolean {
   return (typeof x === "object" || typeof x === "function") && x !== null && typeof (x as Record<string, unknown>)[name] === "function";
 }
+
+/** The SQLite statements (better-sqlite3 and D1) of one table, with `?` parameters in order. */
+export function sqliteStatements(table: string) {
+  const where = "WHERE name = ? AND key = ? AND shard = ?";
+  return {
+    read: `SELECT value, ts FROM ${table} ${where}`,
+    delete: `DELETE FROM ${table} ${where}`,
+    upsert: `INSERT INTO ${table} (name, key, shard, value, ts, full_at) VALUES (?, ?, ?, ?, ?, coalesce(?, 9e999))
+      ON CONFLICT (name, key, shard) DO UPDATE SET value = excluded.value, ts = excluded.ts, full_at = excluded.full_at`,
+  };
+}
+
+/** A row as the core gets it: whatever the columns hold, for the core to judge (and name the ref when not two finite numbers). */
+export function stateOf(row: unknown): RateLimitState | null {
+  if (row === undefined || row === null) return null;
+  const { value, ts } = row as { value?: unknown; ts?: unknown };
+  return { value, ts } as RateLimitState;
+}
+
+/**
+ * The parameters of an upsert: the ref's columns, the state, and when it is full again. Without
+ * the hint, or when it is `Infinity`, `null` binds and the SQL stores 9e999 (infinity): D1
+ * cannot bind a non-finite number.
+ */
+export function upsertParams(ref: StateRef, state: RateLimitState, info?: WriteInfo): unknown[] {
+  const fullAt = info?.fullAt;
+  return [...refColumns(ref), state.value, state.ts, typeof fullAt === "number" && Number.isFinite(fullAt) ? fullAt : null];
+}
+
