@@ -102,10 +102,8 @@ fn bench_decision(c: &mut Criterion, case: &Case) {
     let mut slab = Slab::new();
     let base = slab.allocate(case.config.shard_count as u16);
     let mut now_ms = START_MS;
-    // As `decideInSlab` does per call: the block sees the shard's config, to note when it is full.
     let mut decide_once = |slab: &mut Slab, now_ms: f64| {
-        let shard_config = case.config.per_shard();
-        ready(decide_and_maybe_write(&mut slab.block(base, &shard_config), item, now_ms, &mut random, true)).expect("a valid request")
+        ready(decide_and_maybe_write(&mut slab.block(base), item, now_ms, &mut random, true)).expect("a valid request")
     };
     // Write the first state; then, to refuse, take every token (power of two
     // choices may need many tries to find the last ones on 10 shards).

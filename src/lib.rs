@@ -28,5 +28,5 @@ pub use js_number::js_number;
 pub use limiter::{check, decide_and_maybe_write, get_value, limit, limit_all, reset, BatchItem, RateLimitResult, ValueReport, MAX_KEY_BYTES};
 pub use slab::{Slab, SlabBlock};
 pub use shard::{combine, first_shard, sample_shards, second_shard, MIN_CHOOSE_TWO};
-pub use state::{State, StateRef, StateStore};
+pub use state::{State, StateRef, StateStore, WriteInfo};
 pub use transition::{calculate_rate_limit, full_at, initial_state, unit_random, Transition};

@@ -11,8 +11,8 @@ use crate::decision::{decide, validate_request, Request, ShardDecision};
 use crate::error::Error;
 use crate::js_number::js_number;
 use crate::shard::{combine, first_shard, sample_shards, second_shard, MIN_CHOOSE_TWO};
-use crate::state::{State, StateRef, StateStore};
-use crate::transition::{advance, initial_state, unit_random};
+use crate::state::{State, StateRef, StateStore, WriteInfo};
+use crate::transition::{advance, full_at, initial_state, unit_random};
 
 /// The answer to `limit` and `check`.
 #[derive(Tsify, Serialize, Debug, Clone, Copy, PartialEq)]
@@ -235,7 +235,7 @@ async fn decide_one<S: StateStore>(
 /// # impl StateStore for Memory {
 /// #     type Error = Error;
 /// #     async fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, Error> { Ok(self.0.get(&at.shard).copied()) }
-/// #     async fn write(&mut self, at: StateRef<'_>, state: Option<State>) -> Result<(), Error> {
+/// #     async fn write(&mut self, at: StateRef<'_>, state: Option<State>, _: WriteInfo) -> Result<(), Error> {
 /// #         match state { Some(s) => { self.0.insert(at.shard, s); } None => { self.0.remove(&at.shard); } } Ok(())
 /// #     }
 /// # }
@@ -303,8 +303,10 @@ pub async fn decide_and_maybe_write<S: StateStore>(
     let outcome = decide_one(store, item, now_ms, random).await?;
     if write {
         check_writes(item.name, outcome.writes.iter().flatten().map(|(_, state)| state))?;
+        let shard_config = item.config.per_shard();
         for (shard, state) in outcome.writes.into_iter().flatten() {
-            store.write(StateRef { name: item.name, key: item.key, shard }, Some(state)).await?;
+            let info = WriteInfo { now_ms, full_at_ms: full_at(state, &shard_config) };
+            store.write(StateRef { name: item.name, key: item.key, shard }, Some(state), info).await?;
         }
     }
     Ok(outcome.result)
@@ -314,25 +316,25 @@ pub async fn decide_and_maybe_write<S: StateStore>(
 /// decisions of a batch see the earlier ones before anything is written.
 struct Pending<'s, S> {
     store: &'s mut S,
-    writes: Vec<(String, Option<String>, u32, State)>,
+    writes: Vec<(String, Option<String>, u32, State, WriteInfo)>,
 }
 
 impl<S: StateStore> StateStore for Pending<'_, S> {
     type Error = S::Error;
 
     async fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, S::Error> {
-        let pending = self.writes.iter().rev().find(|(name, key, shard, _)| {
+        let pending = self.writes.iter().rev().find(|(name, key, shard, _, _)| {
             name == at.name && key.as_deref() == at.key && *shard == at.shard
         });
         match pending {
-            Some((_, _, _, state)) => Ok(Some(*state)),
+            Some((_, _, _, state, _)) => Ok(Some(*state)),
             None => self.store.read(at).await,
         }
     }
 
-    async fn write(&mut self, at: StateRef<'_>, state: Option<State>) -> Result<(), S::Error> {
+    async fn write(&mut self, at: StateRef<'_>, state: Option<State>, info: WriteInfo) -> Result<(), S::Error> {
         if let Some(state) = state {
-            self.writes.push((at.name.into(), at.key.map(Into::into), at.shard, state));
+            self.writes.push((at.name.into(), at.key.map(Into::into), at.shard, state, info));
         }
         Ok(())
     }
@@ -369,8 +371,10 @@ pub async fn limit_all<S: StateStore>(
         if let Some(wait) = outcome.result.retry_after_ms() {
             longest_wait = Some(longest_wait.map_or(wait, |longest| longest.max(wait)));
         }
+        let shard_config = item.config.per_shard();
         for (shard, state) in outcome.writes.into_iter().flatten() {
-            pending.write(StateRef { name: item.name, key: item.key, shard }, Some(state)).await?;
+            let info = WriteInfo { now_ms, full_at_ms: full_at(state, &shard_config) };
+            pending.write(StateRef { name: item.name, key: item.key, shard }, Some(state), info).await?;
         }
     }
     if !all_ok {
@@ -378,11 +382,11 @@ pub async fn limit_all<S: StateStore>(
     }
     if write {
         let Pending { store, writes } = pending;
-        for (name, _, _, state) in &writes {
+        for (name, _, _, state, _) in &writes {
             check_writes(name, [state])?;
         }
-        for (name, key, shard, state) in &writes {
-            store.write(StateRef { name, key: key.as_deref(), shard: *shard }, Some(*state)).await?;
+        for (name, key, shard, state, info) in &writes {
+            store.write(StateRef { name, key: key.as_deref(), shard: *shard }, Some(*state), *info).await?;
         }
     }
     Ok(RateLimitResult::allowed(longest_wait))
@@ -469,10 +473,10 @@ pub async fn get_value<S: StateStore>(
 /// # Errors
 /// The store's error; shards deleted before it stay deleted (a reset that is
 /// repeated completes it).
-pub async fn reset<S: StateStore>(store: &mut S, name: &str, key: Option<&str>, config: &Config) -> Result<(), S::Error> {
-    check_call(name, key, 0.0)?;
+pub async fn reset<S: StateStore>(store: &mut S, name: &str, key: Option<&str>, config: &Config, now_ms: f64) -> Result<(), S::Error> {
+    check_call(name, key, now_ms)?;
     for shard in 0..config.shard_count {
-        store.write(StateRef { name, key, shard }, None).await?;
+        store.write(StateRef { name, key, shard }, None, WriteInfo::delete(now_ms)).await?;
     }
     Ok(())
 }

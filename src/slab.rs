@@ -2,10 +2,8 @@
 //! WebAssembly memory. The host maps `(name, key)` to a block of slots, one
 //! per shard, so keys never cross the boundary on the hot path.
 
-use crate::config::Config;
 use crate::error::Error;
-use crate::state::{State, StateRef, StateStore};
-use crate::transition::full_at;
+use crate::state::{State, StateRef, StateStore, WriteInfo};
 
 /// States in blocks of consecutive slots; an empty slot holds no state.
 ///
@@ -101,6 +99,11 @@ impl Slab {
         self.block_lengths.get(base as usize).copied().unwrap_or(0)
     }
 
+    /// From when the state in `slot` may be evicted (`+∞`: never, or no such slot).
+    pub fn full_at(&self, slot: u32) -> f64 {
+        self.full_at.get(slot as usize).copied().unwrap_or(f64::INFINITY)
+    }
+
     /// The state in `slot`, if any.
     pub fn get(&self, slot: u32) -> Option<State> {
         let value = *self.values.get(slot as usize)?;
@@ -194,15 +197,15 @@ impl Slab {
     }
 
     /// The block at `base` as a [`StateStore`]: shard `n` is slot `base + n`.
-    /// Writes note when each state is full again under `shard_config`.
-    pub fn block<'a>(&'a mut self, base: u32, shard_config: &'a Config) -> SlabBlock<'a> {
-        SlabBlock { slab: self, base: Some(base), length: 0, shard_config }
+    /// Writes note when each state is full again (their [`WriteInfo`]).
+    pub fn block(&mut self, base: u32) -> SlabBlock<'_> {
+        SlabBlock { slab: self, base: Some(base), length: 0 }
     }
 
     /// A block of `length` slots that is allocated only if something is
     /// written to it, so reads and refusals for new keys cost no memory.
-    pub fn new_block<'a>(&'a mut self, length: u16, shard_config: &'a Config) -> SlabBlock<'a> {
-        SlabBlock { slab: self, base: None, length, shard_config }
+    pub fn new_block(&mut self, length: u16) -> SlabBlock<'_> {
+        SlabBlock { slab: self, base: None, length }
     }
 }
 
@@ -212,8 +215,6 @@ pub struct SlabBlock<'a> {
     base: Option<u32>,
     /// For a block not yet allocated: the length to allocate on first write.
     length: u16,
-    /// The config of one shard, for when a written state is full again.
-    shard_config: &'a Config,
 }
 
 impl SlabBlock<'_> {
@@ -235,7 +236,7 @@ impl StateStore for SlabBlock<'_> {
         Ok(self.slot(at).and_then(|slot| self.slab.get(slot)))
     }
 
-    async fn write(&mut self, at: StateRef<'_>, state: Option<State>) -> Result<(), Error> {
+    async fn write(&mut self, at: StateRef<'_>, state: Option<State>, info: WriteInfo) -> Result<(), Error> {
         if self.base.is_none() && state.is_some() {
             self.base = Some(self.slab.allocate(self.length));
         }
@@ -243,7 +244,7 @@ impl StateStore for SlabBlock<'_> {
             Some(slot) => {
                 let full_from = match state {
                     None => f64::NEG_INFINITY,
-                    Some(state) if self.slab.tracks_full => full_at(state, self.shard_config),
+                    Some(_) if self.slab.tracks_full => info.full_at_ms,
                     Some(_) => f64::INFINITY,
                 };
                 self.slab.set_until_full(slot, state, full_from);
@@ -262,6 +263,7 @@ impl StateStore for SlabBlock<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
 
     #[test]
     fn blocks_are_empty_until_written_and_reused_after_release() {
@@ -282,9 +284,10 @@ mod tests {
         Config::try_from(&crate::config::RawConfig::token_bucket(10.0, 1000.0)).unwrap()
     }
 
-    fn write(block: &mut SlabBlock<'_>, shard: u32, state: State) {
+    fn write(block: &mut SlabBlock<'_>, shard: u32, state: State, config: &Config) {
         let at = StateRef { name: "x", key: None, shard };
-        let written = std::pin::pin!(block.write(at, Some(state)));
+        let info = WriteInfo { now_ms: state.ts, full_at_ms: crate::transition::full_at(state, config) };
+        let written = std::pin::pin!(block.write(at, Some(state), info));
         let _ = std::future::Future::poll(written, &mut std::task::Context::from_waker(std::task::Waker::noop()));
     }
 
@@ -294,8 +297,8 @@ mod tests {
         let mut slab = Slab::new();
         let refilling = slab.allocate(1);
         let drained = slab.allocate(1);
-        write(&mut slab.block(refilling, &config), 0, State { value: 9.0, ts: 0.0 }); // full at 100
-        write(&mut slab.block(drained, &config), 0, State { value: 0.0, ts: 0.0 }); // full at 1000
+        write(&mut slab.block(refilling), 0, State { value: 9.0, ts: 0.0 }, &config); // full at 100
+        write(&mut slab.block(drained), 0, State { value: 0.0, ts: 0.0 }, &config); // full at 1000
         let outside = slab.allocate(1);
         slab.set(outside, Some(State { value: 10.0, ts: 0.0 })); // written from outside: never
         assert_eq!(slab.evict_full(99.0), Vec::<u32>::new());
@@ -308,14 +311,13 @@ mod tests {
 
     #[test]
     fn a_block_refuses_writes_beyond_its_length_rather_than_drop_them() {
-        let config = bucket();
         let mut slab = Slab::new();
         let base = slab.allocate(2);
         let neighbour = slab.allocate(1);
         let at = StateRef { name: "x", key: None, shard: 2 };
         let outcome = {
-            let mut block = slab.block(base, &config);
-            let written = std::pin::pin!(block.write(at, Some(State { value: 1.0, ts: 0.0 })));
+            let mut block = slab.block(base);
+            let written = std::pin::pin!(block.write(at, Some(State { value: 1.0, ts: 0.0 }), WriteInfo::delete(0.0)));
             std::future::Future::poll(written, &mut std::task::Context::from_waker(std::task::Waker::noop()))
         };
         assert!(matches!(outcome, std::task::Poll::Ready(Err(Error::CorruptState { .. }))));

@@ -61,6 +61,27 @@ impl fmt::Display for StateRef<'_> {
     }
 }
 
+/// What a write knows besides the state: the decision's clock, and from
+/// when the state is full again, so that deleting it changes no decision.
+///
+/// `full_at_ms` is `+∞` when no such instant is certain (a fixed window
+/// with a random start: a fresh state would draw other windows), and `-∞`
+/// for a delete. A store may use it for a TTL or to make room.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WriteInfo {
+    /// The `now` of the call that writes, in ms.
+    pub now_ms: f64,
+    /// From this instant (ms) on, a missing state decides exactly as this one.
+    pub full_at_ms: f64,
+}
+
+impl WriteInfo {
+    /// The info of a delete at `now_ms`.
+    pub fn delete(now_ms: f64) -> WriteInfo {
+        WriteInfo { now_ms, full_at_ms: f64::NEG_INFINITY }
+    }
+}
+
 /// The host's persistence: read and write one shard's state.
 ///
 /// Contract: within one call of the limiter, a read sees the writes that
@@ -77,8 +98,9 @@ pub trait StateStore {
     /// The state at `at`, or `None` when there is none yet.
     async fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, Self::Error>;
 
-    /// Replaces the state at `at`; `None` deletes it.
-    async fn write(&mut self, at: StateRef<'_>, state: Option<State>) -> Result<(), Self::Error>;
+    /// Replaces the state at `at`; `None` deletes it. `info` says when the
+    /// call happened and from when the written state may be dropped.
+    async fn write(&mut self, at: StateRef<'_>, state: Option<State>, info: WriteInfo) -> Result<(), Self::Error>;
 }
 
 #[cfg(test)]

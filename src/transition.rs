@@ -131,12 +131,15 @@ pub(crate) fn js_min(a: f64, b: f64) -> f64 {
 /// ```
 pub fn full_at(state: State, config: &Config) -> f64 {
     let candidate = match (config.kind, config.start_ms) {
+        // Even a full one: its `ts` holds the phase of its windows, which a
+        // fresh state would draw anew (found by issue 18: a dropped, full
+        // window came back with new windows and admitted twice its rate).
+        (Kind::FixedWindow, None) => return f64::INFINITY,
         _ if state.value >= config.capacity => state.ts,
         (Kind::TokenBucket, _) => state.ts + (config.capacity - state.value) / (config.rate / config.period_ms),
         (Kind::FixedWindow, Some(_)) => {
             state.ts + ((config.capacity - state.value) / config.rate).ceil() * config.period_ms
         }
-        (Kind::FixedWindow, None) => return f64::INFINITY,
     };
     // Rounding may leave the projection an ulp short: step past it, and
     // never call a state full that the transition would not fill.

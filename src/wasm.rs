@@ -22,7 +22,7 @@ use crate::decision::Request;
 use crate::error::Error;
 use crate::limiter::{self, BatchItem, RateLimitResult, ValueReport};
 use crate::slab::Slab;
-use crate::state::{State, StateRef, StateStore};
+use crate::state::{State, StateRef, StateStore, WriteInfo};
 use crate::transition::{calculate_rate_limit as core_calculate_rate_limit, Transition};
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -31,12 +31,19 @@ const HOST_TYPES: &'static str = r#"
 export type StateRef = { name: string; key?: string; shard: number };
 
 /**
+ * What a write knows besides the state: the call's clock (`now`, ms) and the instant (`fullAt`, ms)
+ * from which the state is full again, so that deleting it changes no decision (`Infinity`: never,
+ * as for a fixed window with a random start). Stores may use it for a TTL or to make room.
+ */
+export type WriteInfo = { now: number; fullAt: number };
+
+/**
  * The host's persistence. Either method may answer directly or with a Promise.
  * `write(ref, null)` deletes. A method that throws or rejects makes the call fail (fail closed).
  */
 export interface RateLimitStore {
   read(ref: StateRef): RateLimitState | null | undefined | Promise<RateLimitState | null | undefined>;
-  write(ref: StateRef, state: RateLimitState | null): void | Promise<void>;
+  write(ref: StateRef, state: RateLimitState | null, info?: WriteInfo): void | Promise<void>;
   /**
    * Optional: how the host makes one limiter call a transaction. When present, every call
    * (`limit`, `check`, `limitAll`, `checkAll`, `getValue`, `reset`) runs as
@@ -255,6 +262,13 @@ fn state_to_js(state: State) -> JsValue {
     object.into()
 }
 
+fn info_to_js(info: WriteInfo) -> JsValue {
+    let object = Object::new();
+    set(&object, &"now".into(), &info.now_ms.into());
+    set(&object, &"fullAt".into(), &info.full_at_ms.into());
+    object.into()
+}
+
 fn ref_to_js(at: StateRef<'_>) -> JsValue {
     let object = Object::new();
     KEYS.with(|keys| {
@@ -370,9 +384,12 @@ impl StateStore for Host {
         state_from_js(&answer).map_err(|problem| Error::CorruptState { reference: at.to_string(), problem }.into())
     }
 
-    async fn write(&mut self, at: StateRef<'_>, state: Option<State>) -> Result<(), JsValue> {
-        let state = state.map_or(JsValue::NULL, state_to_js);
-        settle(self.0.write.call2(&self.0.target, &ref_to_js(at), &state)?).await?;
+    async fn write(&mut self, at: StateRef<'_>, state: Option<State>, info: WriteInfo) -> Result<(), JsValue> {
+        let answer = match state {
+            Some(state) => self.0.write.call3(&self.0.target, &ref_to_js(at), &state_to_js(state), &info_to_js(info))?,
+            None => self.0.write.call2(&self.0.target, &ref_to_js(at), &JsValue::NULL)?,
+        };
+        settle(answer).await?;
         Ok(())
     }
 }
@@ -526,10 +543,18 @@ impl MemorySlab {
         self.with(|slab| slab.get(slot).map_or(f64::NAN, |state| state.ts))
     }
 
-    /// Stores `{ value, ts }` in `slot`; both must be finite.
-    pub fn write(&self, slot: u32, value: f64, ts: f64) -> Result<(), JsValue> {
+    /// Stores `{ value, ts }` in `slot`; both must be finite. It may be
+    /// evicted from `fullAt` on (`Infinity`: never).
+    pub fn write(&self, slot: u32, value: f64, ts: f64, full_at: f64) -> Result<(), JsValue> {
         let state = State { value, ts }.checked(StateRef { name: "MemoryStore", key: None, shard: slot })?;
-        self.with(|slab| slab.set(slot, Some(state)))
+        let full_at = if full_at.is_nan() { f64::INFINITY } else { full_at };
+        self.with(|slab| slab.set_until_full(slot, Some(state), full_at))
+    }
+
+    /// From when the state in `slot` may be evicted (`Infinity`: never).
+    #[wasm_bindgen(js_name = fullAt)]
+    pub fn full_at(&self, slot: u32) -> Result<f64, JsValue> {
+        self.with(|slab| slab.full_at(slot))
     }
 
     /// Empties `slot`.
@@ -679,13 +704,12 @@ impl RateLimiterCore {
         let mut slab = slab.try_borrow_mut().map_err(|_| js_sys::Error::new("a MemoryStore cannot be used from inside its own random()"))?;
         let request = Request { count, reserve };
         let mut random = || draw_random(self.random.as_ref());
-        let shard_config = config.per_shard();
         let outcome = if base >= 0.0 {
-            let mut block = slab.block(base as u32, &shard_config);
+            let mut block = slab.block(base as u32);
             let call = pin!(limiter::decide_and_maybe_write(&mut block, BatchItem { name, key: None, config, request }, now, &mut random, write));
             poll_ready(call)
         } else {
-            let mut block = slab.new_block(config.shard_count as u16, &shard_config);
+            let mut block = slab.new_block(config.shard_count as u16);
             let outcome = {
                 let call = pin!(limiter::decide_and_maybe_write(&mut block, BatchItem { name, key: None, config, request }, now, &mut random, write));
                 poll_ready(call)
@@ -834,12 +858,14 @@ impl RateLimiterCore {
         name: JsValue,
         key: JsValue,
         config: JsValue,
+        now: JsValue,
     ) -> Result<JsValue, JsValue> {
         let name = name_arg(&name)?;
         let key = key_arg(&name, &key)?;
         let config = self.resolve(&name, &config)?;
+        let now_ms = now_arg(&name, &now)?;
         let mut store = Host(Rc::new(HostStore::from_js(&store)?));
-        run(async move { limiter::reset(&mut store, &name, key.as_deref(), &config).await }, |()| JsValue::UNDEFINED)
+        run(async move { limiter::reset(&mut store, &name, key.as_deref(), &config, now_ms).await }, |()| JsValue::UNDEFINED)
     }
 }
 

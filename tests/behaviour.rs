@@ -12,7 +12,7 @@ use std::task::{Context, Poll, Waker};
 
 use ratebound::{
     calculate_rate_limit, check, get_value, initial_state, limit, limit_all, reset, with_jitter, BatchItem, Config,
-    Error, Kind, RateLimitConfig, RateLimitResult, RawConfig, Request, State, StateRef, StateStore, ValueReport,
+    Error, Kind, RateLimitConfig, RateLimitResult, RawConfig, Request, State, StateRef, StateStore, WriteInfo, ValueReport,
     MAX_KEY_BYTES,
 };
 
@@ -103,7 +103,7 @@ impl StateStore for Memory {
         Ok(self.states.get(&at).copied())
     }
 
-    async fn write(&mut self, at: StateRef<'_>, state: Option<State>) -> Result<(), StoreError> {
+    async fn write(&mut self, at: StateRef<'_>, state: Option<State>, _info: WriteInfo) -> Result<(), StoreError> {
         let at = slot_of(at);
         let attempt = self.writes.len();
         self.writes.push((at.clone(), state));
@@ -584,7 +584,7 @@ fn reset_deletes_every_shard_of_the_name_and_key_only() {
             .with(NAME, KEY, 3, 3.0, 0.0)
             .with(NAME, Some("bob"), 1, 4.0, 0.0)
             .with("other", KEY, 1, 5.0, 0.0);
-        assert_eq!(block_on(reset(&mut store, NAME, KEY, &config)), Ok(()));
+        assert_eq!(block_on(reset(&mut store, NAME, KEY, &config, 0.0)), Ok(()));
         for shard in 0..4 {
             assert_eq!(store.state(NAME, KEY, shard), None);
         }
@@ -601,7 +601,7 @@ fn after_reset_the_limit_is_full_again() {
         let mut store = Memory::default();
         assert_eq!(take(&mut store, &config, ask(10.0), 0.0), granted());
         assert!(!take(&mut store, &config, ask(1.0), 0.0).is_ok());
-        block_on(reset(&mut store, NAME, KEY, &config)).unwrap();
+        block_on(reset(&mut store, NAME, KEY, &config, 0.0)).unwrap();
         assert_eq!(take(&mut store, &config, ask(10.0), 0.0), granted());
     }
 }
@@ -1081,7 +1081,7 @@ fn a_store_that_fails_to_write_fails_the_call_and_nothing_is_written_after_it() 
             store = store.with(NAME, KEY, shard, 1.0, 0.0);
         }
         store.failing_write = Some(1);
-        assert_eq!(block_on(reset(&mut store, NAME, KEY, &config)), Err(StoreError::Unavailable(slot(NAME, KEY, 1))));
+        assert_eq!(block_on(reset(&mut store, NAME, KEY, &config, 0.0)), Err(StoreError::Unavailable(slot(NAME, KEY, 1))));
         assert_eq!(store.shards_written(), vec![0, 1]);
         let left: Vec<u32> = (0..4).filter(|&shard| store.state(NAME, KEY, shard).is_some()).collect();
         assert_eq!(left, vec![1, 2, 3]);

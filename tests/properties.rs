@@ -19,7 +19,7 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use ratebound::{
     check, limit, limit_all, BatchItem, Config, Error, Kind, RateLimitResult, RawConfig, Request, State, StateRef,
-    StateStore,
+    StateStore, WriteInfo,
 };
 
 // ---------------------------------------------------------------------------
@@ -53,7 +53,7 @@ impl StateStore for Memory {
         Ok(self.states.get(&at).copied())
     }
 
-    async fn write(&mut self, at: StateRef<'_>, state: Option<State>) -> Result<(), Error> {
+    async fn write(&mut self, at: StateRef<'_>, state: Option<State>, _info: WriteInfo) -> Result<(), Error> {
         let at = (at.name.to_string(), at.key.map(Into::into), at.shard);
         self.writes.push(at.clone());
         match state {

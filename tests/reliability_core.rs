@@ -21,7 +21,7 @@ use std::task::{Context, Poll, Waker};
 
 use ratebound::{
     calculate_rate_limit, check, limit, Config, Error, Kind, RateLimitResult, RawConfig, Request, State, StateRef,
-    StateStore,
+    StateStore, WriteInfo,
 };
 
 // ---------------------------------------------------------------------------
@@ -76,7 +76,7 @@ impl StateStore for Memory {
         Ok(self.states.get(&(at.name.into(), at.key.map(Into::into), at.shard)).copied())
     }
 
-    async fn write(&mut self, at: StateRef<'_>, state: Option<State>) -> Result<(), StoreError> {
+    async fn write(&mut self, at: StateRef<'_>, state: Option<State>, _info: WriteInfo) -> Result<(), StoreError> {
         let attempt = self.writes;
         self.writes += 1;
         if self.failing_write == Some(attempt) {

@@ -154,14 +154,46 @@ fn constant(drawn: f64) -> JsValue {
     Closure::<dyn FnMut() -> f64>::new(move || drawn).into_js_value()
 }
 
-fn limiter(store: &Store) -> RateLimiterCore {
-    RateLimiterCore::new(store.object.clone(), limits(), constant(0.5)).expect("valid limits")
+fn limiter(store: &Store) -> Limiter {
+    over(store, RateLimiterCore::new(store.object.clone(), limits(), constant(0.5)).expect("valid limits"))
+}
+
+fn over(store: &Store, core: RateLimiterCore) -> Limiter {
+    Limiter { core, store: store.object.clone() }
+}
+
+/// The core and the store it is handed on every call, as the TypeScript `RateLimiter` does.
+struct Limiter {
+    core: RateLimiterCore,
+    store: JsValue,
+}
+
+impl Limiter {
+    fn limit(&self, name: JsValue, key: JsValue, count: JsValue, reserve: JsValue, config: JsValue, now: JsValue) -> Result<JsValue, JsValue> {
+        self.core.limit(self.store.clone(), name, key, count, reserve, config, now)
+    }
+
+    fn check(&self, name: JsValue, key: JsValue, count: JsValue, reserve: JsValue, config: JsValue, now: JsValue) -> Result<JsValue, JsValue> {
+        self.core.check(self.store.clone(), name, key, count, reserve, config, now)
+    }
+
+    fn get_value(&self, name: JsValue, key: JsValue, sample_shards: JsValue, config: JsValue, now: JsValue) -> Result<JsValue, JsValue> {
+        self.core.get_value(self.store.clone(), name, key, sample_shards, config, now)
+    }
+
+    fn reset(&self, name: JsValue, key: JsValue, config: JsValue) -> Result<JsValue, JsValue> {
+        self.core.reset(self.store.clone(), name, key, config, 0.0.into())
+    }
+
+    fn limit_all(&self, items: JsValue, now: JsValue, write: bool) -> Result<JsValue, JsValue> {
+        self.core.limit_all(self.store.clone(), items, now, write)
+    }
 }
 
 const U: JsValue = JsValue::UNDEFINED;
 
 /// `limit(name, key, count, reserve, config, now)` that must answer at once.
-fn take(core: &RateLimiterCore, name: &str, key: &str, count: f64, now_ms: f64) -> JsValue {
+fn take(core: &Limiter, name: &str, key: &str, count: f64, now_ms: f64) -> JsValue {
     core.limit(name.into(), key.into(), count.into(), U, U, now_ms.into()).expect("limit answers")
 }
 
@@ -380,7 +412,7 @@ fn a_corrupt_stored_state_throws_naming_the_ref() {
     assert_eq!(store.write_count(), 0);
 }
 
-fn take_error(core: &RateLimiterCore, key: &str) -> JsValue {
+fn take_error(core: &Limiter, key: &str) -> JsValue {
     core.limit("send".into(), key.into(), U, U, U, 0.0.into()).expect_err("the call fails")
 }
 
@@ -402,12 +434,12 @@ fn a_key_with_a_lone_surrogate_is_rejected() {
 fn a_random_source_returning_one_throws_invalid_random() {
     let store = Store::new();
     for drawn in [1.0, f64::NAN, -0.5] {
-        let core = RateLimiterCore::new(store.object.clone(), limits(), constant(drawn)).unwrap();
+        let core = over(&store, RateLimiterCore::new(store.object.clone(), limits(), constant(drawn)).unwrap());
         let thrown = core.limit("llm".into(), "ada".into(), U, U, U, 0.0.into()).unwrap_err();
         assert_error(thrown, "INVALID_RANDOM");
     }
     let not_a_number = Closure::<dyn FnMut() -> JsValue>::new(|| JsValue::from_str("0.5")).into_js_value();
-    let core = RateLimiterCore::new(store.object.clone(), limits(), not_a_number).unwrap();
+    let core = over(&store, RateLimiterCore::new(store.object.clone(), limits(), not_a_number).unwrap());
     assert_error(core.limit("llm".into(), "ada".into(), U, U, U, 0.0.into()).unwrap_err(), "INVALID_RANDOM");
     assert_eq!(store.write_count(), 0);
 }

@@ -433,7 +433,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     const checked = checkedOptions(name, options, RESET_OPTIONS);
     const key = own(checked, "key");
     const config = own(checked, "config");
-    await this.#transact((store) => this.#core.reset(store, name, key, config));
+    await this.#transact((store) => this.#core.reset(store, name, key, config, this.#now()));
   }
 }
 

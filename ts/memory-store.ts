@@ -1,5 +1,5 @@
 import { MemorySlab } from "./wasm/ratebound.js";
-import type { RateLimitState, RateLimitStore, StateRef } from "./wasm/ratebound.js";
+import type { RateLimitState, RateLimitStore, StateRef, WriteInfo } from "./wasm/ratebound.js";
 
 /**
  * A {@link RateLimitStore} in process memory: for tests, single-process
@@ -79,8 +79,10 @@ export class MemoryStore implements RateLimitStore {
   /**
    * @param ref The shard to write.
    * @param state Its new state (two finite numbers), or `null` to delete it.
+   * @param info The limiter's clock and when the state is full again. Without it the state is
+   * never dropped, and a new key never makes room (it fails with STORE_FULL when at `maxKeys`).
    */
-  write(ref: StateRef, state: RateLimitState | null): void {
+  write(ref: StateRef, state: RateLimitState | null, info?: WriteInfo): void {
     const base = this.blockOf(ref.name, ref.key);
     if (state === null) {
       if (base < 0 || ref.shard >= this.slab.blockLength(base)) return;
@@ -88,9 +90,10 @@ export class MemoryStore implements RateLimitStore {
       if (this.slab.blockIsEmpty(base)) this.#forget(ref.name, ref.key, base);
       return;
     }
-    if (base < 0) this.makeRoom(state.ts);
+    // Room is made at the limiter's clock, never at the state's `ts` (a window may start in the future).
+    if (base < 0) this.makeRoom(info?.now ?? -Infinity);
     const slot = base < 0 ? this.#allocate(ref.name, ref.key, ref.shard + 1) : this.blockWith(ref.name, ref.key, base, ref.shard + 1);
-    this.slab.write(slot + ref.shard, state.value, state.ts);
+    this.slab.write(slot + ref.shard, state.value, state.ts, info?.fullAt ?? Infinity);
   }
 
   #allocate(name: string, key: string | undefined, length: number): number {
@@ -110,7 +113,7 @@ export class MemoryStore implements RateLimitStore {
     const moved = this.#allocate(name, key, length);
     for (let shard = 0; shard < had; shard += 1) {
       const value = this.slab.value(base + shard);
-      if (!Number.isNaN(value)) this.slab.write(moved + shard, value, this.slab.ts(base + shard));
+      if (!Number.isNaN(value)) this.slab.write(moved + shard, value, this.slab.ts(base + shard), this.slab.fullAt(base + shard));
     }
     this.slab.release(base);
     return moved;

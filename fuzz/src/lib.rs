@@ -12,7 +12,7 @@ use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
 use arbitrary::{Arbitrary, Result as ArbitraryResult, Unstructured};
-use ratebound::{Config, Error, Kind, RateLimitResult, State, StateRef, StateStore};
+use ratebound::{Config, Error, Kind, RateLimitResult, State, StateRef, StateStore, WriteInfo};
 
 /// Numbers at the edges: zeros, NaN, infinities, subnormals, the extremes,
 /// around 2^53, JavaScript's `Date` range, and values near 1 for random sources.
@@ -213,7 +213,7 @@ impl StateStore for FaultyStore {
         Ok(answer)
     }
 
-    async fn write(&mut self, at: StateRef<'_>, state: Option<State>) -> Result<(), StoreError> {
+    async fn write(&mut self, at: StateRef<'_>, state: Option<State>, _info: WriteInfo) -> Result<(), StoreError> {
         let index = self.writes;
         self.writes = self.writes.saturating_add(1);
         if let Some(fault @ Fault::WriteFails { at }) = self.fault {
