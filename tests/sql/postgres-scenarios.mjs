@@ -71,6 +71,9 @@ export function postgresScenarios(backend) {
     assert.deepEqual(sent, [true, true, true, false]);
     assert.deepEqual(await posts("ada"), ["post 1", "post 2", "post 3"]);
     assert.deepEqual(await rowOf("perUser", "ada"), { value: 0, ts: NOW });
+    // The write hint: refilling 3 tokens at 3 a day, the state is full again a day later.
+    const [{ full_at: fullAt }] = await query("SELECT full_at FROM ratebound WHERE name = 'perUser' AND key = 'ada'");
+    assert.equal(fullAt, NOW + 86_400_000);
   });
 
   test("several calls in one transaction see each other's writes", async () => {

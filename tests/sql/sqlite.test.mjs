@@ -90,6 +90,8 @@ describe("better-sqlite3 on a file", () => {
     assert.deepEqual(sent, [true, true, true, false]);
     assert.deepEqual(posts("ada"), ["post 1", "post 2", "post 3"]);
     assert.deepEqual(rowOf("perUser", "ada"), { value: 0, ts: NOW });
+    // The write hint: refilling 3 tokens at 3 a day, the state is full again a day later.
+    assert.equal(db.prepare("SELECT full_at FROM ratebound WHERE name = 'perUser' AND key = 'ada'").get().full_at, NOW + 86_400_000);
   });
 
   test("limitAll takes two limits together or not at all", async () => {
