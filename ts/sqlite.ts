@@ -14,7 +14,7 @@ import { codedError, hasMethod, oneAtATime, quotedTable, refColumns, sqliteState
 import { d1Store, type D1DatabaseLike, type D1StoreOptions } from "./sqlite-d1.js";
 
 export { SqlStoreError, type WriteInfo } from "./sql-common.js";
-export { d1Store, D1ConflictError, type D1DatabaseLike, type D1PreparedStatementLike, type D1StoreOptions } from "./sqlite-d1.js";
+export { d1Store, d1Transaction, D1ConflictError, D1Transaction, type D1DatabaseLike, type D1PreparedStatementLike, type D1StoreOptions } from "./sqlite-d1.js";
 
 /** One prepared statement, as better-sqlite3 has it. */
 export interface SqliteStatementLike {
