@@ -37,6 +37,11 @@ export interface PostgresStoreOptions {
   maxAttempts?: number;
   /** Numbers in `[0, 1)` for the backoff's jitter; default: the runtime's cryptographic source. */
   random?: () => number;
+  /**
+   * Called after each attempt that will run again, with the attempt (1-based) and why: `"locked"`
+   * when a second state was locked by another transaction, else the SQLSTATE (`40001`, `40P01`).
+   */
+  onRetry?: (attempt: number, reason: string) => void;
 }
 
 /** The SQL of {@link createTable}, for migrations: the table and its primary key. */
@@ -216,6 +221,7 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike, options:
         const code = (error as { code?: unknown }).code;
         const again = error instanceof LockBusy || (retrySqlstate && typeof code === "string" && RETRYABLE.has(code));
         if (!again) throw error;
+        if (attempt < maxAttempts) options.onRetry?.(attempt, error instanceof LockBusy ? "locked" : String(code));
         if (attempt >= maxAttempts) {
           throw new SqlStoreError(
             "SQL_LOCK_CONTENDED",
