@@ -4,10 +4,10 @@
  * the limit commit or roll back together. Works with `pg` (Client, PoolClient,
  * Pool), PGlite, and anything with `query(text, params) → { rows }`.
  *
- * A decision locks each state it reads with a transaction-scoped advisory
- * lock on the ref before reading it, so a state that does not exist yet is
- * locked too: under READ COMMITTED two transactions never both decide on the
- * same state.
+ * A decision locks each state it reads before reading it: a stored row with
+ * `SELECT … FOR UPDATE`, a state that does not exist yet with a
+ * transaction-scoped advisory lock on the ref. Under READ COMMITTED two
+ * transactions never both decide on the same state.
  * @module
  */
 import { withJitter, type RateLimitState, type RateLimitStore, type StateRef } from "ratebound";
@@ -102,23 +102,32 @@ export async function pruneStates(db: PostgresQueryable, options: Pick<PostgresS
 class LockBusy extends Error {}
 
 /**
- * One attempt of one call on one connection that is inside a transaction. The
- * first ref it reads is locked with `pg_advisory_xact_lock` (waiting); every
- * later one with `pg_try_advisory_xact_lock`, and when that fails the attempt
- * is abandoned and runs again, so two calls never wait on each other in a cycle.
+ * One attempt of one call on one connection that is inside a transaction. It locks each state
+ * before deciding on it: a stored row with `SELECT … FOR UPDATE` (one statement: it waits for the
+ * row, then reads its latest version), and a state that does not exist yet with a
+ * transaction-scoped advisory lock on the ref, then reads again (and locks the row, should
+ * another transaction have created it meanwhile). Only a transaction holding that advisory lock
+ * creates the row, so two transactions never both see the state missing.
+ *
+ * The first state of an attempt is waited for; every later one is only tried (`NOWAIT`,
+ * `pg_try_advisory_xact_lock`), and when it is taken the attempt is rolled back and runs again,
+ * so two calls never wait on each other in a cycle.
  */
 class Attempt implements RateLimitStore {
-  #locked = false;
+  #waited = false;
   constructor(
     readonly connection: PostgresQueryable,
     readonly table: string,
   ) {}
 
-  async #query(text: string, params: unknown[]): Promise<unknown[]> {
+  async #query(text: string, params: unknown[], tryOnly = false): Promise<unknown[]> {
     let answer: { rows: unknown[] };
     try {
       answer = await this.connection.query(text, params);
     } catch (error) {
+      // Another transaction holds a row this attempt only tried (NOWAIT): run the attempt again.
+      // (The same code from a statement that waited is the app's lock_timeout: that fails the call.)
+      if (tryOnly && (error as { code?: unknown }).code === "55P03") throw new LockBusy();
       throw codedError("postgres", error);
     }
     if (typeof answer !== "object" || answer === null || !Array.isArray(answer.rows)) {
@@ -128,16 +137,22 @@ class Attempt implements RateLimitStore {
   }
 
   async read(ref: StateRef): Promise<RateLimitState | null> {
-    const lockKey = JSON.stringify([this.table, ref.name, ref.key ?? null, ref.shard]);
-    if (!this.#locked) {
-      await this.#query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [lockKey]);
-      this.#locked = true;
-    } else {
-      const [row] = (await this.#query("SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked", [lockKey])) as { locked: unknown }[];
-      if (row?.locked !== true) throw new LockBusy();
+    const wait = !this.#waited;
+    this.#waited = true;
+    const select = `SELECT value, ts FROM ${this.table} WHERE name = $1 AND key = $2 AND shard = $3 FOR UPDATE${wait ? "" : " NOWAIT"}`;
+    const columns = refColumns(ref);
+    let rows = await this.#query(select, columns, !wait);
+    if (rows.length === 0) {
+      const lockKey = JSON.stringify([this.table, ref.name, ref.key ?? null, ref.shard]);
+      if (wait) {
+        await this.#query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [lockKey]);
+      } else {
+        const [row] = (await this.#query("SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked", [lockKey])) as { locked: unknown }[];
+        if (row?.locked !== true) throw new LockBusy();
+      }
+      // A statement of its own, after the lock: under READ COMMITTED it sees every commit made before the lock was ours.
+      rows = await this.#query(select, columns, !wait);
     }
-    // A statement of its own, after the lock: under READ COMMITTED it sees every commit made before the lock was ours.
-    const rows = await this.#query(`SELECT value, ts FROM ${this.table} WHERE name = $1 AND key = $2 AND shard = $3`, refColumns(ref));
     if (rows.length === 0) return null;
     // Whatever the row holds goes to the core, which names the ref when it is not two finite numbers.
     const row = rows[0] as { value?: unknown; ts?: unknown };
@@ -182,9 +197,9 @@ const NESTED: Framing = {
  * - **A pool** (`pg.Pool`): each call takes a connection and runs `BEGIN … COMMIT` on it.
  * - **PGlite itself**: each call runs in `db.transaction()`.
  *
- * Each state a call reads is locked first (a transaction-scoped advisory lock on the ref, which
- * exists before the row does), so under READ COMMITTED concurrent calls never over-admit or
- * lose an update. Under REPEATABLE READ and SERIALIZABLE the call still never over-admits: a
+ * Each state a call reads is locked first (its row `FOR UPDATE`; a state with no row yet through
+ * a transaction-scoped advisory lock on the ref), so under READ COMMITTED concurrent calls never
+ * over-admit or lose an update. Under REPEATABLE READ and SERIALIZABLE the call still never over-admits: a
  * decision made on a stale snapshot fails to write with SQLSTATE `40001` (or `23505`), which a
  * call of its own retries and a call in the caller's transaction passes on.
  *

@@ -200,6 +200,29 @@ describe("a real PostgreSQL server", () => {
     assert.deepEqual(await query("SELECT name FROM ratebound WHERE key = 'lost'"), []);
   });
 
+  test("a state locked longer than the app's lock_timeout fails the call with 55P03, and nothing is written", async () => {
+    const store = (tx) => pgHost.postgresStore(tx);
+    for (const key of ["timeout-existing", "timeout-new"]) {
+      if (key === "timeout-existing") await limiterOn(store(pool), limits).limit("burst", { key, count: 5 });
+      const holder = await pool.connect();
+      try {
+        await holder.query("BEGIN");
+        await limiterOn(store(holder), limits).limit("burst", { key }); // holds the state's lock until ROLLBACK
+        const error = await inTransaction(async (tx) => {
+          await tx.query("SET LOCAL lock_timeout = '100ms'");
+          return limiterOn(store(tx), limits).limit("burst", { key });
+        }).catch((caught) => caught);
+        assert.ok(error instanceof Error, `${key}: rejected`);
+        assert.equal(error.code, "55P03", `${key}: ${error.message}`);
+      } finally {
+        await holder.query("ROLLBACK");
+        holder.release();
+      }
+    }
+    assert.equal((await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'timeout-existing'"))[0].value, 45);
+    assert.deepEqual(await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'timeout-new'"), []);
+  });
+
   test("under REPEATABLE READ a decision on a stale snapshot fails with 40001 instead of over-admitting", async () => {
     const limiter = (tx) => limiterOn(pgHost.postgresStore(tx), limits);
     for (const key of ["rr-existing", "rr-new"]) {
