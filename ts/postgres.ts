@@ -252,19 +252,22 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike, options:
 
   async function transaction<T>(body: (store: RateLimitStore) => Promise<T>): Promise<T> {
     if (isPool) {
-      let connection: Awaited<ReturnType<PostgresPoolLike["connect"]>>;
-      try {
-        connection = await (db as PostgresPoolLike).connect();
-      } catch (error) {
-        throw codedError("postgres", error);
-      }
-      const health = { broken: false };
-      try {
-        return await attempts((attempt) => framed(connection, OWN, () => attempt(connection), health), body, true);
-      } finally {
-        // A connection that could not even roll back is destroyed, not handed to the next call.
-        connection.release(health.broken ? new Error("ratebound/postgres: the connection failed") : undefined);
-      }
+      // A connection per attempt: a call backing off before its next attempt holds none.
+      return attempts(async (attempt) => {
+        let connection: Awaited<ReturnType<PostgresPoolLike["connect"]>>;
+        try {
+          connection = await (db as PostgresPoolLike).connect();
+        } catch (error) {
+          throw codedError("postgres", error);
+        }
+        const health = { broken: false };
+        try {
+          return await framed(connection, OWN, () => attempt(connection), health);
+        } finally {
+          // A connection that could not even roll back is destroyed, not handed to the next call.
+          connection.release(health.broken ? new Error("ratebound/postgres: the connection failed") : undefined);
+        }
+      }, body, true);
     }
     if (isPGlite) {
       const pglite = db as PostgresQueryable & { transaction<R>(run: (tx: PostgresQueryable) => Promise<R>): Promise<R> };

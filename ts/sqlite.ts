@@ -80,6 +80,30 @@ export async function createTable(db: SqliteDatabaseLike | D1DatabaseLike, optio
   }
 }
 
+/**
+ * Deletes every state that is full at `now`: deleting it changes no decision. Safe while the
+ * limiter runs (a state written meanwhile carries a later `full_at` and stays).
+ *
+ * @param db A better-sqlite3 `Database` or a D1 binding.
+ * @param options `now` in milliseconds since the epoch (default `Date.now()`), and `table`.
+ * @returns How many states were deleted.
+ * @example
+ * setInterval(() => pruneStates(db), HOUR);
+ */
+export async function pruneStates(db: SqliteDatabaseLike | D1DatabaseLike, options: Pick<SqliteStoreOptions, "table"> & { now?: number } = {}): Promise<number> {
+  const sql = `DELETE FROM ${quotedTable("sqlite", options.table ?? "ratebound")} WHERE full_at <= ?`;
+  const now = options.now ?? Date.now();
+  try {
+    if (isD1(db)) {
+      const result = (await db.prepare(sql).bind(now).run()) as { meta?: { changes?: number } };
+      return result.meta?.changes ?? 0;
+    }
+    return (db.prepare(sql).run(now) as { changes: number }).changes;
+  } catch (error) {
+    throw codedError("sqlite", error);
+  }
+}
+
 /** Whether `db` is a D1 binding (it batches) rather than a better-sqlite3 connection. */
 function isD1(db: unknown): db is D1DatabaseLike {
   return hasMethod(db, "batch") && hasMethod(db, "prepare") && !hasMethod(db, "transaction");

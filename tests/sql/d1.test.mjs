@@ -109,6 +109,12 @@ describe("Cloudflare D1 in workerd (Miniflare)", () => {
     assert.ok(result.admitted > 10, `admitted ${result.admitted} of 10`);
   });
 
+  test("pruneStates deletes only states that are full", async () => {
+    await sql("INSERT INTO ratebound (name, key, shard, value, ts, full_at) VALUES ('prune', 'full', 0, 1, 0, 10), ('prune', 'later', 0, 1, 0, 1e15)");
+    assert.deepEqual(await route("prune", { now: 100 }), { result: 1 });
+    assert.deepEqual((await sql("SELECT key FROM ratebound WHERE name = 'prune'")).map((row) => row.key), ["later"]);
+  });
+
   test("a call that loses every race fails closed with D1_CONFLICT, and its statement is not run", async () => {
     await route("call", { op: "limit", name: "daily", options: { key: "rival" } });
     const { error } = await route("contended", { key: "rival" });

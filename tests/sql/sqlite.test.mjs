@@ -193,6 +193,16 @@ describe("better-sqlite3 on a file", () => {
     assert.ok(worst.admitted > 50, `admitted ${worst.admitted} of 50`);
   });
 
+  test("reset deletes the state, and pruneStates deletes only states that are full", async () => {
+    const limiter = limiterOn(sqliteHost.sqliteStore(db));
+    await limiter.limit("daily", { key: "reset-me" });
+    await limiter.reset("daily", { key: "reset-me" });
+    assert.equal(rowOf("daily", "reset-me"), null);
+    db.exec("INSERT INTO ratebound (name, key, shard, value, ts, full_at) VALUES ('prune', 'full', 0, 1, 0, 10), ('prune', 'later', 0, 1, 0, 1e15)");
+    assert.equal(await sqliteHost.pruneStates(db, { now: 100 }), 1);
+    assert.deepEqual(db.prepare("SELECT key FROM ratebound WHERE name = 'prune'").all().map((row) => row.key), ["later"]);
+  });
+
   test("a closed connection fails the call with a code", async () => {
     const closed = new Database(path);
     closed.close();

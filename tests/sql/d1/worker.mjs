@@ -2,7 +2,7 @@
 // driven with JSON POSTs. Every call runs as the app would run it, inside the Worker; errors come
 // back as data ({ error: { name, code, message } }).
 import { RateLimiter } from "ratebound";
-import { createTable, d1Store, d1Transaction } from "ratebound/sqlite";
+import { createTable, d1Store, d1Transaction, pruneStates } from "ratebound/sqlite";
 
 const NOW = 1_700_000_000_000;
 const LIMITS = {
@@ -29,6 +29,8 @@ const routes = {
     await createTable(env.DB);
     await env.DB.prepare("CREATE TABLE IF NOT EXISTS posts (id INTEGER PRIMARY KEY, author TEXT NOT NULL, body TEXT)").run();
   },
+  /** pruneStates at `now`. */
+  prune: (env, { now }) => pruneStates(env.DB, { now }),
   /** Any SQL, for the test's own checks. */
   sql: async (env, { sql, params = [] }) => (await env.DB.prepare(sql).bind(...params).all()).results,
   /** One limit in a d1Transaction with the app's post; `fail` throws after the limit granted. */
