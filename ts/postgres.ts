@@ -199,15 +199,15 @@ const NESTED: Framing = {
  *
  * Each state a call reads is locked first (its row `FOR UPDATE`; a state with no row yet through
  * a transaction-scoped advisory lock on the ref), so under READ COMMITTED concurrent calls never
- * over-admit or lose an update. Under REPEATABLE READ and SERIALIZABLE the call still never over-admits: a
- * decision made on a stale snapshot fails to write with SQLSTATE `40001` (or `23505`), which a
- * call of its own retries and a call in the caller's transaction passes on.
+ * over-admit or lose an update. Under REPEATABLE READ and SERIALIZABLE a call still never
+ * over-admits: a decision on a stale snapshot fails with SQLSTATE `40001`, which a call of its
+ * own retries and a call in the caller's transaction passes on.
  *
  * A failure rejects the call with an `Error` carrying a string `code` (the SQLSTATE, a Node
  * socket code, or {@link SqlStoreError}'s), having written nothing.
  *
  * @param db A `pg` Client, PoolClient or Pool, PGlite or a PGlite transaction, or any {@link PostgresQueryable}.
- * @param options `table` (default `"ratebound"`), `maxAttempts`, `random`.
+ * @param options `table` (default `"ratebound"`), `maxAttempts` (default 20), `random`, `onRetry`.
  * @returns The store.
  * @example
  * await client.query("BEGIN");
