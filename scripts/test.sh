@@ -28,7 +28,7 @@ node_modules/.bin/vitest run --config tests/hosts/vitest.config.mjs
 echo "== Hosts: Durable Objects in workerd (Miniflare), Deno KV in Deno and in Node (@deno/kv), the examples and their types"
 node --test --test-reporter=spec tests/hosts/
 
-echo "== SQL hosts: ratebound/postgres on PGlite and a real PostgreSQL server, ratebound/sqlite on better-sqlite3 and D1 (Miniflare)"
+echo "== SQL hosts: ratebound/postgres on PGlite and a real PostgreSQL server (pg, postgres.js), ratebound/sqlite on better-sqlite3 and D1 (Miniflare)"
 node --test --test-reporter=spec tests/sql/
 
 echo "== Convex component: ratebound/convex-component in convex-test (against @convex-dev/rate-limiter 0.3.2), its example, its types, the packed files"

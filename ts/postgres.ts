@@ -29,6 +29,19 @@ export interface PostgresPoolLike extends PostgresQueryable {
   readonly totalCount: number;
 }
 
+/**
+ * postgres.js (`postgres`): its `sql`, which runs each call in `sql.begin()`, or the `sql` of a
+ * transaction (`sql.begin(async (tx) => …)`'s `tx`), which runs each call in `tx.savepoint()`.
+ */
+export interface PostgresJsLike {
+  /** Runs one statement with `$1`-style parameters; resolves to its rows. */
+  unsafe(text: string, params?: any[]): PromiseLike<readonly unknown[]>;
+  /** Runs a transaction (the top-level `sql` has it). */
+  begin?(run: (sql: any) => Promise<any>): Promise<any>;
+  /** Runs a savepoint (a transaction's `sql` has it). */
+  savepoint?(run: (sql: any) => Promise<any>): Promise<any>;
+}
+
 /** Options of {@link postgresStore}, {@link createTable} and {@link pruneStates}. */
 export interface PostgresStoreOptions {
   /** The table, `name` or `schema.name`; default `"ratebound"`. */
@@ -67,10 +80,10 @@ export function createTableSql(options: Pick<PostgresStoreOptions, "table"> = {}
  * @example
  * await createTable(pool); // CREATE TABLE IF NOT EXISTS "ratebound" (…)
  */
-export async function createTable(db: PostgresQueryable, options: Pick<PostgresStoreOptions, "table"> = {}): Promise<void> {
+export async function createTable(db: PostgresQueryable | PostgresJsLike, options: Pick<PostgresStoreOptions, "table"> = {}): Promise<void> {
   const sql = createTableSql(options);
   try {
-    await db.query(sql, []);
+    await queryable(db).query(sql, []);
   } catch (error) {
     throw codedError("postgres", error);
   }
@@ -86,10 +99,10 @@ export async function createTable(db: PostgresQueryable, options: Pick<PostgresS
  * @example
  * setInterval(() => pruneStates(pool), HOUR);
  */
-export async function pruneStates(db: PostgresQueryable, options: Pick<PostgresStoreOptions, "table"> & { now?: number } = {}): Promise<number> {
+export async function pruneStates(db: PostgresQueryable | PostgresJsLike, options: Pick<PostgresStoreOptions, "table"> & { now?: number } = {}): Promise<number> {
   const table = quotedTable("postgres", options.table ?? "ratebound");
   try {
-    const { rows } = await db.query(`WITH gone AS (DELETE FROM ${table} WHERE full_at <= $1 RETURNING 1) SELECT count(*)::int AS n FROM gone`, [
+    const { rows } = await queryable(db).query(`WITH gone AS (DELETE FROM ${table} WHERE full_at <= $1 RETURNING 1) SELECT count(*)::int AS n FROM gone`, [
       options.now ?? Date.now(),
     ]);
     return (rows[0] as { n: number }).n;
@@ -196,6 +209,8 @@ const NESTED: Framing = {
  *   one connection run one at a time.
  * - **A pool** (`pg.Pool`): each call takes a connection and runs `BEGIN … COMMIT` on it.
  * - **PGlite itself**: each call runs in `db.transaction()`.
+ * - **postgres.js**: its `sql` runs each call in `sql.begin()`; a transaction's `sql` (the `tx`
+ *   of `sql.begin(async (tx) => …)`) runs it in `tx.savepoint()`, inside the app's transaction.
  *
  * Each state a call reads is locked first (its row `FOR UPDATE`; a state with no row yet through
  * a transaction-scoped advisory lock on the ref), so under READ COMMITTED concurrent calls never
@@ -206,7 +221,7 @@ const NESTED: Framing = {
  * A failure rejects the call with an `Error` carrying a string `code` (the SQLSTATE, a Node
  * socket code, or {@link SqlStoreError}'s), having written nothing.
  *
- * @param db A `pg` Client, PoolClient or Pool, PGlite or a PGlite transaction, or any {@link PostgresQueryable}.
+ * @param db A `pg` Client, PoolClient or Pool, PGlite or a PGlite transaction, a postgres.js `sql`, or any {@link PostgresQueryable}.
  * @param options `table` (default `"ratebound"`), `maxAttempts` (default 20), `random`, `onRetry`.
  * @returns The store.
  * @example
@@ -215,8 +230,9 @@ const NESTED: Framing = {
  * if (ok) await client.query("INSERT INTO posts (author, body) VALUES ($1, $2)", [userId, body]);
  * await client.query("COMMIT");
  */
-export function postgresStore(db: PostgresQueryable | PostgresPoolLike, options: PostgresStoreOptions = {}): RateLimitStore {
-  if (!hasMethod(db, "query")) {
+export function postgresStore(db: PostgresQueryable | PostgresPoolLike | PostgresJsLike, options: PostgresStoreOptions = {}): RateLimitStore {
+  const postgresJs = hasMethod(db, "unsafe") && (hasMethod(db, "begin") || hasMethod(db, "savepoint")) ? (db as PostgresJsLike) : undefined;
+  if (postgresJs === undefined && !hasMethod(db, "query")) {
     throw new TypeError(`ratebound/postgres: db must have a query(text, params) method, like a pg Client, Pool or PGlite (got ${db === null ? "null" : typeof db})`);
   }
   const table = quotedTable("postgres", options.table ?? "ratebound");
@@ -224,7 +240,7 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike, options:
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
     throw new RangeError(`ratebound/postgres: maxAttempts must be an integer >= 1 (got ${String(maxAttempts)})`);
   }
-  const isPool = hasMethod(db, "connect") && !hasMethod(db, "release") && typeof (db as { totalCount?: unknown }).totalCount === "number";
+  const isPool = postgresJs === undefined && hasMethod(db, "connect") && !hasMethod(db, "release") && typeof (db as { totalCount?: unknown }).totalCount === "number";
   const isPGlite = !isPool && hasMethod(db, "transaction") && !hasMethod(db, "connect");
 
   /** Runs `body` until an attempt commits; `frame` starts an attempt on a connection, commits it, or rolls it back. */
@@ -269,6 +285,16 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike, options:
         }
       }, body, true);
     }
+    if (postgresJs?.begin !== undefined) {
+      const sql = postgresJs as Required<PostgresJsLike>;
+      return attempts((attempt) => wrapped(() => sql.begin((tx: PostgresJsLike) => attempt(queryableOf(tx)))), body, true);
+    }
+    if (postgresJs?.savepoint !== undefined) {
+      const sql = postgresJs as Required<PostgresJsLike>;
+      return oneAtATime(sql, () =>
+        attempts((attempt) => wrapped(() => sql.savepoint((tx: PostgresJsLike) => attempt(queryableOf(tx)))), body, false),
+      );
+    }
     if (isPGlite) {
       const pglite = db as PostgresQueryable & { transaction<R>(run: (tx: PostgresQueryable) => Promise<R>): Promise<R> };
       return attempts((attempt) => wrapped(() => pglite.transaction((tx) => attempt(tx))), body, true);
@@ -305,6 +331,16 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike, options:
     read: (ref) => transaction((store) => Promise.resolve(store.read(ref))),
     write: (ref, state, info?: WriteInfo) => transaction(async (store) => void (await (store as Attempt).write(ref, state, info))),
   };
+}
+
+/** Any supported `db` as a {@link PostgresQueryable}: postgres.js through {@link queryableOf}. */
+function queryable(db: PostgresQueryable | PostgresJsLike): PostgresQueryable {
+  return hasMethod(db, "query") ? (db as PostgresQueryable) : queryableOf(db as PostgresJsLike);
+}
+
+/** A postgres.js `sql` as a {@link PostgresQueryable}. */
+function queryableOf(sql: PostgresJsLike): PostgresQueryable {
+  return { query: async (text, params) => ({ rows: [...(await sql.unsafe(text, params))] }) };
 }
 
 /** Starts an attempt on a connection, commits it, or rolls it back. */

@@ -21,10 +21,11 @@ export const limiterOn = (store, limits = LIMITS) => new RateLimiter(store, limi
  * Registers the scenarios. `backend` gives:
  * - `db()`: what the app hands postgresStore for calls of their own (a pg Pool, or PGlite);
  * - `inTransaction(fn)`: runs `fn(tx)` in the app's own transaction (BEGIN … COMMIT, ROLLBACK
- *   when fn throws) and returns what it returns; `tx` has `query(text, params)`.
+ *   when fn throws) and returns what it returns; `tx` has `query(text, params)`;
+ * - optionally `query(text, params)`: the rows of a statement, when `db()` has no `query`.
  */
 export function postgresScenarios(backend) {
-  const query = async (text, params = []) => (await backend.db().query(text, params)).rows;
+  const query = backend.query ?? (async (text, params = []) => (await backend.db().query(text, params)).rows);
   const stored = (ref) => limiterOn(pgHost.postgresStore(backend.db())).getValue(ref.name, { key: ref.key });
   const rowOf = async (name, key) => (await query("SELECT value, ts FROM ratebound WHERE name = $1 AND key = $2", [name, key]))[0] ?? null;
   const posts = async (author) => (await query("SELECT body FROM posts WHERE author = $1 ORDER BY id", [author])).map((row) => row.body);

@@ -1,9 +1,10 @@
 // The real drivers' types satisfy ratebound's structural ones, checked by tsc against the built
-// declarations (pkg/dist): pg's Client, PoolClient and Pool, PGlite and its transactions, and
-// better-sqlite3's Database. Compiled by tests/sql/types.test.mjs, never run.
+// declarations (pkg/dist): pg's Client, PoolClient and Pool, postgres.js's sql and its transactions,
+// PGlite and its transactions, and better-sqlite3's Database. Compiled by tests/sql/types.test.mjs, never run.
 import { PGlite, type Transaction } from "@electric-sql/pglite";
 import Database from "better-sqlite3";
 import pg from "pg";
+import postgres from "postgres";
 import { MINUTE, RateLimiter } from "ratebound";
 import { createTable, postgresStore, pruneStates, type PostgresPoolLike, type PostgresQueryable } from "ratebound/postgres";
 import { createTable as createSqliteTable, sqliteStore, type SqliteDatabaseLike } from "ratebound/sqlite";
@@ -19,6 +20,14 @@ export async function pgDrivers(pool: pg.Pool, client: pg.Client): Promise<void>
   await new RateLimiter(postgresStore(asPool), LIMITS).limit("post", { key: "ada" });
   await new RateLimiter(postgresStore(asClient), LIMITS).check("post");
   await new RateLimiter(postgresStore(poolClient), LIMITS).getValue("post");
+}
+
+export async function postgresJs(sql: postgres.Sql): Promise<void> {
+  await createTable(sql);
+  await new RateLimiter(postgresStore(sql), LIMITS).limit("post");
+  await sql.begin(async (tx) => {
+    await new RateLimiter(postgresStore(tx), LIMITS).limit("post", { key: "ada" });
+  });
 }
 
 export async function pglite(db: PGlite): Promise<void> {
