@@ -57,7 +57,14 @@ export interface PostgresStoreOptions {
   onRetry?: (attempt: number, reason: string) => void;
 }
 
-/** The SQL of {@link createTable}, for migrations: the table and its primary key. */
+/**
+ * The SQL of {@link createTable}, for migrations: the table and its primary key.
+ *
+ * @param options `table`: its name, `name` or `schema.name` (default `"ratebound"`).
+ * @returns One `CREATE TABLE IF NOT EXISTS` statement.
+ * @example
+ * writeFileSync("migrations/001_ratebound.sql", createTableSql() + ";\n");
+ */
 export function createTableSql(options: Pick<PostgresStoreOptions, "table"> = {}): string {
   const table = quotedTable("postgres", options.table ?? "ratebound");
   return `CREATE TABLE IF NOT EXISTS ${table} (

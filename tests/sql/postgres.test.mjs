@@ -242,3 +242,15 @@ describe("a real PostgreSQL server", () => {
     assert.equal((await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'rr-new'"))[0].value, 40);
   });
 });
+
+test("bad arguments are refused at once, with an error naming what is wrong", async () => {
+  assert.throws(() => pgHost.postgresStore(null), /ratebound\/postgres: db must have a query\(text, params\) method.*got null/);
+  assert.throws(() => pgHost.postgresStore({}), /db must have a query/);
+  assert.throws(() => pgHost.postgresStore({ query() {} }, { table: 'x"; DROP TABLE users; --' }), /table must be a name like "ratebound"/);
+  assert.throws(() => pgHost.postgresStore({ query() {} }, { maxAttempts: 0 }), /maxAttempts must be an integer >= 1 \(got 0\)/);
+  assert.throws(() => pgHost.createTableSql({ table: "a.b.c" }), /table must be a name/);
+  assert.match(pgHost.createTableSql({ table: "app.limits" }), /CREATE TABLE IF NOT EXISTS "app"\."limits"/);
+  const sqliteHost = await import("../../pkg/dist/sqlite.js");
+  assert.throws(() => sqliteHost.sqliteStore({ prepare() {} }), /ratebound\/sqlite: db must be a better-sqlite3 Database or a D1 binding/);
+  assert.throws(() => sqliteHost.sqliteStore({ prepare() {}, batch() {} }, { table: "1abc" }), /table must be a name/);
+});
