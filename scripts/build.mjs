@@ -2,7 +2,7 @@
 // wasm-bindgen's glue and types, wasm-opt, tsc, and the CommonJS entry.
 // `--if-stale` skips the build when pkg/ is newer than every source file.
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -52,6 +52,14 @@ run("wasm-bindgen", [
   "--out-dir", at("ts", "wasm"),
   at("target", "wasm32-unknown-unknown", "release", "ratebound.wasm"),
 ]);
+// The glue declares `[Symbol.dispose]` on its classes, which only lib esnext
+// knows: an app on lib es2020/es2022 with skipLibCheck false would fail to
+// compile our types. The classes are internal; the glue still defines the
+// method at run time where the engine has Symbol.dispose.
+{
+  const types = at("ts", "wasm", "ratebound.d.ts");
+  writeFileSync(types, readFileSync(types, "utf8").replace(/^\s*\[Symbol\.dispose\]\(\): void;\n/gm, ""));
+}
 const wasm = at("ts", "wasm", "ratebound_bg.wasm");
 run(bin("wasm-opt"), ["-Oz", "--strip-debug", "--strip-producers", wasm, "-o", wasm]);
 

@@ -32,6 +32,15 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   $sudo apt-get install -y -q chromium chromium-driver >&2
 fi
 
+# Debian's redis-server for the ratebound/redis tests (tests/redis/ starts and stops its own).
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "ratebound: installing redis-server" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -q >&2
+  $sudo apt-get install -y -q redis-server >&2
+fi
+
 # cargo-fuzz (libFuzzer) for fuzz/, run on stable Rust with RUSTC_BOOTSTRAP=1; libFuzzer is C++.
 if ! command -v c++ >/dev/null 2>&1; then
   echo "ratebound: installing g++ (libFuzzer is built from C++)" >&2

@@ -28,6 +28,10 @@ node_modules/.bin/vitest run --config tests/hosts/vitest.config.mjs
 echo "== Hosts: Durable Objects in workerd (Miniflare), Deno KV in Deno and in Node (@deno/kv), the examples and their types"
 node --test --test-reporter=spec tests/hosts/
 
+echo "== Redis: ratebound/redis on a real redis-server through node-redis, ioredis, and @upstash/redis over a REST bridge"
+node --test --test-reporter=spec tests/redis/
+node_modules/.bin/tsc -p tests/redis/types
+
 echo "== SQL hosts: ratebound/postgres on PGlite and a real PostgreSQL server (pg, postgres.js), ratebound/sqlite on better-sqlite3 and D1 (Miniflare)"
 node --test --test-reporter=spec tests/sql/
 
@@ -39,6 +43,11 @@ node --test --test-reporter=spec tests/convex-component/
 
 echo "== TypeScript: limit names and result types are checked at compile time"
 node_modules/.bin/tsc -p tests/types/tsconfig.json
+
+echo "== TypeScript: the generated declarations against their snapshot; a strict app on lib es2020 and es2022 (skipLibCheck false)"
+node --test --test-reporter=spec tests/types/
+node_modules/.bin/tsc -p tests/types/strict-app/tsconfig.es2020.json
+node_modules/.bin/tsc -p tests/types/strict-app/tsconfig.es2022.json
 
 echo "== JS: tests on the built package"
 node --test --test-reporter=spec tests/js/

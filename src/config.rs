@@ -4,11 +4,14 @@
 use serde::Serialize;
 use tsify::Tsify;
 
-use crate::error::{quoted, Error};
-use crate::js_number::js_number;
+use crate::error::{Part, Problem, Says};
+use crate::raw::{RawConfig, RawValue};
 
 /// The most shards a limit may have.
 pub const MAX_SHARDS: u32 = 1024;
+
+/// Below this many shards only one shard is read per decision.
+pub const MIN_CHOOSE_TWO: u32 = 3;
 
 /// The largest `start`, in ms from the epoch either way, a fixed window may
 /// name: 2^53, where integers stop being exact (a `Date` reaches 8.64e15).
@@ -35,96 +38,6 @@ impl Kind {
     }
 }
 
-/// One field's value as the caller gave it, before validation.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RawValue {
-    /// JavaScript `undefined`: treated as absent.
-    Undefined,
-    /// JavaScript `null`.
-    Null,
-    /// A boolean.
-    Bool(bool),
-    /// A number, including `NaN`, the infinities and `-0`.
-    Number(f64),
-    /// A string.
-    String(String),
-    /// Anything else (object, array, function, bigint, symbol), described for error messages.
-    Other(String),
-}
-
-impl RawValue {
-    /// The value as an error message shows it: `-1`, `NaN`, `"10"`, `null`, `an object`.
-    pub fn describe(&self) -> String {
-        match self {
-            RawValue::Undefined => "undefined".into(),
-            RawValue::Null => "null".into(),
-            RawValue::Bool(flag) => flag.to_string(),
-            RawValue::Number(number) => js_number(*number),
-            RawValue::String(text) if text.chars().count() > 64 => {
-                let head: String = text.chars().take(64).collect();
-                format!("{}… ({} characters)", quoted(&head), text.chars().count())
-            }
-            RawValue::String(text) => quoted(text),
-            RawValue::Other(description) => description.clone(),
-        }
-    }
-}
-
-impl From<f64> for RawValue {
-    fn from(number: f64) -> Self {
-        RawValue::Number(number)
-    }
-}
-
-impl From<&str> for RawValue {
-    fn from(text: &str) -> Self {
-        RawValue::String(text.into())
-    }
-}
-
-/// A configuration as the caller wrote it: fields in their given order, unchecked.
-///
-/// ```
-/// use ratebound::{Config, RawConfig};
-/// let raw = RawConfig::token_bucket(10.0, 60_000.0).with("capacity", 3.0);
-/// let config = Config::try_from(&raw).unwrap();
-/// assert_eq!(config.capacity, 3.0);
-/// ```
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RawConfig {
-    /// `(field, value)` pairs: the object's own enumerable properties.
-    pub fields: Vec<(String, RawValue)>,
-}
-
-impl RawConfig {
-    /// `{ kind: "token bucket", rate, period }`.
-    pub fn token_bucket(rate: f64, period_ms: f64) -> Self {
-        Self::default().with("kind", "token bucket").with("rate", rate).with("period", period_ms)
-    }
-
-    /// `{ kind: "fixed window", rate, period }`.
-    pub fn fixed_window(rate: f64, period_ms: f64) -> Self {
-        Self::default().with("kind", "fixed window").with("rate", rate).with("period", period_ms)
-    }
-
-    /// The same configuration with `field` set (replaced if present).
-    pub fn with(mut self, field: &str, value: impl Into<RawValue>) -> Self {
-        let value = value.into();
-        match self.fields.iter_mut().find(|(name, _)| name == field) {
-            Some(slot) => slot.1 = value,
-            None => self.fields.push((field.into(), value)),
-        }
-        self
-    }
-
-    fn get(&self, field: &str) -> &RawValue {
-        self.fields
-            .iter()
-            .find(|(name, _)| name == field)
-            .map_or(&RawValue::Undefined, |(_, value)| value)
-    }
-}
-
 /// A validated configuration: every number finite and in range, defaults filled in.
 ///
 /// Invariants: `rate > 0`, `period_ms > 0`, `rate / shard_count / period_ms`
@@ -148,85 +61,43 @@ pub struct Config {
     pub start_ms: Option<f64>,
 }
 
-/// What is wrong with a configuration, before the limit's name is attached.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfigError {
-    /// The offending field, or `"config"`.
-    pub field: String,
-    /// What is wrong, naming the value.
-    pub problem: String,
-}
-
-impl ConfigError {
-    fn new(field: &str, problem: String) -> Self {
-        ConfigError { field: field.into(), problem }
-    }
-
-    /// The error for the limit called `limit`.
-    pub fn for_limit(self, limit: &str) -> Error {
-        Error::InvalidConfig { limit: Some(limit.into()), field: self.field, problem: self.problem }
-    }
-
-    /// The error for a config that belongs to no named limit.
-    pub fn unnamed(self) -> Error {
-        Error::InvalidConfig { limit: None, field: self.field, problem: self.problem }
-    }
-}
-
 const FIELDS: [&str; 7] = ["kind", "rate", "period", "capacity", "maxReserved", "shards", "start"];
 
-fn number(raw: &RawConfig, field: &str) -> Result<Option<f64>, ConfigError> {
+fn number(raw: &RawConfig, field: &str) -> Result<Option<f64>, Problem> {
     match raw.get(field) {
         RawValue::Undefined => Ok(None),
         RawValue::Number(number) => Ok(Some(*number)),
-        other => Err(ConfigError::new(field, format!("{field} must be a number (got {})", other.describe()))),
+        other => Err(Problem::must_be(field, "a number", other.clone())),
     }
 }
 
-fn positive(raw: &RawConfig, field: &str) -> Result<f64, ConfigError> {
+fn positive(raw: &RawConfig, field: &str) -> Result<f64, Problem> {
     match number(raw, field)? {
         Some(value) if value.is_finite() && value > 0.0 => Ok(value),
-        found => Err(ConfigError::new(
-            field,
-            format!(
-                "{field} must be a positive finite number (got {})",
-                found.map_or("undefined".into(), js_number)
-            ),
-        )),
+        found => Err(Problem::must_be(field, "a positive finite number", found.map_or(RawValue::Undefined, RawValue::Number))),
     }
 }
 
-fn non_negative(raw: &RawConfig, field: &str) -> Result<Option<f64>, ConfigError> {
+fn non_negative(raw: &RawConfig, field: &str) -> Result<Option<f64>, Problem> {
     match number(raw, field)? {
-        None => Ok(None),
-        Some(value) if value.is_finite() && value >= 0.0 => Ok(Some(value)),
-        Some(value) => Err(ConfigError::new(
-            field,
-            format!("{field} must be a finite number >= 0 (got {})", js_number(value)),
-        )),
+        Some(value) if !(value.is_finite() && value >= 0.0) => Err(Problem::must_be(field, "a finite number >= 0", value)),
+        found => Ok(found),
     }
 }
 
 impl TryFrom<&RawConfig> for Config {
-    type Error = ConfigError;
+    type Error = Problem;
 
     /// Validates every field; the first problem found is the error.
-    fn try_from(raw: &RawConfig) -> Result<Config, ConfigError> {
+    fn try_from(raw: &RawConfig) -> Result<Config, Problem> {
         if let Some((field, _)) = raw.fields.iter().find(|(name, _)| !FIELDS.contains(&name.as_str())) {
-            return Err(ConfigError::new(
-                field,
-                format!("unknown field {} (the fields are {})", quoted(field), FIELDS.join(", ")),
-            ));
+            let says = Says::Unknown { what: "field", of: "", plural: "fields", known: &FIELDS };
+            return Err(Problem { field: field.clone(), says });
         }
         let kind = match raw.get("kind") {
             RawValue::String(text) if text == "token bucket" => Kind::TokenBucket,
             RawValue::String(text) if text == "fixed window" => Kind::FixedWindow,
-            other => {
-                return Err(ConfigError::new(
-                    "kind",
-                    format!("kind must be \"token bucket\" or \"fixed window\" (got {})", other.describe()),
-                ))
-            }
+            other => return Err(Problem::must_be("kind", "\"token bucket\" or \"fixed window\"", other.clone())),
         };
         let rate = positive(raw, "rate")?;
         let period_ms = positive(raw, "period")?;
@@ -234,45 +105,30 @@ impl TryFrom<&RawConfig> for Config {
         let max_reserved = non_negative(raw, "maxReserved")?;
         let shard_count = match number(raw, "shards")? {
             None => 1,
-            Some(shards) if shards.fract() == 0.0 && (1.0..=f64::from(MAX_SHARDS)).contains(&shards) => {
-                shards as u32
-            }
-            Some(shards) => {
-                return Err(ConfigError::new(
-                    "shards",
-                    format!("shards must be an integer from 1 to {MAX_SHARDS} (got {})", js_number(shards)),
-                ))
-            }
+            Some(shards) if shards.fract() == 0.0 && (1.0..=f64::from(MAX_SHARDS)).contains(&shards) => shards as u32,
+            Some(shards) => return Err(Problem::must_be("shards", "an integer from 1 to 1024", shards)),
         };
         let start_ms = match (kind, raw.get("start")) {
             (_, RawValue::Undefined) | (Kind::TokenBucket, RawValue::Null) => None,
-            (Kind::TokenBucket, other) => {
-                return Err(ConfigError::new(
-                    "start",
-                    format!("start must be null or absent for a token bucket (got {})", other.describe()),
-                ))
-            }
+            (Kind::TokenBucket, other) => return Err(Problem::must_be("start", "null or absent for a token bucket", other.clone())),
             (Kind::FixedWindow, RawValue::Number(start)) if start.abs() <= MAX_INSTANT_MS => Some(*start),
             (Kind::FixedWindow, other) => {
-                return Err(ConfigError::new(
-                    "start",
-                    format!(
-                        "start must be a number of ms within ±{} (2^53) (got {})",
-                        js_number(MAX_INSTANT_MS),
-                        other.describe()
-                    ),
-                ))
+                return Err(Problem::must_be("start", "a number of ms within ±9007199254740992 (2^53)", other.clone()))
             }
         };
         let shard_refill_per_ms = rate / f64::from(shard_count) / period_ms;
         if !(shard_refill_per_ms.is_finite() && shard_refill_per_ms > 0.0) {
-            return Err(ConfigError::new(
+            return Err(Problem::parts(
                 "rate",
-                format!(
-                    "rate / period must be a positive finite number of tokens per ms for each shard (got rate {}, period {}, shards {shard_count})",
-                    js_number(rate),
-                    js_number(period_ms)
-                ),
+                vec![
+                    Part::Text("rate / period must be a positive finite number of tokens per ms for each shard (got rate "),
+                    Part::Number(rate),
+                    Part::Text(", period "),
+                    Part::Number(period_ms),
+                    Part::Text(", shards "),
+                    Part::Number(f64::from(shard_count)),
+                    Part::Text(")"),
+                ],
             ));
         }
         Ok(Config { kind, rate, period_ms, capacity, max_reserved, shard_count, start_ms })
@@ -405,6 +261,11 @@ mod tests {
 
     fn problem(raw: RawConfig) -> String {
         Config::try_from(&raw).unwrap_err().for_limit("sendMessage").to_string()
+    }
+
+    #[test]
+    fn the_shards_rule_names_max_shards() {
+        assert_eq!(MAX_SHARDS, 1024, "the message \"an integer from 1 to 1024\" names it");
     }
 
     #[test]

@@ -1,60 +1,9 @@
-//! One decision on one shard, and the checks a request must pass first.
+//! One decision on one shard: granted, reserved or refused, with an honest wait.
 
 use crate::config::{Config, Kind};
-use crate::error::Error;
-use crate::js_number::js_number;
-use crate::shard::MIN_CHOOSE_TWO;
+use crate::request::Request;
 use crate::state::State;
 use crate::transition::advance;
-
-/// What one call asks of a limit.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Request {
-    /// Tokens to consume: finite and `>= 0`.
-    pub count: f64,
-    /// Whether to go into debt (and be told when to run) rather than be refused.
-    pub reserve: bool,
-}
-
-/// Rejects a request that is malformed or that can never succeed.
-///
-/// With `shard_factor = shards < 3 ? 1 : shards / 2` and
-/// `max = capacity / shard_factor`: without `reserve`, `count > max` is an
-/// error; with `reserve` and a `maxReserved`, `count > max + maxReserved / shard_factor` is.
-///
-/// ```
-/// use ratebound::{validate_request, Config, RawConfig, Request};
-/// let config = Config::try_from(&RawConfig::token_bucket(1.0, 1000.0)).unwrap();
-/// let error = validate_request("simple", &config, Request { count: 2.0, reserve: false }).unwrap_err();
-/// assert_eq!(error.to_string(), "Rate limit simple count 2 exceeds 1.");
-/// ```
-///
-/// # Errors
-/// [`Error::InvalidRequest`] for a count that is not a finite number `>= 0`
-/// (a negative count would mint tokens); [`Error::CountExceedsMax`] as above.
-pub fn validate_request(limit: &str, config: &Config, request: Request) -> Result<(), Error> {
-    let Request { count, reserve } = request;
-    if !(count.is_finite() && count >= 0.0) {
-        return Err(Error::request(limit, "count", format!("count must be a finite number >= 0 (got {})", js_number(count))));
-    }
-    let shard_factor = if config.shard_count < MIN_CHOOSE_TWO { 1.0 } else { f64::from(config.shard_count) / 2.0 };
-    let max = config.capacity / shard_factor;
-    let bound = match (reserve, config.max_reserved) {
-        (false, _) => max,
-        (true, Some(max_reserved)) => max + max_reserved / shard_factor,
-        (true, None) => return Ok(()),
-    };
-    if count > bound {
-        return Err(Error::CountExceedsMax {
-            limit: limit.into(),
-            count,
-            max: bound,
-            shard_count: config.shard_count,
-            reserve,
-        });
-    }
-    Ok(())
-}
 
 /// The outcome of deciding on one shard.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -151,32 +100,11 @@ fn honest_wait(replay: impl Fn(f64) -> f64, config: &Config, now_ms: f64, mut wa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::RawConfig;
+    use crate::raw::RawConfig;
+    use crate::request::validate_request;
 
     fn config(raw: RawConfig) -> Config {
         Config::try_from(&raw).unwrap()
-    }
-
-    #[test]
-    fn rejects_a_negative_count_instead_of_minting_tokens() {
-        let error = validate_request("x", &config(RawConfig::token_bucket(1.0, 1.0)), Request { count: -1.0, reserve: false });
-        assert_eq!(error.unwrap_err().to_string(), "Rate limit \"x\": count must be a finite number >= 0 (got -1)");
-    }
-
-    #[test]
-    fn sharded_bound_counts_two_shards() {
-        let limit = config(RawConfig::token_bucket(40_000.0, 60_000.0).with("shards", 10.0));
-        assert!(validate_request("llm", &limit, Request { count: 8000.0, reserve: false }).is_ok());
-        let error = validate_request("llm", &limit, Request { count: 8001.0, reserve: false }).unwrap_err();
-        assert_eq!(error.to_string(), "Rate limit llm count 8001 exceeds 8000 per 10 shards.");
-    }
-
-    #[test]
-    fn reservation_bound_adds_max_reserved() {
-        let limit = config(RawConfig::token_bucket(10.0, 1.0).with("maxReserved", 5.0));
-        assert!(validate_request("r", &limit, Request { count: 15.0, reserve: true }).is_ok());
-        let error = validate_request("r", &limit, Request { count: 16.0, reserve: true }).unwrap_err();
-        assert_eq!(error.to_string(), "Rate limit r count 16 exceeds 15.00.");
     }
 
     #[test]
@@ -195,12 +123,6 @@ mod tests {
                 Err(error) => assert_eq!(error.code(), "COUNT_EXCEEDS_MAX"),
             }
         }
-    }
-
-    #[test]
-    fn unlimited_reservation_accepts_any_count() {
-        let limit = config(RawConfig::token_bucket(10.0, 1.0));
-        assert!(validate_request("r", &limit, Request { count: 1e9, reserve: true }).is_ok());
     }
 
     #[test]

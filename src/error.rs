@@ -1,10 +1,12 @@
 //! The one error type. "Limited, retry in N ms" is not an error: it is a
 //! [`RateLimitResult`](crate::RateLimitResult). Errors are for requests that
-//! can never succeed and for bad input, and each has a stable [`Error::code`].
+//! can never succeed and for bad input; each has a stable [`Error::code`] and
+//! carries the values it is about, which [`Error::message`] prints.
 
 use std::fmt;
 
-use crate::js_number::{js_fixed_2, js_number};
+use crate::message::{Message, NumberFormat, RustNumbers};
+use crate::raw::RawValue;
 
 /// Why a call failed, as opposed to being refused.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,19 +15,23 @@ pub enum Error {
     InvalidConfig {
         /// The limit's name; `None` for a config passed to `calculateRateLimit`.
         limit: Option<String>,
-        /// The offending field, or `"config"` for the object as a whole.
-        field: String,
-        /// What is wrong, naming the value that was given.
-        problem: String,
+        /// What is wrong.
+        problem: Problem,
     },
-    /// An option of one call (`count`, `key`, `sampleShards`, `now`, …) is invalid.
+    /// An argument of one call (`count`, `key`, `sampleShards`, `now`, …) is invalid.
     InvalidRequest {
-        /// The limit's name.
+        /// The limit's name, or the function called (`"withJitter"`, `"MemoryStore"`).
         limit: String,
-        /// The offending option.
-        field: String,
-        /// What is wrong, naming the value that was given.
-        problem: String,
+        /// What is wrong.
+        problem: Problem,
+    },
+    /// An argument of a constructor or of a call is not of the shape it must
+    /// have (a store without methods, limits that are not an object…).
+    InvalidArgument {
+        /// The constructor or function called.
+        function: &'static str,
+        /// What is wrong.
+        problem: Problem,
     },
     /// The request asks for more than the limit can ever grant.
     CountExceedsMax {
@@ -42,8 +48,13 @@ pub enum Error {
     },
     /// A limit name that is not a well-formed string.
     InvalidName {
-        /// The value given, described.
-        got: String,
+        /// The value given.
+        got: RawValue,
+    },
+    /// A limit name longer than 1024 bytes of UTF-8.
+    NameTooLong {
+        /// Its length in UTF-8 bytes.
+        bytes: usize,
     },
     /// No limit of that name was defined and no config was passed inline.
     UnknownLimit {
@@ -52,15 +63,15 @@ pub enum Error {
     },
     /// A stored state is not two finite numbers.
     CorruptState {
-        /// The state's reference, described for people.
-        reference: String,
-        /// What is wrong, naming the value that was found.
-        problem: String,
+        /// Where it was found.
+        at: Place,
+        /// What is wrong with it.
+        problem: Problem,
     },
     /// The injected random source returned something that is not in `[0, 1)`.
     InvalidRandom {
-        /// The value it returned, described.
-        got: String,
+        /// The value it returned.
+        got: RawValue,
     },
     /// A MemoryStore holds `max_keys` keys and none has fully refilled, so
     /// none can be dropped without handing out tokens: the call fails closed.
@@ -69,13 +80,118 @@ pub enum Error {
         max_keys: u32,
     },
     /// The runtime has no source of random numbers (and none was injected).
-    RandomUnavailable {
-        /// What the runtime said.
-        reason: String,
+    RandomUnavailable,
+}
+
+/// Where a corrupt state was found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Place {
+    /// In the store, at this ref.
+    Stored {
+        /// The limit's name.
+        name: String,
+        /// The key, if any.
+        key: Option<String>,
+        /// The shard.
+        shard: u32,
     },
+    /// Passed to this function.
+    Passed(&'static str),
+}
+
+/// What is wrong with one field or argument.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// The offending field or argument, or `"config"` / `"options"` for the object as a whole.
+    pub field: String,
+    /// What the message says about it.
+    pub says: Says,
+}
+
+/// The forms a problem's message takes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Says {
+    /// `{field} must be {rule} (got {got})`.
+    MustBe {
+        /// What it must be: `"a finite number >= 0"`.
+        rule: &'static str,
+        /// What it was.
+        got: RawValue,
+    },
+    /// `unknown {what} "{field}"{of} (the {plural} are {known, …})`.
+    Unknown {
+        /// `"field"` or `"option"`.
+        what: &'static str,
+        /// Said after the name: `""` or `" of a limitAll item"`.
+        of: &'static str,
+        /// `"fields"` or `"options"`.
+        plural: &'static str,
+        /// The names that are known.
+        known: &'static [&'static str],
+    },
+    /// Any other message, in parts.
+    Parts(Vec<Part>),
+}
+
+/// A part of a [`Says::Parts`] message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    /// Text as it is.
+    Text(&'static str),
+    /// A number, printed as JavaScript prints it.
+    Number(f64),
+}
+
+impl Problem {
+    /// `{field} must be {rule} (got {got})`.
+    pub fn must_be(field: impl Into<String>, rule: &'static str, got: impl Into<RawValue>) -> Problem {
+        Problem { field: field.into(), says: Says::MustBe { rule, got: got.into() } }
+    }
+
+    /// A message in parts.
+    pub fn parts(field: impl Into<String>, parts: Vec<Part>) -> Problem {
+        Problem { field: field.into(), says: Says::Parts(parts) }
+    }
+
+    /// The error for the limit called `limit`.
+    pub fn for_limit(self, limit: &str) -> Error {
+        Error::InvalidConfig { limit: Some(limit.into()), problem: self }
+    }
+
+    /// The error for a config that belongs to no named limit.
+    pub fn unnamed(self) -> Error {
+        Error::InvalidConfig { limit: None, problem: self }
+    }
+
+    fn write(&self, message: &mut Message<'_>) {
+        match &self.says {
+            Says::MustBe { rule, got } => {
+                message.text(&self.field).text(" must be ").text(rule).text(" (got ");
+                got.show(message);
+                message.text(")");
+            }
+            Says::Unknown { what, of, plural, known } => {
+                message.text("unknown ").text(what).text(" ").shown(&self.field).text(of);
+                message.text(" (the ").text(plural).text(" are ").text(&known.join(", ")).text(")");
+            }
+            Says::Parts(parts) => {
+                for part in parts {
+                    match part {
+                        Part::Text(text) => message.text(text),
+                        Part::Number(number) => message.number(*number),
+                    };
+                }
+            }
+        }
+    }
 }
 
 impl Error {
+    /// A bad argument of one call of the limit (or function) `limit`.
+    pub fn request(limit: &str, problem: Problem) -> Error {
+        Error::InvalidRequest { limit: limit.into(), problem }
+    }
+
     /// A stable identifier for the kind of error, carried to JavaScript as `error.code`.
     ///
     /// ```
@@ -86,149 +202,149 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidConfig { .. } => "INVALID_CONFIG",
-            Error::InvalidRequest { .. } => "INVALID_REQUEST",
+            Error::InvalidRequest { .. } | Error::InvalidName { .. } | Error::NameTooLong { .. } => "INVALID_REQUEST",
+            Error::InvalidArgument { .. } => "INVALID_ARGUMENT",
             Error::CountExceedsMax { .. } => "COUNT_EXCEEDS_MAX",
             Error::UnknownLimit { .. } => "UNKNOWN_LIMIT",
-            Error::InvalidName { .. } => "INVALID_REQUEST",
             Error::CorruptState { .. } => "CORRUPT_STATE",
             Error::InvalidRandom { .. } => "INVALID_RANDOM",
-            Error::RandomUnavailable { .. } => "RANDOM_UNAVAILABLE",
+            Error::RandomUnavailable => "RANDOM_UNAVAILABLE",
             Error::StoreFull { .. } => "STORE_FULL",
         }
     }
 
-    /// The limit's name or the config field the error is about, for `error.field` in JavaScript.
+    /// The field or argument the error is about, for `error.field` in JavaScript.
     pub fn field(&self) -> Option<&str> {
         match self {
-            Error::InvalidConfig { field, .. } | Error::InvalidRequest { field, .. } => Some(field),
+            Error::InvalidConfig { problem, .. } | Error::InvalidRequest { problem, .. } | Error::InvalidArgument { problem, .. } => {
+                Some(&problem.field)
+            }
             Error::CountExceedsMax { .. } => Some("count"),
-            Error::InvalidName { .. } => Some("name"),
+            Error::InvalidName { .. } | Error::NameTooLong { .. } => Some("name"),
             _ => None,
         }
     }
 
-    pub(crate) fn request(limit: &str, field: &str, problem: impl Into<String>) -> Error {
-        Error::InvalidRequest { limit: limit.into(), field: field.into(), problem: problem.into() }
+    /// The message, with numbers printed by `numbers`.
+    pub fn message(&self, numbers: &dyn NumberFormat) -> String {
+        let mut message = Message::new(numbers);
+        let m = &mut message;
+        match self {
+            Error::InvalidConfig { limit: Some(limit), problem } | Error::InvalidRequest { limit, problem } => {
+                m.text("Rate limit ").shown(limit).text(": ");
+                problem.write(m);
+            }
+            Error::InvalidConfig { limit: None, problem } => {
+                m.text("Invalid rate limit config: ");
+                problem.write(m);
+            }
+            Error::InvalidArgument { function, problem } => {
+                m.text(function).text(": ");
+                problem.write(m);
+            }
+            Error::CountExceedsMax { limit, count, max, shard_count, reserve } => {
+                m.text("Rate limit ").text(limit).text(" count ").number(*count).text(" exceeds ");
+                if *reserve {
+                    m.fixed_2(*max);
+                } else {
+                    m.number(*max);
+                }
+                if *shard_count > 1 {
+                    m.text(" per ").number(f64::from(*shard_count)).text(" shards.");
+                } else {
+                    m.text(".");
+                }
+            }
+            Error::InvalidName { got } => {
+                m.text("Rate limit name must be a well-formed string (got ");
+                got.show(m);
+                m.text(")");
+            }
+            Error::NameTooLong { bytes } => {
+                m.text("Rate limit name must be at most 1024 bytes of UTF-8 (got ").number(*bytes as f64).text(" bytes)");
+            }
+            Error::UnknownLimit { limit } => {
+                m.text("Rate limit ").shown(limit).text(" is not defined: define it in the limits or pass `config` inline.");
+            }
+            Error::CorruptState { at, problem } => {
+                m.text("Stored state for ");
+                match at {
+                    Place::Stored { name, key, shard } => {
+                        m.text("rate limit ").quoted(name);
+                        if let Some(key) = key {
+                            m.text(" key ").quoted(key);
+                        }
+                        m.text(" shard ").number(f64::from(*shard));
+                    }
+                    Place::Passed(function) => {
+                        m.text("the state passed to ").text(function);
+                    }
+                }
+                m.text(" is corrupt: ");
+                problem.write(m);
+            }
+            Error::InvalidRandom { got } => {
+                m.text("random() must return a number in [0, 1) (got ");
+                got.show(m);
+                m.text(")");
+            }
+            Error::StoreFull { max_keys } => {
+                m.text("The MemoryStore holds its maxKeys (").number(f64::from(*max_keys));
+                m.text(") keys and none has fully refilled; dropping one would hand out tokens, so the call is refused");
+            }
+            Error::RandomUnavailable => {
+                m.text("No random numbers are available in this runtime; pass `random` in the limiter's options");
+            }
+        }
+        message.finish()
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::InvalidConfig { limit: Some(limit), problem, .. } => {
-                write!(f, "Rate limit {}: {problem}", shown(limit))
-            }
-            Error::InvalidConfig { limit: None, problem, .. } => write!(f, "Invalid rate limit config: {problem}"),
-            Error::InvalidRequest { limit, problem, .. } => {
-                write!(f, "Rate limit {}: {problem}", shown(limit))
-            }
-            Error::CountExceedsMax { limit, count, max, shard_count, reserve } => {
-                let max = if *reserve { js_fixed_2(*max) } else { js_number(*max) };
-                write!(f, "Rate limit {limit} count {} exceeds {max}", js_number(*count))?;
-                if *shard_count > 1 {
-                    write!(f, " per {shard_count} shards.")
-                } else {
-                    write!(f, ".")
-                }
-            }
-            Error::InvalidName { got } => write!(f, "Rate limit name must be a well-formed string (got {got})"),
-            Error::UnknownLimit { limit } => write!(
-                f,
-                "Rate limit {} is not defined: define it in the limits or pass `config` inline.",
-                shown(limit)
-            ),
-            Error::CorruptState { reference, problem } => {
-                write!(f, "Stored state for {reference} is corrupt: {problem}")
-            }
-            Error::InvalidRandom { got } => {
-                write!(f, "random() must return a number in [0, 1) (got {got})")
-            }
-            Error::StoreFull { max_keys } => write!(
-                f,
-                "The MemoryStore holds its maxKeys ({max_keys}) keys and none has fully refilled; dropping one would hand out tokens, so the call is refused"
-            ),
-            Error::RandomUnavailable { reason } => {
-                write!(f, "No random numbers are available in this runtime ({reason}); pass `random` in the limiter's options")
-            }
-        }
+        f.write_str(&self.message(&RustNumbers))
     }
 }
 
 impl std::error::Error for Error {}
 
-/// A caller's name as an error message shows it: quoted, and cut after 64
-/// characters so that a huge name never makes a huge message.
-pub(crate) fn shown(text: &str) -> String {
-    let length = text.chars().count();
-    if length <= 64 {
-        return quoted(text);
-    }
-    let head: String = text.chars().take(64).collect();
-    format!("{}… ({length} characters)", quoted(&head))
-}
-
-/// A string as a JSON string literal, so that empty names and odd characters stay visible.
-pub(crate) fn quoted(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn exceeds(count: f64, max: f64, shard_count: u32, reserve: bool) -> String {
+        Error::CountExceedsMax { limit: "simple".into(), count, max, shard_count, reserve }.to_string()
+    }
+
     #[test]
     fn count_exceeds_reads_like_the_reference() {
-        let error = Error::CountExceedsMax {
-            limit: "simple".into(),
-            count: 2.0,
-            max: 1.0,
-            shard_count: 1,
-            reserve: false,
-        };
-        assert_eq!(error.to_string(), "Rate limit simple count 2 exceeds 1.");
+        assert_eq!(exceeds(2.0, 1.0, 1, false), "Rate limit simple count 2 exceeds 1.");
     }
 
     #[test]
     fn count_exceeds_names_the_shards_when_sharded() {
-        let error = Error::CountExceedsMax {
-            limit: "llm".into(),
-            count: 9000.0,
-            max: 8000.0,
-            shard_count: 10,
-            reserve: false,
-        };
-        assert_eq!(error.to_string(), "Rate limit llm count 9000 exceeds 8000 per 10 shards.");
+        assert_eq!(exceeds(9000.0, 8000.0, 10, false), "Rate limit simple count 9000 exceeds 8000 per 10 shards.");
     }
 
     #[test]
     fn reserved_bound_is_printed_with_two_decimals_like_the_reference() {
-        let error = Error::CountExceedsMax {
-            limit: "r".into(),
-            count: 20.0,
-            max: 15.0,
-            shard_count: 1,
-            reserve: true,
-        };
-        assert_eq!(error.to_string(), "Rate limit r count 20 exceeds 15.00.");
+        assert_eq!(exceeds(20.0, 15.0, 1, true), "Rate limit simple count 20 exceeds 15.00.");
     }
 
     #[test]
-    fn quoting_keeps_empty_and_control_characters_visible() {
-        assert_eq!(quoted(""), "\"\"");
-        assert_eq!(quoted("a\"b\n"), "\"a\\\"b\\n\"");
+    fn a_problem_names_the_field_the_rule_and_the_value() {
+        let error = Error::request("send", Problem::must_be("count", "a finite number >= 0", -1.0));
+        assert_eq!(error.to_string(), "Rate limit \"send\": count must be a finite number >= 0 (got -1)");
+        assert_eq!((error.code(), error.field()), ("INVALID_REQUEST", Some("count")));
+    }
+
+    #[test]
+    fn a_corrupt_state_names_its_ref() {
+        let at = Place::Stored { name: "chat".into(), key: Some("a:b".into()), shard: 2 };
+        let error = Error::CorruptState { at, problem: Problem::must_be("value", "a finite number", f64::NAN) };
+        assert_eq!(
+            error.to_string(),
+            "Stored state for rate limit \"chat\" key \"a:b\" shard 2 is corrupt: value must be a finite number (got NaN)"
+        );
     }
 }

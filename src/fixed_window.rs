@@ -1,8 +1,8 @@
 //! Fixed window: `rate` tokens arrive at the start of each `period` window.
 
 use crate::config::Config;
-use crate::state::State;
-use crate::transition::{js_min, Transition};
+use crate::js_math::js_min;
+use crate::state::{State, Transition};
 
 /// `k = floor((now - ts) / period)` whole windows passed;
 /// `value = min(value + rate × k, capacity) - count`; `ts` moves to the current window's start.
@@ -23,7 +23,7 @@ pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::RawConfig;
+    use crate::raw::RawConfig;
 
     fn window(rate: f64, period_ms: f64, capacity: f64) -> Config {
         Config::try_from(&RawConfig::fixed_window(rate, period_ms).with("capacity", capacity)).unwrap()

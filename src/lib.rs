@@ -1,32 +1,43 @@
 //! ratebound: rate limits stored as two numbers per key, `{ value, ts }`.
 //!
 //! The core is pure: time, counts and random numbers are arguments, and
-//! persistence is whatever implements [`StateStore`]. `wasm` is the only
-//! module that knows about JavaScript.
+//! persistence is whatever implements [`StateStore`]. The `wasm` module is
+//! the only one that knows about JavaScript, and nothing here imports it.
 
+mod batch;
 mod config;
 mod decision;
 mod error;
 mod fixed_window;
-mod jitter;
-mod js_number;
+mod js_math;
 mod limiter;
+mod message;
+mod random;
+mod raw;
+pub mod request;
+mod result;
 mod shard;
 mod slab;
 mod state;
 mod token_bucket;
 mod transition;
+mod value;
 /// The JavaScript boundary (wasm32 only): what the npm package calls.
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-pub use config::{Config, ConfigError, Kind, RateLimitConfig, RawConfig, RawValue, MAX_INSTANT_MS, MAX_SHARDS};
-pub use decision::{decide, validate_request, Request, ShardDecision};
-pub use error::Error;
-pub use jitter::with_jitter;
-pub use js_number::js_number;
-pub use limiter::{check, decide_and_maybe_write, get_value, limit, limit_all, reset, BatchItem, RateLimitResult, ValueReport, MAX_KEY_BYTES};
+pub use batch::limit_all;
+pub use config::{Config, FixedWindowConfig, Kind, RateLimitConfig, TokenBucketConfig, MAX_INSTANT_MS, MAX_SHARDS, MIN_CHOOSE_TWO};
+pub use decision::{decide, ShardDecision};
+pub use error::{Error, Part, Place, Problem, Says};
+pub use limiter::{check, decide_and_maybe_write, limit, BatchItem};
+pub use message::{js_number, Message, NumberFormat, RustNumbers};
+pub use random::{unit_random, with_jitter};
+pub use raw::{RawConfig, RawValue};
+pub use request::{validate_request, Request, MAX_KEY_BYTES};
+pub use result::{RateLimitResult, ValueReport};
+pub use shard::{combine, first_shard, sample_shards, second_shard};
 pub use slab::{Slab, SlabBlock};
-pub use shard::{combine, first_shard, sample_shards, second_shard, MIN_CHOOSE_TWO};
-pub use state::{State, StateRef, StateStore, WriteInfo};
-pub use transition::{calculate_rate_limit, full_at, initial_state, unit_random, Transition};
+pub use state::{State, StateRef, StateStore, Transition, WriteInfo};
+pub use transition::{calculate_rate_limit, full_at, initial_state};
+pub use value::{get_value, reset};

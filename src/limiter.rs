@@ -1,79 +1,16 @@
-//! The calls of a limiter — limit, check, limitAll, getValue, reset — run
-//! against any [`StateStore`]. Each reads at most two shards per limit,
-//! decides with the pure functions, and writes only what a granted limit
-//! changed. Time and randomness are arguments.
+//! One limit's decision over any [`StateStore`]: `limit` and `check`. Each
+//! reads at most two shards, decides with the pure functions, and writes only
+//! what a granted limit changed. Time and randomness are arguments.
 
-use serde::Serialize;
-use tsify::Tsify;
-
-use crate::config::{Config, Kind, RateLimitConfig};
-use crate::decision::{decide, validate_request, Request, ShardDecision};
-use crate::error::Error;
-use crate::js_number::js_number;
-use crate::shard::{combine, first_shard, sample_shards, second_shard, MIN_CHOOSE_TWO};
+use crate::config::{Config, MIN_CHOOSE_TWO};
+use crate::decision::{decide, ShardDecision};
+use crate::error::{Error, Part, Problem};
+use crate::request::{check_call, validate_request, Request};
+use crate::result::RateLimitResult;
+use crate::shard::{combine, first_shard, second_shard};
 use crate::state::{State, StateRef, StateStore, WriteInfo};
-use crate::transition::{advance, full_at, initial_state, unit_random};
-
-/// The answer to `limit` and `check`.
-#[derive(Tsify, Serialize, Debug, Clone, Copy, PartialEq)]
-#[serde(untagged)]
-pub enum RateLimitResult {
-    /// Granted. `retryAfter` is present when the tokens were reserved: wait
-    /// that many ms before doing the work.
-    Allowed {
-        #[tsify(type = "true")]
-        ok: bool,
-        #[serde(rename = "retryAfter", skip_serializing_if = "Option::is_none")]
-        #[tsify(optional)]
-        retry_after_ms: Option<f64>,
-    },
-    /// Refused; nothing was written. Retry in `retryAfter` ms.
-    Refused {
-        #[tsify(type = "false")]
-        ok: bool,
-        #[serde(rename = "retryAfter")]
-        retry_after_ms: f64,
-    },
-}
-
-impl RateLimitResult {
-    /// Granted, possibly as a reservation that is due in `retry_after_ms`.
-    pub fn allowed(retry_after_ms: Option<f64>) -> Self {
-        RateLimitResult::Allowed { ok: true, retry_after_ms }
-    }
-
-    /// Refused: retry in `retry_after_ms`.
-    pub fn refused(retry_after_ms: f64) -> Self {
-        RateLimitResult::Refused { ok: false, retry_after_ms }
-    }
-
-    /// Whether the tokens were granted.
-    pub fn is_ok(&self) -> bool {
-        matches!(self, RateLimitResult::Allowed { .. })
-    }
-
-    /// The wait in ms, when there is one.
-    pub fn retry_after_ms(&self) -> Option<f64> {
-        match *self {
-            RateLimitResult::Allowed { retry_after_ms, .. } => retry_after_ms,
-            RateLimitResult::Refused { retry_after_ms, .. } => Some(retry_after_ms),
-        }
-    }
-}
-
-/// `getValue`'s report: `calculateRateLimit({ value, ts }, config, now)` projects the whole limit forward.
-#[derive(Tsify, Serialize, Debug, Clone, PartialEq)]
-#[tsify(rename = "RateLimitValue")]
-pub struct ValueReport {
-    /// Tokens available in the whole limit at `ts` (negative: reserved debt).
-    pub value: f64,
-    /// When `value` was true, in ms since the epoch.
-    pub ts: f64,
-    /// The best sampled shard.
-    pub shard: u32,
-    /// The limit's config with `capacity`, `shards` and a fixed window's `start` filled in.
-    pub config: RateLimitConfig,
-}
+use crate::random::unit_random;
+use crate::transition::{full_at, initial_state};
 
 /// One limit of a [`limit_all`] batch.
 #[derive(Debug, Clone, Copy)]
@@ -89,9 +26,9 @@ pub struct BatchItem<'a> {
 }
 
 /// A decision not yet written: the answer and up to two shard states.
-struct Outcome {
-    result: RateLimitResult,
-    writes: [Option<(u32, State)>; 2],
+pub(crate) struct Outcome {
+    pub(crate) result: RateLimitResult,
+    pub(crate) writes: [Option<(u32, State)>; 2],
 }
 
 impl Outcome {
@@ -105,59 +42,33 @@ impl Outcome {
 }
 
 /// A refused decision always has a wait; fail closed if arithmetic ever loses it.
-fn refused_wait(retry_after_ms: Option<f64>) -> f64 {
+pub(crate) fn refused_wait(retry_after_ms: Option<f64>) -> f64 {
     retry_after_ms.filter(|wait| !wait.is_nan()).unwrap_or(f64::INFINITY)
 }
 
-fn draw(random: &mut impl FnMut() -> Result<f64, Error>) -> Result<f64, Error> {
+pub(crate) fn draw(random: &mut impl FnMut() -> Result<f64, Error>) -> Result<f64, Error> {
     unit_random(random()?)
-}
-
-/// The longest limit name or key, in UTF-8 bytes. Hosts cap their keys
-/// (Deno KV at 2048 bytes for the whole key), so the limiter refuses longer
-/// ones up front with a clear error rather than failing inside a host.
-pub const MAX_KEY_BYTES: usize = 1024;
-
-/// Checks what every call shares: a finite `now`, and a name and key within [`MAX_KEY_BYTES`].
-fn check_call(name: &str, key: Option<&str>, now_ms: f64) -> Result<(), Error> {
-    if name.len() > MAX_KEY_BYTES {
-        return Err(Error::InvalidName {
-            got: format!("a name of {} bytes; the most is {MAX_KEY_BYTES}", name.len()),
-        });
-    }
-    if let Some(key) = key.filter(|key| key.len() > MAX_KEY_BYTES) {
-        return Err(Error::request(
-            name,
-            "key",
-            format!("key must be at most {MAX_KEY_BYTES} bytes of UTF-8 (got {} bytes)", key.len()),
-        ));
-    }
-    if !now_ms.is_finite() {
-        return Err(Error::request(name, "now", format!("now must be a finite number of ms (got {})", js_number(now_ms))));
-    }
-    Ok(())
 }
 
 /// Never writes a state outside the finite numbers. Decisions already refuse
 /// what would leave them (see `decide_as_reference`); this is the last line.
-fn check_writes<'a>(name: &str, writes: impl IntoIterator<Item = &'a State>) -> Result<(), Error> {
+pub(crate) fn check_writes<'a>(name: &str, writes: impl IntoIterator<Item = &'a State>) -> Result<(), Error> {
     for state in writes {
         if !(state.value.is_finite() && state.ts.is_finite()) {
-            return Err(Error::request(
-                name,
-                "count",
-                format!(
-                    "the limit's state would leave the range of numbers (value {}, ts {}); nothing was written",
-                    js_number(state.value),
-                    js_number(state.ts)
-                ),
-            ));
+            let parts = vec![
+                Part::Text("the limit's state would leave the range of numbers (value "),
+                Part::Number(state.value),
+                Part::Text(", ts "),
+                Part::Number(state.ts),
+                Part::Text("); nothing was written"),
+            ];
+            return Err(Error::request(name, Problem::parts("count", parts)));
         }
     }
     Ok(())
 }
 
-async fn read<S: StateStore>(store: &mut S, at: StateRef<'_>) -> Result<Option<State>, S::Error> {
+pub(crate) async fn read<S: StateStore>(store: &mut S, at: StateRef<'_>) -> Result<Option<State>, S::Error> {
     match store.read(at).await? {
         Some(state) => Ok(Some(state.checked(at)?)),
         None => Ok(None),
@@ -170,7 +81,7 @@ async fn read<S: StateStore>(store: &mut S, at: StateRef<'_>) -> Result<Option<S
 /// fresh, or there are fewer than 3 shards, use it. Otherwise read a random
 /// other shard `b`: if one grants, use it; if both, the one left with more;
 /// if neither, try them combined.
-async fn decide_one<S: StateStore>(
+pub(crate) async fn decide_one<S: StateStore>(
     store: &mut S,
     item: BatchItem<'_>,
     now_ms: f64,
@@ -298,9 +209,10 @@ pub async fn decide_and_maybe_write<S: StateStore>(
     random: &mut impl FnMut() -> Result<f64, Error>,
     write: bool,
 ) -> Result<RateLimitResult, S::Error> {
-    check_call(item.name, item.key, now_ms)?;
+    check_call(item.name, item.key, item.config, now_ms)?;
     validate_request(item.name, item.config, item.request)?;
     let outcome = decide_one(store, item, now_ms, random).await?;
+    check_wait(item, &outcome.result)?;
     if write {
         check_writes(item.name, outcome.writes.iter().flatten().map(|(_, state)| state))?;
         let shard_config = item.config.per_shard();
@@ -312,171 +224,19 @@ pub async fn decide_and_maybe_write<S: StateStore>(
     Ok(outcome.result)
 }
 
-/// Reads through to a store, but keeps writes to itself so that later
-/// decisions of a batch see the earlier ones before anything is written.
-struct Pending<'s, S> {
-    store: &'s mut S,
-    writes: Vec<(String, Option<String>, u32, State, WriteInfo)>,
-}
-
-impl<S: StateStore> StateStore for Pending<'_, S> {
-    type Error = S::Error;
-
-    async fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, S::Error> {
-        let pending = self.writes.iter().rev().find(|(name, key, shard, _, _)| {
-            name == at.name && key.as_deref() == at.key && *shard == at.shard
-        });
-        match pending {
-            Some((_, _, _, state, _)) => Ok(Some(*state)),
-            None => self.store.read(at).await,
+/// A wait is a promise: one that no clock can keep (a reservation of 1e308
+/// tokens without `maxReserved`, say) is an error, never an "ok" whose
+/// `setTimeout(work, Infinity)` would run the work at once (issue 18).
+pub(crate) fn check_wait(item: BatchItem<'_>, result: &RateLimitResult) -> Result<(), Error> {
+    match result.retry_after_ms() {
+        Some(wait) if !wait.is_finite() => {
+            let parts = vec![
+                Part::Text("count "),
+                Part::Number(item.request.count),
+                Part::Text(" would never be due (its wait is not a finite number of ms); nothing was written"),
+            ];
+            Err(Error::request(item.name, Problem::parts("count", parts)))
         }
+        _ => Ok(()),
     }
-
-    async fn write(&mut self, at: StateRef<'_>, state: Option<State>, info: WriteInfo) -> Result<(), S::Error> {
-        if let Some(state) = state {
-            self.writes.push((at.name.into(), at.key.map(Into::into), at.shard, state, info));
-        }
-        Ok(())
-    }
-}
-
-/// Decides several limits together: all are consumed, or none is.
-///
-/// Every item is decided against the states the earlier items would leave
-/// (two items on the same limit and key add up). When any is refused nothing
-/// is written and the answer is refused with the largest wait of the batch,
-/// so a caller never holds some limits while waiting for others. When all are
-/// granted, `retryAfter` is the largest reservation wait, if any. With
-/// `write = false` this is `checkAll`.
-///
-/// # Errors
-/// As [`limit`], for any item; validation runs for all items before any read.
-pub async fn limit_all<S: StateStore>(
-    store: &mut S,
-    items: &[BatchItem<'_>],
-    now_ms: f64,
-    random: &mut impl FnMut() -> Result<f64, Error>,
-    write: bool,
-) -> Result<RateLimitResult, S::Error> {
-    for item in items {
-        check_call(item.name, item.key, now_ms)?;
-        validate_request(item.name, item.config, item.request)?;
-    }
-    let mut pending = Pending { store, writes: Vec::new() };
-    let mut all_ok = true;
-    let mut longest_wait: Option<f64> = None;
-    for item in items {
-        let outcome = decide_one(&mut pending, *item, now_ms, random).await?;
-        all_ok &= outcome.result.is_ok();
-        if let Some(wait) = outcome.result.retry_after_ms() {
-            longest_wait = Some(longest_wait.map_or(wait, |longest| longest.max(wait)));
-        }
-        let shard_config = item.config.per_shard();
-        for (shard, state) in outcome.writes.into_iter().flatten() {
-            let info = WriteInfo { now_ms, full_at_ms: full_at(state, &shard_config) };
-            pending.write(StateRef { name: item.name, key: item.key, shard }, Some(state), info).await?;
-        }
-    }
-    if !all_ok {
-        return Ok(RateLimitResult::refused(refused_wait(longest_wait)));
-    }
-    if write {
-        let Pending { store, writes } = pending;
-        for (name, _, _, state, _) in &writes {
-            check_writes(name, [state])?;
-        }
-        for (name, key, shard, state, info) in &writes {
-            store.write(StateRef { name, key: key.as_deref(), shard: *shard }, Some(*state), *info).await?;
-        }
-    }
-    Ok(RateLimitResult::allowed(longest_wait))
-}
-
-/// The limit's current value, for dashboards and client previews.
-///
-/// Unsharded: the stored state, or a full one when there is none (for a
-/// fixed window without `start`, one whose window starts at `now`: the
-/// latest its first write can pick).
-/// Sharded: `min(sample_shards, shards)` distinct shards (a missing one is
-/// full) projected to the latest sampled `ts`; `value` is their mean times
-/// the shard count, `shard` the best one sampled.
-///
-/// # Errors
-/// `sampleShards` that is not an integer `>= 1`, a bad `now`, a corrupt
-/// stored state, or the store's error.
-pub async fn get_value<S: StateStore>(
-    store: &mut S,
-    name: &str,
-    key: Option<&str>,
-    config: &Config,
-    sample_shards_wanted: Option<f64>,
-    now_ms: f64,
-    random: &mut impl FnMut() -> Result<f64, Error>,
-) -> Result<ValueReport, S::Error> {
-    check_call(name, key, now_ms)?;
-    let wanted = match sample_shards_wanted {
-        None => 1,
-        Some(wanted) if wanted.fract() == 0.0 && wanted >= 1.0 => wanted.min(f64::from(config.shard_count)) as u32,
-        Some(wanted) => {
-            return Err(Error::request(
-                name,
-                "sampleShards",
-                format!("sampleShards must be an integer >= 1 (got {})", js_number(wanted)),
-            )
-            .into())
-        }
-    };
-    let shard_config = config.per_shard();
-    let shards = if config.shard_count == 1 { vec![0] } else { sample_shards(config.shard_count, wanted, || draw(random))? };
-    let mut sampled = Vec::with_capacity(shards.len());
-    for shard in shards {
-        let state = match read(store, StateRef { name, key, shard }).await? {
-            Some(state) => state,
-            // A fixed window with a random start picks it on its first
-            // write. Until then report the latest start it can pick, `now`:
-            // its real windows end no later than these, so a projection from
-            // this report never promises a refill before the limiter gives it.
-            None if config.kind == Kind::FixedWindow && config.start_ms.is_none() => {
-                State { value: shard_config.capacity, ts: now_ms }
-            }
-            None => initial_state(&shard_config, now_ms, || draw(random))?,
-        };
-        sampled.push((shard, state));
-    }
-    if let [(shard, state)] = sampled[..] {
-        if config.shard_count == 1 {
-            return Ok(ValueReport { value: state.value, ts: state.ts, shard, config: config.describe(Some(state.ts)) });
-        }
-    }
-    let latest_ts = sampled.iter().map(|(_, state)| state.ts).fold(f64::NEG_INFINITY, f64::max);
-    let projected: Vec<(u32, State)> = sampled
-        .iter()
-        .map(|&(shard, state)| {
-            let at_latest = advance(state, &shard_config, latest_ts, 0.0);
-            (shard, State { value: at_latest.value, ts: at_latest.ts })
-        })
-        .collect();
-    // `wanted >= 1` and `shard_count >= 1`, so `projected` is never empty;
-    // were it, the report would be the empty shard 0 rather than a panic.
-    let (best_shard, best) = projected
-        .iter()
-        .copied()
-        .reduce(|best, candidate| if candidate.1.value > best.1.value { candidate } else { best })
-        .unwrap_or((0, State { value: 0.0, ts: now_ms }));
-    let mean = projected.iter().map(|(_, state)| state.value).sum::<f64>() / projected.len() as f64;
-    let value = mean * f64::from(config.shard_count);
-    Ok(ValueReport { value, ts: best.ts, shard: best_shard, config: config.describe(Some(best.ts)) })
-}
-
-/// Deletes the state of every shard of `name` and `key`.
-///
-/// # Errors
-/// The store's error; shards deleted before it stay deleted (a reset that is
-/// repeated completes it).
-pub async fn reset<S: StateStore>(store: &mut S, name: &str, key: Option<&str>, config: &Config, now_ms: f64) -> Result<(), S::Error> {
-    check_call(name, key, now_ms)?;
-    for shard in 0..config.shard_count {
-        store.write(StateRef { name, key, shard }, None, WriteInfo::delete(now_ms)).await?;
-    }
-    Ok(())
 }

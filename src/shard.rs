@@ -2,11 +2,9 @@
 //! shards that each fall short can serve a request together.
 
 use crate::config::Config;
-use crate::decision::{decide_as_reference, Request, ShardDecision};
+use crate::decision::{decide_as_reference, ShardDecision};
+use crate::request::Request;
 use crate::state::State;
-
-/// Below this many shards only one shard is read per decision.
-pub const MIN_CHOOSE_TWO: u32 = 3;
 
 /// The first shard to read: `floor(random × shard_count)`.
 ///
@@ -87,7 +85,7 @@ pub fn combine(states: [State; 2], alone: [ShardDecision; 2], shard_config: &Con
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::RawConfig;
+    use crate::raw::RawConfig;
     use crate::decision::decide;
 
     #[test]

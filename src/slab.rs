@@ -2,7 +2,7 @@
 //! WebAssembly memory. The host maps `(name, key)` to a block of slots, one
 //! per shard, so keys never cross the boundary on the hot path.
 
-use crate::error::Error;
+use crate::error::{Error, Part, Problem};
 use crate::state::{State, StateRef, StateStore, WriteInfo};
 
 /// States in blocks of consecutive slots; an empty slot holds no state.
@@ -196,6 +196,40 @@ impl Slab {
         evicted
     }
 
+    /// The slot of shard `shard` in the block at `base`, if the block has it.
+    pub fn block_slot(&self, base: u32, shard: u32) -> Option<u32> {
+        (shard < u32::from(self.block_length(base))).then(|| base + shard)
+    }
+
+    /// Writes one shard of the block at `*base`, first allocating a block
+    /// of `length` slots there when it has none and a state is written.
+    /// The state may be evicted from `info.full_at_ms` on.
+    ///
+    /// # Errors
+    /// [`Error::CorruptState`] for a shard outside the block: a write is
+    /// never dropped silently, since that would lose consumed tokens.
+    pub fn write_in_block(&mut self, base: &mut Option<u32>, length: u16, at: StateRef<'_>, state: Option<State>, info: WriteInfo) -> Result<(), Error> {
+        if base.is_none() && state.is_some() {
+            *base = Some(self.allocate(length));
+        }
+        match base.and_then(|base| self.block_slot(base, at.shard)) {
+            Some(slot) => {
+                let full_from = match state {
+                    None => f64::NEG_INFINITY,
+                    Some(_) if self.tracks_full => info.full_at_ms,
+                    Some(_) => f64::INFINITY,
+                };
+                self.set_until_full(slot, state, full_from);
+                Ok(())
+            }
+            None if state.is_none() => Ok(()),
+            None => Err(Error::CorruptState {
+                at: at.place(),
+                problem: Problem::parts("shard", vec![Part::Text("the MemoryStore block has no slot for this shard")]),
+            }),
+        }
+    }
+
     /// The block at `base` as a [`StateStore`]: shard `n` is slot `base + n`.
     /// Writes note when each state is full again (their [`WriteInfo`]).
     pub fn block(&mut self, base: u32) -> SlabBlock<'_> {
@@ -218,11 +252,6 @@ pub struct SlabBlock<'a> {
 }
 
 impl SlabBlock<'_> {
-    fn slot(&self, at: StateRef<'_>) -> Option<u32> {
-        let base = self.base?;
-        (at.shard < u32::from(self.slab.block_length(base))).then(|| base + at.shard)
-    }
-
     /// The block's first slot, if it was allocated.
     pub fn allocated(&self) -> Option<u32> {
         self.base
@@ -233,30 +262,11 @@ impl StateStore for SlabBlock<'_> {
     type Error = Error;
 
     async fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, Error> {
-        Ok(self.slot(at).and_then(|slot| self.slab.get(slot)))
+        Ok(self.base.and_then(|base| self.slab.block_slot(base, at.shard)).and_then(|slot| self.slab.get(slot)))
     }
 
     async fn write(&mut self, at: StateRef<'_>, state: Option<State>, info: WriteInfo) -> Result<(), Error> {
-        if self.base.is_none() && state.is_some() {
-            self.base = Some(self.slab.allocate(self.length));
-        }
-        match self.slot(at) {
-            Some(slot) => {
-                let full_from = match state {
-                    None => f64::NEG_INFINITY,
-                    Some(_) if self.slab.tracks_full => info.full_at_ms,
-                    Some(_) => f64::INFINITY,
-                };
-                self.slab.set_until_full(slot, state, full_from);
-                Ok(())
-            }
-            None if state.is_none() => Ok(()),
-            // Never drop a write silently: that would lose consumed tokens.
-            None => Err(Error::CorruptState {
-                reference: at.to_string(),
-                problem: "the MemoryStore block has no slot for this shard".into(),
-            }),
-        }
+        self.slab.write_in_block(&mut self.base, self.length, at, state, info)
     }
 }
 
@@ -281,7 +291,7 @@ mod tests {
     }
 
     fn bucket() -> Config {
-        Config::try_from(&crate::config::RawConfig::token_bucket(10.0, 1000.0)).unwrap()
+        Config::try_from(&crate::raw::RawConfig::token_bucket(10.0, 1000.0)).unwrap()
     }
 
     fn write(block: &mut SlabBlock<'_>, shard: u32, state: State, config: &Config) {

@@ -1,12 +1,9 @@
 //! The two numbers stored per key, where they live, and the host's store.
 
-use std::fmt;
-
 use serde::Serialize;
 use tsify::Tsify;
 
-use crate::error::{quoted, Error};
-use crate::js_number::js_number;
+use crate::error::{Error, Place, Problem};
 
 /// The whole state of one shard of one limit.
 ///
@@ -30,14 +27,29 @@ impl State {
     pub fn checked(self, at: StateRef<'_>) -> Result<State, Error> {
         for (field, number) in [("value", self.value), ("ts", self.ts)] {
             if !number.is_finite() {
-                return Err(Error::CorruptState {
-                    reference: at.to_string(),
-                    problem: format!("{field} must be a finite number (got {})", js_number(number)),
-                });
+                return Err(Error::CorruptState { at: at.place(), problem: Problem::must_be(field, "a finite number", number) });
             }
         }
         Ok(self)
     }
+}
+
+/// The state after a transition, and how long to wait if it went negative.
+#[derive(Tsify, Serialize, Debug, Clone, Copy, PartialEq)]
+#[tsify(rename = "RateLimitTransition")]
+pub struct Transition {
+    /// Tokens left after consuming `count` (negative: short by that much).
+    pub value: f64,
+    /// The new `ts`: `now` for a token bucket, the current window's start for a fixed window.
+    pub ts: f64,
+    /// When `value < 0`: ms from `now` until enough tokens will have arrived.
+    #[serde(rename = "retryAfter", skip_serializing_if = "Option::is_none")]
+    #[tsify(optional)]
+    pub retry_after_ms: Option<f64>,
+    /// Fixed window only: the `ts` of the state it started from.
+    #[serde(rename = "windowStart", skip_serializing_if = "Option::is_none")]
+    #[tsify(optional)]
+    pub window_start_ms: Option<f64>,
 }
 
 /// Where one shard's state lives: SPEC's `{ name, key?, shard }`.
@@ -51,13 +63,10 @@ pub struct StateRef<'a> {
     pub shard: u32,
 }
 
-impl fmt::Display for StateRef<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "rate limit {}", quoted(self.name))?;
-        if let Some(key) = self.key {
-            write!(f, " key {}", quoted(key))?;
-        }
-        write!(f, " shard {}", self.shard)
+impl StateRef<'_> {
+    /// Where this ref is, for an error message.
+    pub fn place(&self) -> Place {
+        Place::Stored { name: self.name.into(), key: self.key.map(Into::into), shard: self.shard }
     }
 }
 

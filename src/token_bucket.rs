@@ -1,8 +1,8 @@
 //! Token bucket: tokens flow in continuously at `rate / period` per ms.
 
 use crate::config::Config;
-use crate::state::State;
-use crate::transition::{js_min, Transition};
+use crate::js_math::js_min;
+use crate::state::{State, Transition};
 
 /// `value = min(value + elapsed × rate / period, capacity) - count`, `ts = max(now, ts)`.
 ///
@@ -24,7 +24,7 @@ pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::RawConfig;
+    use crate::raw::RawConfig;
 
     fn bucket(rate: f64, period_ms: f64, capacity: f64) -> Config {
         Config::try_from(&RawConfig::token_bucket(rate, period_ms).with("capacity", capacity)).unwrap()

@@ -1,43 +1,10 @@
 //! `calculateRateLimit`: one state, one config, one instant → the next state.
 
-use serde::Serialize;
-use tsify::Tsify;
-
 use crate::config::{Config, Kind};
 use crate::error::Error;
-use crate::js_number::js_number;
-use crate::state::State;
+use crate::random::unit_random;
+use crate::state::{State, Transition};
 use crate::{fixed_window, token_bucket};
-
-/// The state after a transition, and how long to wait if it went negative.
-#[derive(Tsify, Serialize, Debug, Clone, Copy, PartialEq)]
-#[tsify(rename = "RateLimitTransition")]
-pub struct Transition {
-    /// Tokens left after consuming `count` (negative: short by that much).
-    pub value: f64,
-    /// The new `ts`: `now` for a token bucket, the current window's start for a fixed window.
-    pub ts: f64,
-    /// When `value < 0`: ms from `now` until enough tokens will have arrived.
-    #[serde(rename = "retryAfter", skip_serializing_if = "Option::is_none")]
-    #[tsify(optional)]
-    pub retry_after_ms: Option<f64>,
-    /// Fixed window only: the `ts` of the state it started from.
-    #[serde(rename = "windowStart", skip_serializing_if = "Option::is_none")]
-    #[tsify(optional)]
-    pub window_start_ms: Option<f64>,
-}
-
-/// Checks a number drawn from a random source: it must lie in `[0, 1)`.
-///
-/// # Errors
-/// [`Error::InvalidRandom`] for anything else.
-pub fn unit_random(drawn: f64) -> Result<f64, Error> {
-    if (0.0..1.0).contains(&drawn) {
-        Ok(drawn)
-    } else {
-        Err(Error::InvalidRandom { got: js_number(drawn) })
-    }
-}
 
 /// The state a key starts in: full. A fixed window without `start` begins at a
 /// random instant of the last `period`, so keys do not all refill together.
@@ -100,21 +67,6 @@ pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) ->
     match config.kind {
         Kind::TokenBucket => token_bucket::advance(state, config, now_ms, count),
         Kind::FixedWindow => fixed_window::advance(state, config, now_ms, count),
-    }
-}
-
-/// JavaScript's `Math.min` for two numbers: `-0` is less than `0`, NaN wins.
-pub(crate) fn js_min(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else if a < b {
-        a
-    } else if b < a {
-        b
-    } else if a.is_sign_negative() {
-        a
-    } else {
-        b
     }
 }
 

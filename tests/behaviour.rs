@@ -12,7 +12,7 @@ use std::task::{Context, Poll, Waker};
 
 use ratebound::{
     calculate_rate_limit, check, get_value, initial_state, limit, limit_all, reset, with_jitter, BatchItem, Config,
-    Error, Kind, RateLimitConfig, RateLimitResult, RawConfig, Request, State, StateRef, StateStore, WriteInfo, ValueReport,
+    Error, Kind, RateLimitConfig, RateLimitResult, RawConfig, Request, State, StateRef, StateStore, WriteInfo, ValueReport, Place, Problem, RawValue,
     MAX_KEY_BYTES,
 };
 
@@ -992,15 +992,15 @@ fn limit_all_over_sharded_limits_writes_all_or_nothing() {
 #[test]
 fn a_non_finite_stored_state_is_an_error_naming_the_ref_and_writes_nothing() {
     for config in both_kinds(10.0, 1_000.0, &[]) {
-        for (value, ts, problem) in [
-            (f64::NAN, 0.0, "value must be a finite number (got NaN)"),
-            (f64::INFINITY, 0.0, "value must be a finite number (got Infinity)"),
-            (3.0, f64::NEG_INFINITY, "ts must be a finite number (got -Infinity)"),
+        for (value, ts, field, got, problem) in [
+            (f64::NAN, 0.0, "value", f64::NAN, "value must be a finite number (got NaN)"),
+            (f64::INFINITY, 0.0, "value", f64::INFINITY, "value must be a finite number (got Infinity)"),
+            (3.0, f64::NEG_INFINITY, "ts", f64::NEG_INFINITY, "ts must be a finite number (got -Infinity)"),
         ] {
             let mut store = Memory::default().with("chat", Some("a:b"), 0, value, ts);
             let expected = StoreError::Core(Error::CorruptState {
-                reference: "rate limit \"chat\" key \"a:b\" shard 0".into(),
-                problem: problem.into(),
+                at: Place::Stored { name: "chat".into(), key: Some("a:b".into()), shard: 0 },
+                problem: Problem::must_be(field, "a finite number", got),
             });
             let mut random = draws(&[0.5]);
             let result = block_on(limit(&mut store, "chat", Some("a:b"), &config, ask(1.0), 0.0, &mut random));
@@ -1026,8 +1026,8 @@ fn a_corrupt_second_shard_is_an_error_naming_that_shard() {
         assert_eq!(
             result,
             Err(StoreError::Core(Error::CorruptState {
-                reference: "rate limit \"send\" shard 1".into(),
-                problem: "value must be a finite number (got NaN)".into(),
+                at: Place::Stored { name: "send".into(), key: None, shard: 1 },
+                problem: Problem::must_be("value", "a finite number", f64::NAN),
             }))
         );
         assert!(store.writes.is_empty());
@@ -1130,7 +1130,8 @@ fn a_random_source_outside_zero_to_one_is_an_error() {
     for config in sharded.iter().chain([&unstarted]) {
         for (drawn, shown) in [(1.0, "1"), (f64::NAN, "NaN"), (-0.25, "-0.25"), (f64::INFINITY, "Infinity")] {
             let mut store = Memory::default();
-            let expected = StoreError::Core(Error::InvalidRandom { got: shown.into() });
+            let expected = StoreError::Core(Error::InvalidRandom { got: RawValue::Number(drawn) });
+            assert!(matches!(&expected, StoreError::Core(error) if error.to_string().ends_with(&format!("(got {shown})"))));
             let result = block_on(limit(&mut store, NAME, KEY, config, ask(1.0), 0.0, &mut draws(&[drawn])));
             assert_eq!(result, Err(expected.clone()), "{config:?}");
             let result = block_on(get_value(&mut store, NAME, KEY, config, None, 0.0, &mut draws(&[drawn])));
@@ -1177,7 +1178,7 @@ fn initial_state_of_a_fixed_window_without_start_is_a_random_instant_of_the_last
     let config = config(RawConfig::fixed_window(5.0, 1_000.0));
     assert_eq!(initial_state(&config, 10_000.0, || Ok(0.25)), Ok(State { value: 5.0, ts: 9_750.0 }));
     assert_eq!(initial_state(&config, 10_000.0, || Ok(0.9999)), Ok(State { value: 5.0, ts: 9_001.0 }));
-    assert_eq!(initial_state(&config, 10_000.0, || Ok(1.0)), Err(Error::InvalidRandom { got: "1".into() }));
+    assert_eq!(initial_state(&config, 10_000.0, || Ok(1.0)), Err(Error::InvalidRandom { got: RawValue::Number(1.0) }));
 }
 
 #[test]

@@ -155,7 +155,7 @@ fn constant(drawn: f64) -> JsValue {
 }
 
 fn limiter(store: &Store) -> Limiter {
-    over(store, RateLimiterCore::new(store.object.clone(), limits(), constant(0.5)).expect("valid limits"))
+    over(store, RateLimiterCore::new(store.object.clone(), limits(), object(&[("random", constant(0.5))])).expect("valid limits"))
 }
 
 fn over(store: &Store, core: RateLimiterCore) -> Limiter {
@@ -434,12 +434,12 @@ fn a_key_with_a_lone_surrogate_is_rejected() {
 fn a_random_source_returning_one_throws_invalid_random() {
     let store = Store::new();
     for drawn in [1.0, f64::NAN, -0.5] {
-        let core = over(&store, RateLimiterCore::new(store.object.clone(), limits(), constant(drawn)).unwrap());
+        let core = over(&store, RateLimiterCore::new(store.object.clone(), limits(), object(&[("random", constant(drawn))])).unwrap());
         let thrown = core.limit("llm".into(), "ada".into(), U, U, U, 0.0.into()).unwrap_err();
         assert_error(thrown, "INVALID_RANDOM");
     }
     let not_a_number = Closure::<dyn FnMut() -> JsValue>::new(|| JsValue::from_str("0.5")).into_js_value();
-    let core = over(&store, RateLimiterCore::new(store.object.clone(), limits(), not_a_number).unwrap());
+    let core = over(&store, RateLimiterCore::new(store.object.clone(), limits(), object(&[("random", not_a_number)])).unwrap());
     assert_error(core.limit("llm".into(), "ada".into(), U, U, U, 0.0.into()).unwrap_err(), "INVALID_RANDOM");
     assert_eq!(store.write_count(), 0);
 }

@@ -29,7 +29,8 @@ export class MemoryStore implements RateLimitStore {
    * const store = new MemoryStore({ maxKeys: 100_000 });
    */
   constructor(options: { maxKeys?: number } = {}) {
-    this.slab = new MemorySlab(options.maxKeys);
+    // The core reads `maxKeys` as an own field and refuses anything else.
+    this.slab = new MemorySlab(options);
   }
 
   /** @internal Before adding a key at `now`: drops fully refilled keys if at `maxKeys`, or throws STORE_FULL. */

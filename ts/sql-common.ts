@@ -4,14 +4,9 @@
  * and a queue that gives one connection to one call at a time.
  * @module
  */
-import type { RateLimitState, StateRef } from "ratebound";
+import type { RateLimitState, StateRef, WriteInfo } from "ratebound";
 
-/**
- * The decision's clock and the instant from which the written state is full
- * again (`Infinity`: never safe to drop). Passed by the RateLimiter as
- * `write`'s third argument; a store treats a missing one as "never".
- */
-export type WriteInfo = { now: number; fullAt: number };
+export type { WriteInfo };
 
 /**
  * How a call against a SQL store failed when the database driver gave no

@@ -7,8 +7,9 @@
  * backoff, up to a bound, then fails closed with {@link D1ConflictError}.
  * @module
  */
-import { withJitter, type RateLimitState, type RateLimitStore, type StateRef } from "ratebound";
-import { codedError, quotedTable, refColumns, sqliteStatements, stateOf, upsertParams, type WriteInfo } from "./sql-common.js";
+import type { RateLimitState, RateLimitStore, StateRef, WriteInfo } from "ratebound";
+import { runOptimistic, type OptimisticOptions } from "./optimistic.js";
+import { codedError, quotedTable, refColumns, sqliteStatements, stateOf, upsertParams } from "./sql-common.js";
 
 /** What ratebound uses of a D1 prepared statement. */
 export interface D1PreparedStatementLike {
@@ -28,14 +29,14 @@ export interface D1DatabaseLike {
   batch(statements: D1PreparedStatementLike[]): Promise<unknown[]>;
 }
 
-/** Options of {@link d1Store} and {@link d1Transaction}. */
-export interface D1StoreOptions {
+/**
+ * Options of {@link d1Store} and {@link d1Transaction}: the table, and the shared optimistic
+ * driver's retry bound and backoff (`maxAttempts` 10, `baseDelayMs` 2, `maxDelayMs` 200,
+ * `random`, `onConflict`).
+ */
+export interface D1StoreOptions extends OptimisticOptions {
   /** The table; default `"ratebound"`. */
   table?: string;
-  /** How many times the body runs before giving up on a contended commit; default 10. */
-  maxAttempts?: number;
-  /** Numbers in `[0, 1)` for the backoff's jitter; default: the runtime's cryptographic source. */
-  random?: () => number;
 }
 
 /**
@@ -146,6 +147,17 @@ export class D1Transaction implements RateLimitStore {
   }
 
   /**
+   * Whether the commit has anything to do: a call that wrote nothing (and added no statement) commits nothing.
+   *
+   * @returns `true` when a write or a statement is buffered.
+   * @example
+   * if (!tx.hasChanges()) return result;
+   */
+  hasChanges(): boolean {
+    return this.#writes.size > 0 || this.#statements.length > 0;
+  }
+
+  /**
    * The batch to commit: a re-check of every state read (which raises, aborting the batch,
    * when a state changed), then the writes, then the app's statements. Empty when nothing is
    * written: a read-only call commits nothing (concurrent writers only take tokens away, so a
@@ -170,24 +182,6 @@ export class D1Transaction implements RateLimitStore {
 }
 
 /**
- * Runs `attempt` until it commits: the retry loop of an optimistic host (jittered exponential
- * backoff from 2 ms doubling to 200 ms, at most `maxAttempts` runs, then {@link D1ConflictError}).
- * When the shared driver `ratebound`'s optimistic.ts lands, this is the one function to replace.
- */
-async function untilCommitted<T>(options: D1StoreOptions, attempt: () => Promise<{ committed: boolean; result: T }>): Promise<T> {
-  const maxAttempts = options.maxAttempts ?? 10;
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
-    throw new RangeError(`ratebound/sqlite: maxAttempts must be an integer >= 1 (got ${String(maxAttempts)})`);
-  }
-  for (let run = 1; ; run++) {
-    const { committed, result } = await attempt();
-    if (committed) return result;
-    if (run >= maxAttempts) throw new D1ConflictError(run);
-    await new Promise((resolve) => setTimeout(resolve, withJitter(0, Math.min(200, 2 * 2 ** (run - 1)), options.random)));
-  }
-}
-
-/**
  * Runs `body` as one D1 transaction and returns what it returns: pass `tx` to
  * `new RateLimiter(tx, limits)`, and add the app's own statements with `tx.add`.
  * Everything commits in one `batch()` that first re-checks each state read; when
@@ -208,18 +202,18 @@ async function untilCommitted<T>(options: D1StoreOptions, attempt: () => Promise
  */
 export function d1Transaction<T>(db: D1DatabaseLike, body: (tx: D1Transaction) => T | Promise<T>, options: D1StoreOptions = {}): Promise<T> {
   const table = quotedTable("sqlite", options.table ?? "ratebound");
-  return untilCommitted(options, async () => {
-    const tx = new D1Transaction(db, table);
-    const result = await body(tx);
-    const statements = tx.batch();
-    if (statements.length === 0) return { committed: true, result };
+  const commit = async (tx: D1Transaction): Promise<boolean> => {
     try {
-      await db.batch(statements);
-      return { committed: true, result };
+      await db.batch(tx.batch());
+      return true;
     } catch (error) {
-      if (conflictRaised(error)) return { committed: false, result };
+      if (conflictRaised(error)) return false;
       throw codedError("sqlite", error);
     }
+  };
+  return runOptimistic(() => new D1Transaction(db, table), commit, body, options, {
+    label: "ratebound/sqlite",
+    giveUp: (attempts) => new D1ConflictError(attempts),
   });
 }
 

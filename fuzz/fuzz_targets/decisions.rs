@@ -41,7 +41,7 @@ impl Start {
 }
 
 impl LimitSpec {
-    fn config(&self) -> Result<Config, ratebound::ConfigError> {
+    fn config(&self) -> Result<Config, ratebound::Problem> {
         let mut raw = if self.token_bucket {
             RawConfig::token_bucket(self.rate.0, self.period.0)
         } else {
@@ -239,7 +239,7 @@ fuzz_target!(|input: Input| {
             }
             Call::Reset(ask) => {
                 let (name, key, config, _) = resolve(ask);
-                let result = block_on(reset(&mut store, name, key.as_deref(), config));
+                let result = block_on(reset(&mut store, name, key.as_deref(), config, 0.0));
                 assert!(store.read_log.is_empty());
                 assert!(store.write_log.iter().all(|(_, state)| state.is_none()), "reset wrote a state");
                 if result.is_ok() {
@@ -256,7 +256,7 @@ fn verify(asked: &[Asked<'_>], writes_allowed: bool, result: &Result<RateLimitRe
         panic!("{broken}\n  asked {asked:?}\n  at {now_ms}\n  answered {result:?}\n  reads {:?}\n  writes {:?}\n  fault {:?}", store.read_log, store.write_log, store.fired);
     }
     // A bad request is refused before the store is touched.
-    if let Err(StoreError::Core(Error::InvalidRequest { .. } | Error::CountExceedsMax { .. } | Error::InvalidName { .. })) = result {
+    if let Err(StoreError::Core(Error::InvalidRequest { .. } | Error::CountExceedsMax { .. } | Error::InvalidName { .. } | Error::NameTooLong { .. })) = result {
         assert!(store.read_log.is_empty() && store.write_log.is_empty(), "validated after reading: {result:?}");
     }
 }
