@@ -129,12 +129,14 @@ class LockBusy extends Error {}
  * another transaction have created it meanwhile). Only a transaction holding that advisory lock
  * creates the row, so two transactions never both see the state missing.
  *
- * The first state of an attempt is waited for; every later one is only tried (`NOWAIT`,
- * `pg_try_advisory_xact_lock`), and when it is taken the attempt is rolled back and runs again,
- * so two calls never wait on each other in a cycle.
+ * An attempt waits for a state only when it is greater (by {@link refOrder}) than every state
+ * the attempt holds; any other is only tried (`NOWAIT`, `pg_try_advisory_xact_lock`), and when it
+ * is taken the attempt is rolled back and runs again. Waits thus always go up the order, so two
+ * calls never wait on each other in a cycle.
  */
 class Attempt implements RateLimitStore {
-  #waited = false;
+  /** The greatest ref (by {@link refOrder}) this attempt has locked; `undefined` before the first. */
+  #greatest: [string, string, number] | undefined;
   constructor(
     readonly connection: PostgresQueryable,
     readonly table: string,
@@ -157,10 +159,11 @@ class Attempt implements RateLimitStore {
   }
 
   async read(ref: StateRef): Promise<RateLimitState | null> {
-    const wait = !this.#waited;
-    this.#waited = true;
-    const select = `SELECT value, ts FROM ${this.table} WHERE name = $1 AND key = $2 AND shard = $3 FOR UPDATE${wait ? "" : " NOWAIT"}`;
+    // Waiting for a ref greater than every one held cannot close a cycle; any other is only tried.
     const columns = refColumns(ref);
+    const wait = this.#greatest === undefined || refOrder(columns, this.#greatest) > 0;
+    if (wait) this.#greatest = columns;
+    const select = `SELECT value, ts FROM ${this.table} WHERE name = $1 AND key = $2 AND shard = $3 FOR UPDATE${wait ? "" : " NOWAIT"}`;
     let rows = await this.#query(select, columns, !wait);
     if (rows.length === 0) {
       const lockKey = JSON.stringify([this.table, ref.name, ref.key ?? null, ref.shard]);
@@ -191,6 +194,13 @@ class Attempt implements RateLimitStore {
       [...columns, state.value, state.ts, info?.fullAt ?? Infinity],
     );
   }
+}
+
+/** A total order on refs' columns (name, then key, then shard), the same in every process. */
+function refOrder(a: [string, string, number], b: [string, string, number]): number {
+  if (a[0] !== b[0]) return a[0] < b[0] ? -1 : 1;
+  if (a[1] !== b[1]) return a[1] < b[1] ? -1 : 1;
+  return a[2] - b[2];
 }
 
 /** SQLSTATEs after which a transaction of our own is safely run again: serialization failure, deadlock. */

@@ -165,8 +165,8 @@ export function stateOf(row: unknown): RateLimitState | null {
 
 /**
  * The parameters of an upsert: the ref's columns, the state, and when it is full again. Without
- * the hint, or when it is `Infinity`, `null` binds and the SQL stores 9e999 (infinity): D1
- * cannot bind a non-finite number.
+ * the hint, or when it is `Infinity`, `null` is bound and the SQL stores 9e999 (infinity), so
+ * no driver is asked to bind a non-finite number.
  */
 export function upsertParams(ref: StateRef, state: RateLimitState, info?: WriteInfo): unknown[] {
   const fullAt = info?.fullAt;
