@@ -11,15 +11,11 @@
  * @module
  */
 import { withJitter, type RateLimitState, type RateLimitStore, type StateRef } from "ratebound";
+import { queryableOf, type PostgresJsLike, type PostgresQueryable } from "./postgres-table.js";
 import { SqlStoreError, codedError, hasMethod, oneAtATime, quotedTable, refColumns, type WriteInfo } from "./sql-common.js";
 
 export { SqlStoreError, type WriteInfo } from "./sql-common.js";
-
-/** What ratebound uses of a connection: satisfied by `pg`'s Client and PoolClient, PGlite and its transactions. */
-export interface PostgresQueryable {
-  /** Runs one statement with `$1`-style parameters. */
-  query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
-}
+export { createTable, createTableSql, pruneStates, type PostgresJsLike, type PostgresQueryable, type PostgresTableOptions } from "./postgres-table.js";
 
 /** A pool (`pg.Pool`, or one with its shape): each call takes a connection of its own. */
 export interface PostgresPoolLike extends PostgresQueryable {
@@ -27,19 +23,6 @@ export interface PostgresPoolLike extends PostgresQueryable {
   connect(): Promise<PostgresQueryable & { release(destroy?: boolean | Error): void }>;
   /** How many connections the pool holds (what tells a pool from a client). */
   readonly totalCount: number;
-}
-
-/**
- * postgres.js (`postgres`): its `sql`, which runs each call in `sql.begin()`, or the `sql` of a
- * transaction (`sql.begin(async (tx) => …)`'s `tx`), which runs each call in `tx.savepoint()`.
- */
-export interface PostgresJsLike {
-  /** Runs one statement with `$1`-style parameters; resolves to its rows. */
-  unsafe(text: string, params?: any[]): PromiseLike<readonly unknown[]>;
-  /** Runs a transaction (the top-level `sql` has it). */
-  begin?(run: (sql: any) => Promise<any>): Promise<any>;
-  /** Runs a savepoint (a transaction's `sql` has it). */
-  savepoint?(run: (sql: any) => Promise<any>): Promise<any>;
 }
 
 /** Options of {@link postgresStore}, {@link createTable} and {@link pruneStates}. */
@@ -55,67 +38,6 @@ export interface PostgresStoreOptions {
    * when a second state was locked by another transaction, else the SQLSTATE (`40001`, `40P01`).
    */
   onRetry?: (attempt: number, reason: string) => void;
-}
-
-/**
- * The SQL of {@link createTable}, for migrations: the table and its primary key.
- *
- * @param options `table`: its name, `name` or `schema.name` (default `"ratebound"`).
- * @returns One `CREATE TABLE IF NOT EXISTS` statement.
- * @example
- * writeFileSync("migrations/001_ratebound.sql", createTableSql() + ";\n");
- */
-export function createTableSql(options: Pick<PostgresStoreOptions, "table"> = {}): string {
-  const table = quotedTable("postgres", options.table ?? "ratebound");
-  return `CREATE TABLE IF NOT EXISTS ${table} (
-  name text NOT NULL,
-  key text NOT NULL,
-  shard integer NOT NULL,
-  value double precision NOT NULL,
-  ts double precision NOT NULL,
-  full_at double precision NOT NULL DEFAULT 'Infinity',
-  PRIMARY KEY (name, key, shard)
-)`;
-}
-
-/**
- * Creates ratebound's table with its primary key if it does not exist yet (safe to run on every start).
- *
- * @param db A `pg` Client or Pool, PGlite, or any {@link PostgresQueryable}.
- * @param options `table`: its name (default `"ratebound"`).
- * @returns When the table exists.
- * @example
- * await createTable(pool); // CREATE TABLE IF NOT EXISTS "ratebound" (…)
- */
-export async function createTable(db: PostgresQueryable | PostgresJsLike, options: Pick<PostgresStoreOptions, "table"> = {}): Promise<void> {
-  const sql = createTableSql(options);
-  try {
-    await queryable(db).query(sql, []);
-  } catch (error) {
-    throw codedError("postgres", error);
-  }
-}
-
-/**
- * Deletes every state that is full at `now`: deleting it changes no decision. Safe while the
- * limiter runs (a state written meanwhile carries a later `full_at` and stays).
- *
- * @param db A `pg` Client or Pool, PGlite, or any {@link PostgresQueryable}.
- * @param options `now` in milliseconds since the epoch (default `Date.now()`), and `table`.
- * @returns How many states were deleted.
- * @example
- * setInterval(() => pruneStates(pool), HOUR);
- */
-export async function pruneStates(db: PostgresQueryable | PostgresJsLike, options: Pick<PostgresStoreOptions, "table"> & { now?: number } = {}): Promise<number> {
-  const table = quotedTable("postgres", options.table ?? "ratebound");
-  try {
-    const { rows } = await queryable(db).query(`WITH gone AS (DELETE FROM ${table} WHERE full_at <= $1 RETURNING 1) SELECT count(*)::int AS n FROM gone`, [
-      options.now ?? Date.now(),
-    ]);
-    return (rows[0] as { n: number }).n;
-  } catch (error) {
-    throw codedError("postgres", error);
-  }
 }
 
 /** Thrown inside an attempt when a second state is locked by another transaction: the attempt is rolled back and run again. */
@@ -348,16 +270,6 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
     read: (ref) => transaction((store) => Promise.resolve(store.read(ref))),
     write: (ref, state, info?: WriteInfo) => transaction(async (store) => void (await (store as Attempt).write(ref, state, info))),
   };
-}
-
-/** Any supported `db` as a {@link PostgresQueryable}: postgres.js through {@link queryableOf}. */
-function queryable(db: PostgresQueryable | PostgresJsLike): PostgresQueryable {
-  return hasMethod(db, "query") ? (db as PostgresQueryable) : queryableOf(db as PostgresJsLike);
-}
-
-/** A postgres.js `sql` as a {@link PostgresQueryable}. */
-function queryableOf(sql: PostgresJsLike): PostgresQueryable {
-  return { query: async (text, params) => ({ rows: [...(await sql.unsafe(text, params))] }) };
 }
 
 /** Starts an attempt on a connection, commits it, or rolls it back. */
