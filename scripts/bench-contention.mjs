@@ -5,6 +5,7 @@
 // connections (default 1: one process serving many concurrent requests, as a Deno server does).
 //
 //   npm run bench:contention [-- --rate 300,600 --seconds 5 --clients 1 --repeat 3 --shards 1,3,10,30 --limit 1000 --json]
+//   npm run bench:contention -- --host postgres [--connections 10 …]   (a real PostgreSQL server)
 //
 // The database is the Deno KV engine itself (denokv's SQLite backend, through @deno/kv in Node)
 // on a scratch file. Each request is one `kvTransaction` around `limit("global")`; it retries a
@@ -18,6 +19,13 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openKv } from "@deno/kv";
+
+// `--host postgres`: the same measurement on a real PostgreSQL server (scripts/bench/contention-postgres.mjs).
+if (process.argv.includes("--host")) {
+  if (process.argv[process.argv.indexOf("--host") + 1] === "postgres") await import("./bench/contention-postgres.mjs");
+  else throw new Error("--host takes postgres (Deno KV is the default)");
+  process.exit(0);
+}
 
 const { values: args } = parseArgs({
   options: {

@@ -32,6 +32,9 @@ echo "== Redis: ratebound/redis on a real redis-server through node-redis, iored
 node --test --test-reporter=spec tests/redis/
 node_modules/.bin/tsc -p tests/redis/types
 
+echo "== SQL hosts: ratebound/postgres on PGlite and a real PostgreSQL server (pg, postgres.js), ratebound/sqlite on better-sqlite3 and D1 (Miniflare)"
+node --test --test-reporter=spec tests/sql/
+
 echo "== Convex component: ratebound/convex-component in convex-test (against @convex-dev/rate-limiter 0.3.2), its example, its types, the packed files"
 node_modules/.bin/vitest run --config tests/convex-component/vitest.config.mjs
 echo "== Convex component: @convex-dev/rate-limiter 0.3.2's and 0.4.0's own published tests (component, worker, client, react, shared) on ratebound's"
