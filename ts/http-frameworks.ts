@@ -10,8 +10,8 @@ import { decide, makePlan, type GuardedLimiter, type GuardedNames, type HttpGuar
 
 /** What the Hono middleware uses of Hono's `Context`. */
 export interface HonoContextLike {
-  /** The request; `raw` is the fetch-standard `Request`. */
-  req: { raw: Request };
+  /** The request: `header(name)` reads one header, `raw` is the fetch-standard `Request`. */
+  req: { raw: Request; header(name: string): string | undefined };
   /** Sets a header of the response to come. */
   header(name: string, value: string): void;
   /** The response, after `next()`. */
