@@ -14,8 +14,11 @@ import { HEADER_DRAFTS, isPolicyName, rateLimitHeaders, type HeaderDraft, type H
 /** What a guard decides with: a `RateLimiter`, or a Durable Object's `rateLimiterClient`. */
 export type GuardedLimiter<Limits extends Record<string, RateLimitConfig>> = RateLimiter<Limits> | RateLimiterClient<Limits>;
 
-/** A guard's limit: one name of the limiter's, or several (all consumed or none). */
-export type GuardedNames<Limits> = Extract<keyof Limits, string> | ReadonlyArray<Extract<keyof Limits, string>>;
+/** One guarding limit: its name, or `{ name, keyed: false }` for a limit shared by every key (a global one). */
+export type GuardedLimit<Limits> = Extract<keyof Limits, string> | { name: Extract<keyof Limits, string>; keyed: false };
+
+/** A guard's limits: one, or several (all consumed or none). */
+export type GuardedNames<Limits> = GuardedLimit<Limits> | ReadonlyArray<GuardedLimit<Limits>>;
 
 
 /** Why the guard failed: a bad option when it was made, or a bad `key` or `count` for one request. */
@@ -96,6 +99,8 @@ export interface Decision {
 export interface Plan<R> {
   limiter: RateLimiter<Record<string, RateLimitConfig>>;
   names: string[];
+  /** Per limit, in order: whether the request's key applies to it. */
+  keyed: boolean[];
   key: ((request: R) => string | undefined | Promise<string | undefined>) | undefined;
   count: ((request: R) => number | Promise<number>) | undefined;
   headers: HeaderDraft;
@@ -120,16 +125,21 @@ const shown = (value: unknown) => (typeof value === "string" ? JSON.stringify(va
  * @param options The guard's options.
  * @returns The plan every request is decided with.
  * @example
- * const plan = makePlan("httpGuard", limiter, ["perUser", "global"], { key: (r) => r.headers.get("x-user") ?? undefined });
+ * const plan = makePlan("httpGuard", limiter, ["perUser", { name: "global", keyed: false }], { key: (r) => r.headers.get("x-user") ?? undefined });
  */
 export function makePlan<R>(who: string, limiter: unknown, names: unknown, options: HttpGuardOptions<R> = {}): Plan<R> {
   if (typeof limiter !== "object" || limiter === null || typeof (limiter as { limitAll?: unknown }).limitAll !== "function") {
     throw config(`${who}(limiter, …) needs a RateLimiter (got ${limiter === null ? "null" : typeof limiter})`);
   }
-  const list = typeof names === "string" ? [names] : names;
-  if (!Array.isArray(list) || list.length === 0 || list.some((name) => typeof name !== "string")) {
-    throw config(`${who}(limiter, name) needs a limit's name or a non-empty array of names (got ${shown(names)})`);
+  const entries: unknown[] = Array.isArray(names) ? names : [names];
+  const isEntry = (entry: unknown) =>
+    typeof entry === "string" ||
+    (typeof entry === "object" && entry !== null && typeof (entry as { name?: unknown }).name === "string" && (entry as { keyed?: unknown }).keyed === false && Object.keys(entry).length === 2);
+  if (entries.length === 0 || !entries.every(isEntry)) {
+    throw config(`${who}(limiter, name) needs a limit's name, { name, keyed: false }, or a non-empty array of them (got ${JSON.stringify(names) ?? shown(names)})`);
   }
+  const list = entries.map((entry) => (typeof entry === "string" ? entry : (entry as { name: string }).name));
+  const keyed = entries.map((entry) => typeof entry === "string");
   const duplicate = list.find((name, index) => list.indexOf(name) !== index);
   if (duplicate !== undefined) throw config(`${who}: the limit ${JSON.stringify(duplicate)} is named twice`);
   if (typeof options !== "object" || options === null) throw config(`${who}: options must be an object (got ${shown(options)})`);
@@ -149,7 +159,8 @@ export function makePlan<R>(who: string, limiter: unknown, names: unknown, optio
   }
   return {
     limiter: limiter as Plan<R>["limiter"],
-    names: list as string[],
+    names: list,
+    keyed,
     key: options.key,
     count: options.count,
     headers,
@@ -182,7 +193,7 @@ async function countOf<R>(plan: Plan<R>, request: R): Promise<number> {
 /** The names that refuse on their own, checked now (a batch refusal does not say which). */
 async function violated<R>(plan: Plan<R>, key: string | undefined, count: number): Promise<string[]> {
   if (plan.names.length === 1) return plan.names;
-  const checks = await Promise.all(plan.names.map((name) => plan.limiter.check(name, { key, count })));
+  const checks = await Promise.all(plan.names.map((name, index) => plan.limiter.check(name, { key: plan.keyed[index] ? key : undefined, count })));
   const refusing = plan.names.filter((_, index) => !checks[index]!.ok);
   return refusing.length > 0 ? refusing : plan.names;
 }
@@ -220,16 +231,17 @@ export async function decide<R>(plan: Plan<R>, request: R): Promise<Decision> {
   const key = await keyOf(plan, request);
   const count = await countOf(plan, request);
   const { limiter, names } = plan;
+  const keys = plan.keyed.map((keyed) => (keyed ? key : undefined));
   const result: RateLimitResult =
     names.length === 1
-      ? await limiter.limit(names[0]!, { key, count })
-      : await limiter.limitAll(names.map((name) => ({ name, key, count })));
+      ? await limiter.limit(names[0]!, { key: keys[0], count })
+      : await limiter.limitAll(names.map((name, index) => ({ name, key: keys[index], count })));
   if (result.ok && plan.headers === "none") return { ok: true, headers: [], limits: [] };
-  const reports = await Promise.all(names.map((name) => limiter.getValue(name, { key, sampleShards: plan.sampleShards })));
+  const reports = await Promise.all(names.map((name, index) => limiter.getValue(name, { key: keys[index], sampleShards: plan.sampleShards })));
   const now = plan.now();
   const wait = result.ok ? undefined : result.retryAfter;
-  const limits = names.map((name, index) => ({ name, figures: rateLimitFigures(reports[index]!, now, wait, plan.sampleShards) }));
-  const headers = await rateLimitHeaders(plan.headers, limits, key);
+  const limits: NamedFigures[] = names.map((name, index) => ({ name, key: keys[index], figures: rateLimitFigures(reports[index]!, now, wait, plan.sampleShards) }));
+  const headers = await rateLimitHeaders(plan.headers, limits);
   if (result.ok) return { ok: true, headers, limits };
   const retryAfter = limits[0]!.figures.retryAfter!;
   headers.unshift(["Retry-After", String(retryAfter)]);
@@ -242,7 +254,7 @@ export async function decide<R>(plan: Plan<R>, request: R): Promise<Decision> {
  * or several (all consumed or none) and gives the headers to send.
  *
  * @param limiter The `RateLimiter` (or `rateLimiterClient`) whose named limits guard the requests.
- * @param name A limit's name, or several names (one `RateLimit` header with a policy each).
+ * @param name A limit's name, or several (one `RateLimit` header with a policy each); `{ name, keyed: false }` for a limit all keys share.
  * @param options `key(request)`, `count(request)`, `headers`, `onRefused`, `sampleShards`, `now`.
  * @returns `async (request) => ({ ok, headers, limits, response? })`: when refused, `response` is a ready 429.
  * @throws {HttpGuardError} `HTTP_GUARD_CONFIG` when an argument is wrong, naming it.

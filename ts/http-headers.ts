@@ -24,6 +24,8 @@ export const HEADER_DRAFTS: readonly HeaderDraft[] = ["draft-10", "draft-8", "dr
 export interface NamedFigures {
   /** The limit's name: the policy's name in `"draft-10"` and `"draft-8"`. */
   name: string;
+  /** The key it was decided for (`undefined`: one limit for everyone); `"draft-8"` derives its partition key from it. */
+  key?: string | undefined;
   /** What the core reported for it at the decision's `now`. */
   figures: RateLimitFigures;
 }
@@ -91,14 +93,13 @@ async function partitionKey(key: string): Promise<string> {
  * The rate-limit header fields for one request, in the chosen draft.
  *
  * @param draft Which draft to follow; `"none"` writes nothing.
- * @param limits Each guarding limit's figures, in the order the limits were given.
- * @param key The request's key (`"draft-8"` derives its partition key from it).
+ * @param limits Each guarding limit's figures (and key), in the order the limits were given.
  * @returns The header fields as name and value pairs.
  * @example
  * await rateLimitHeaders("draft-10", [{ name: "api", figures }]);
  * // => [["RateLimit-Policy", '"api";q=10;w=60'], ["RateLimit", '"api";r=9;t=6']]
  */
-export async function rateLimitHeaders(draft: HeaderDraft, limits: readonly NamedFigures[], key?: string): Promise<HeaderPairs> {
+export async function rateLimitHeaders(draft: HeaderDraft, limits: readonly NamedFigures[]): Promise<HeaderPairs> {
   if (draft === "none" || limits.length === 0) return [];
   if (draft === "draft-10") {
     return [
@@ -107,9 +108,9 @@ export async function rateLimitHeaders(draft: HeaderDraft, limits: readonly Name
     ];
   }
   if (draft === "draft-8") {
-    const pk = key === undefined ? "" : `; pk=:${await partitionKey(key)}:`;
+    const pks = await Promise.all(limits.map(({ key }) => (key === undefined ? "" : partitionKey(key).then((pk) => `; pk=:${pk}:`))));
     return [
-      ["RateLimit-Policy", limits.map(({ name, figures }) => `${sfString(name)}; q=${integer(figures.limit)}; w=${integer(figures.window)}${pk}`).join(", ")],
+      ["RateLimit-Policy", limits.map(({ name, figures }, index) => `${sfString(name)}; q=${integer(figures.limit)}; w=${integer(figures.window)}${pks[index]}`).join(", ")],
       ["RateLimit", limits.map(({ name, figures }) => `${sfString(name)}; r=${integer(figures.remaining)}; t=${integer(figures.reset)}`).join(", ")],
     ];
   }

@@ -8,7 +8,7 @@
  * @module
  */
 export { httpGuard, HttpGuardError, decide, makePlan } from "./http-guard.js";
-export type { Decision, GuardedLimiter, GuardedNames, GuardResult, HttpGuardErrorCode, HttpGuardOptions, Plan, Refusal } from "./http-guard.js";
+export type { Decision, GuardedLimit, GuardedLimiter, GuardedNames, GuardResult, HttpGuardErrorCode, HttpGuardOptions, Plan, Refusal } from "./http-guard.js";
 export { honoRateLimit, expressRateLimit } from "./http-frameworks.js";
 export type { ExpressNext, ExpressRequestLike, ExpressResponseLike, HonoContextLike } from "./http-frameworks.js";
 export { HEADER_DRAFTS, isPolicyName, rateLimitHeaders } from "./http-headers.js";

@@ -18,6 +18,7 @@ import { ALGORITHMS, START, expectedFields, openDirect, runScenarios } from "./s
 const here = fileURLToPath(new URL("./", import.meta.url));
 const repo = fileURLToPath(new URL("../../", import.meta.url));
 const CHILD_TIMEOUT_MS = 60_000;
+const { MINUTE } = lib;
 const at = (now, key) => ({ headers: { "x-now": String(now), ...(key === undefined ? {} : { "x-user": key }) } });
 const down = Object.assign(new Error("the store is down"), { code: "STORE_DOWN" });
 const throwingStore = { read() { throw down; }, write() { throw down; } };
@@ -77,11 +78,42 @@ describe("the guard", () => {
     assert.throws(() => http.httpGuard(limiter, "api", { headers: "draft-9" }), { ...code, message: /options\.headers must be one of draft-10, draft-8, draft-7, draft-6, none \(got "draft-9"\)/ });
     assert.throws(() => http.httpGuard(limiter, "api", { keys: () => "a" }), { ...code, message: /unknown option "keys"/ });
     assert.throws(() => http.httpGuard(limiter, "api", { key: "ada" }), { ...code, message: /options\.key must be a function \(got "ada"\)/ });
-    assert.throws(() => http.httpGuard(limiter, []), { ...code, message: /non-empty array of names/ });
+    assert.throws(() => http.httpGuard(limiter, []), { ...code, message: /or a non-empty array of them \(got \[\]\)/ });
     assert.throws(() => http.httpGuard(limiter, ["api", "api"]), { ...code, message: /"api" is named twice/ });
     assert.throws(() => http.httpGuard(limiter, "café"), { ...code, message: /printable ASCII for headers draft-10 \(got "café"\)/ });
     assert.throws(() => http.httpGuard({}, "api"), { ...code, message: /needs a RateLimiter/ });
+    assert.throws(() => http.httpGuard(limiter, [{ name: "api", keyed: true }]), { ...code, message: /\{ name, keyed: false \}/ });
     assert.doesNotThrow(() => http.httpGuard(limiter, "café", { headers: "draft-6" }));
+  });
+
+  test("a limit with keyed: false is shared by every key, next to a per-key one, all consumed or none", async () => {
+    const clock = { now: START };
+    const limits = { api: ALGORITHMS["token bucket"], global: { kind: "fixed window", rate: 3, period: MINUTE, start: 0 } };
+    const limiter = new lib.RateLimiter(new lib.MemoryStore(), limits, { now: () => clock.now });
+    const user = (name) => new Request("http://127.0.0.1/", { headers: { "x-user": name } });
+    const guard = http.httpGuard(limiter, ["api", { name: "global", keyed: false }], { key: (r) => r.headers.get("x-user") ?? undefined, now: () => clock.now, headers: "draft-8" });
+    const answers = [];
+    for (const name of ["ada", "ada", "grace", "grace"]) answers.push(await guard(user(name)));
+    assert.deepEqual(answers.map(({ ok }) => ok), [true, true, true, false], "the global limit of 3 is shared by ada and grace");
+    assert.deepEqual(JSON.parse(await answers[3].response.text())["violated-policies"], ["global"]);
+    assert.equal((await limiter.getValue("api", { key: "grace" })).value, 2, "grace's own limit kept the token of the refused request");
+    assert.equal((await limiter.getValue("global")).value, 0);
+    assert.match(answers[2].headers.get("ratelimit-policy"), /^"api"; q=3; w=60; pk=:[A-Za-z0-9+/]{16}:, "global"; q=3; w=60$/, "a partition key only on the keyed limit");
+  });
+
+  test("a sharded limit's headers rest on the shards sampled, as the core reports them", async () => {
+    const clock = { now: START };
+    const limiter = new lib.RateLimiter(new lib.MemoryStore(), { llm: { kind: "token bucket", rate: 40, period: MINUTE, shards: 4 } }, { now: () => clock.now, random: () => 0.3 });
+    const guard = http.httpGuard(limiter, "llm", { sampleShards: 4, count: () => 3, now: () => clock.now });
+    for (let sent = 0; sent < 5; sent++) {
+      const { ok, headers, limits } = await guard(new Request("http://127.0.0.1/"));
+      assert.ok(ok);
+      const figures = lib.rateLimitFigures(await limiter.getValue("llm", { sampleShards: 4 }), clock.now, undefined, 4);
+      assert.equal(figures.sampled, 4);
+      assert.deepEqual(limits[0].figures, figures);
+      assert.equal(headers.get("ratelimit"), `"llm";r=${figures.remaining};t=${figures.reset}`);
+    }
+    assert.equal(new Headers((await guard(new Request("http://127.0.0.1/"))).headers).get("ratelimit-policy"), '"llm";q=40;w=60');
   });
 
   test("rejects a key that is not a string, and an unknown limit, writing nothing", async () => {
