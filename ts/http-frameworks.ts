@@ -29,7 +29,7 @@ export interface ExpressResponseLike {
   setHeader(name: string, value: string): unknown;
   /** Sends the body and ends the response. */
   end(body: string): unknown;
-  /** True once headers went out (then the middleware writes none). */
+  /** True once headers went out (then the middleware writes none, and a refusal only ends the response). */
   readonly headersSent?: boolean;
 }
 
@@ -98,9 +98,10 @@ export function expressRateLimit<Limits extends Record<string, RateLimitConfig>,
   const plan = makePlan<Req>("expressRateLimit", limiter, name, options);
   return (req, res, next) => {
     decide(plan, req).then((decision) => {
-      if (res.headersSent) return next();
-      for (const [field, value] of decision.headers) res.setHeader(field, value);
+      if (!res.headersSent) for (const [field, value] of decision.headers) res.setHeader(field, value);
       if (decision.ok) return next();
+      // Refused after another middleware already answered: end it there; the route never runs.
+      if (res.headersSent) return void res.end("");
       res.statusCode = 429;
       res.setHeader("Content-Type", decision.body!.contentType);
       res.end(decision.body!.text);
