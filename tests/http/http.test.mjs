@@ -5,6 +5,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { copyFileSync, cpSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -114,6 +115,39 @@ describe("the guard", () => {
       assert.equal(headers.get("ratelimit"), `"llm";r=${figures.remaining};t=${figures.reset}`);
     }
     assert.equal(new Headers((await guard(new Request("http://127.0.0.1/"))).headers).get("ratelimit-policy"), '"llm";q=40;w=60');
+  });
+
+  test("20 concurrent requests on a host whose transactions serialize admit exactly 3; without the transaction, more", async () => {
+    const tick = () => new Promise((resolve) => setTimeout(resolve, 1));
+    class SlowStore {
+      states = new Map();
+      async read(ref) { await tick(); return this.states.get(JSON.stringify(ref)) ?? null; }
+      async write(ref, state) { await tick(); if (state === null) this.states.delete(JSON.stringify(ref)); else this.states.set(JSON.stringify(ref), state); }
+    }
+    class LockingStore extends SlowStore {
+      #tail = Promise.resolve();
+      transaction(body) {
+        const attempt = this.#tail.then(() => body(this));
+        this.#tail = attempt.catch(() => {});
+        return attempt;
+      }
+    }
+    const admitted = async (store) => {
+      const limiter = new lib.RateLimiter(store, { api: ALGORITHMS["token bucket"], burst: ALGORITHMS["fixed window"] });
+      const guard = http.httpGuard(limiter, ["api", "burst"], { key: () => "ada" });
+      const answers = await Promise.all(Array.from({ length: 20 }, () => guard(new Request("http://127.0.0.1/"))));
+      return answers.filter(({ ok }) => ok).length;
+    };
+    assert.equal(await admitted(new LockingStore()), 3);
+    assert.ok((await admitted(new SlowStore())) > 3, "the same traffic without the host's transaction over-admits: the test can see a failure");
+  });
+
+  test("draft-8's partition key is the one express-rate-limit derives from the key", async () => {
+    const limiter = new lib.RateLimiter(new lib.MemoryStore(), { api: ALGORITHMS["token bucket"] });
+    const { headers } = await http.httpGuard(limiter, "api", { key: () => "203.0.113.7", headers: "draft-8" })(new Request("http://127.0.0.1/"));
+    // express-rate-limit: sha256 hex of the key, its first 12 digits, base64 of those characters.
+    const expected = Buffer.from(createHash("sha256").update("203.0.113.7").digest("hex").slice(0, 12)).toString("base64");
+    assert.equal(headers.get("ratelimit-policy"), `"api"; q=3; w=60; pk=:${expected}:`);
   });
 
   test("rejects a key that is not a string, and an unknown limit, writing nothing", async () => {
