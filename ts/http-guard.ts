@@ -97,15 +97,23 @@ export interface Decision {
 
 /** A guard's validated plan: the limiter, the names, and the options. */
 export interface Plan<R> {
+  /** What decides: a `RateLimiter` or a `rateLimiterClient`. */
   limiter: RateLimiter<Record<string, RateLimitConfig>>;
+  /** The guarding limits' names, in order. */
   names: string[];
   /** Per limit, in order: whether the request's key applies to it. */
   keyed: boolean[];
+  /** `options.key`, when given. */
   key: ((request: R) => string | undefined | Promise<string | undefined>) | undefined;
+  /** `options.count`, when given. */
   count: ((request: R) => number | Promise<number>) | undefined;
+  /** Which header fields to write. */
   headers: HeaderDraft;
+  /** `options.onRefused`, when given. */
   onRefused: ((refusal: Refusal<R>) => unknown) | undefined;
+  /** `getValue`'s `sampleShards`, when given. */
   sampleShards: number | undefined;
+  /** The clock the figures are read at. */
   now: () => number;
 }
 
