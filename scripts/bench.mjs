@@ -15,6 +15,7 @@ import { cpus, loadavg, platform, release, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { measureBrowserApp } from "./bench/browser-app.mjs";
+import { runInChromium } from "./bench/browser-run.mjs";
 import { measureBundle } from "./bench/bundle.mjs";
 import { ns } from "./bench/format.mjs";
 import { median } from "./bench/interleave.mjs";
@@ -80,6 +81,8 @@ async function main() {
     log("sizes: source files, the browser app, the package's files");
     const sources = measureSources(root);
     const app = await measureBrowserApp(work);
+    log("the browser app in headless Chromium");
+    app.browserRun = await runInChromium(app);
     const packageBundle = measureBundle(dist);
     const native = await runNative(root, join(work, "criterion"), log);
     if (native.error) log(`native core not measured: ${native.error}`);
@@ -127,7 +130,9 @@ ${table}
 answer), bundled by esbuild ${app.esbuildVersion} (\`bundle\`, \`minify\`, \`format: "esm"\`, \`platform: "browser"\`, so the
 package's \`browser\` export condition resolves, as a user's bundler resolves it from the built
 package copied into \`node_modules\`), plus the \`.wasm\` that bundle fetches at run time
-(${app.wasmFiles.map((file) => `\`${file}\``).join(", ")}, found from the \`new URL(…, import.meta.url)\` in the bundled modules). Each file
+(${app.wasmFiles.map((file) => `\`${file}\``).join(", ")}, found from the \`new URL(…, import.meta.url)\` in the bundled modules). The app is then
+run in headless Chromium from a static server on a loopback port (when \`/usr/bin/chromium\` exists): it
+must decide without an error, and the \`.wasm\` it fetches must be the one counted. Each file
 gzipped alone at level 9, as a server sends it. The package rows count every \`.js\` and \`.cjs\` file in
 \`dist/\`, and for each runtime entry the JS it loads (its imports followed within \`dist/\`).
 [2] Fresh \`node\` processes, timed inside with \`performance.now()\` (process start-up not counted):

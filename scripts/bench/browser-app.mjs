@@ -65,7 +65,8 @@ export function wasmSections(bytes) {
  *
  * @param {string} work A project directory with the built package in node_modules/ratebound.
  * @returns {Promise<object>} `jsRaw`, `jsGzip`, `wasmRaw`, `wasmGzip`, `total` (both gzipped),
- * `wasmFiles` (paths in the package), `inputs` (each bundled module's minified bytes, largest
+ * `wasmFiles` (paths in the package), `fetched` (each `.wasm` URL relative to the bundle, with the
+ * file to serve there), `bundle` (the bundle's path), `inputs` (each bundled module's minified bytes, largest
  * first), `sections` (of the `.wasm`), `resolvedEntry` (the package file the import resolved to).
  * @example
  * const app = await measureBrowserApp(work); // app.total <= 24 * 1024 is the target
@@ -98,12 +99,14 @@ export async function measureBrowserApp(work) {
   const resolvedEntry = relative(packageRoot, resolve(work, metafile.inputs[appInput].imports[0].path));
   // The .wasm: emitted next to the bundle if esbuild handled it as an asset, else the file the
   // package's code fetches relative to itself (which the app must serve beside the bundle).
-  const wasmFiles = new Set(Object.keys(metafile.outputs).filter((path) => path.endsWith(".wasm")).map((path) => resolve(work, path)));
-  if (wasmFiles.size === 0) {
+  // `fetched` maps each URL (relative to the bundle) to the file to serve there.
+  const fetched = new Map(Object.keys(metafile.outputs).filter((path) => path.endsWith(".wasm")).map((path) => [relative(dirname(outfile), resolve(work, path)), resolve(work, path)]));
+  if (fetched.size === 0) {
     for (const input of Object.keys(output.inputs)) {
-      for (const match of readFileSync(resolve(work, input), "utf8").matchAll(WASM_URL)) wasmFiles.add(resolve(work, dirname(input), match[1]));
+      for (const match of readFileSync(resolve(work, input), "utf8").matchAll(WASM_URL)) fetched.set(match[1], resolve(work, dirname(input), match[1]));
     }
   }
+  const wasmFiles = new Set(fetched.values());
   if (wasmFiles.size === 0) throw new Error("the bundled app fetches no .wasm: the browser entry changed how it loads the core");
   const wasm = [...wasmFiles].map((path) => readFileSync(path));
   const wasmRaw = wasm.reduce((sum, bytes) => sum + bytes.length, 0);
@@ -120,6 +123,7 @@ export async function measureBrowserApp(work) {
     sections: wasmSections(wasm[0]),
     resolvedEntry,
     bundle: outfile,
+    fetched: [...fetched].map(([url, path]) => ({ url, path })),
     esbuildVersion: (await import("esbuild")).version,
   };
 }

@@ -8,6 +8,16 @@ import { KEY_COUNT } from "./timing.mjs";
 
 const percent = (part, whole) => `${((100 * part) / whole).toFixed(0)}%`;
 
+/** Which of the three parts (wasm code, wasm data and the rest, JS) weighs most, gzipped. */
+function largestShare(app) {
+  const parts = [
+    ["the `.wasm`'s code section (`twiggy top` on an unstripped build names its functions)", app.sections.code.gzip],
+    ["the `.wasm`'s data section", app.sections.data.gzip],
+    ["the JavaScript", app.jsGzip],
+  ].sort((a, b) => b[1] - a[1]);
+  return `${parts[0][0]}, ${percent(parts[0][1], app.total)} (each part gzipped alone)`;
+}
+
 function bundleNote({ detail: app }) {
   const budget = TARGETS.bundle.budgetBytes;
   const { code, data } = app.sections;
@@ -19,7 +29,7 @@ function bundleNote({ detail: app }) {
       ? `The \`.wasm\` alone is ${kib(app.wasmGzip - budget)} over the whole budget before any JavaScript; to fit beside today's ${kib(app.jsGzip)} of JS it would have to shrink to ${kib(Math.max(0, budget - app.jsGzip))} gzip, ${times(app.wasmGzip / Math.max(1, budget - app.jsGzip))} smaller. `
       : `The JS is ${kib(app.jsGzip)}: with today's \`.wasm\` it would have to shrink to ${kib(Math.max(0, budget - app.wasmGzip))}. `) +
     `Of the minified JS (${kib(app.jsRaw)} before gzip), \`${topJs.path}\` is the largest module (${kib(topJs.bytes)}, ${percent(topJs.bytes, app.jsRaw)}). ` +
-    `The code section is where the bytes are; \`twiggy top\` on an unstripped build names the functions in it.`
+    `The largest share of the gzipped total is ${largestShare(app)}.`
   );
 }
 
@@ -39,14 +49,16 @@ function startupNote({ detail: startup }) {
   );
 }
 
-function nativeNote({ detail: { decision, nativeTransition } }) {
+function nativeNote({ detail: { decision, nativeTransition } }, run) {
   const plumbing = decision - nativeTransition;
+  const refused = run.native.estimates?.["token_bucket-refused-unsharded"]?.median;
   return (
     `**Native decision on a slab: ${ns(decision)} ns against ≤ ${TARGETS.native.ns} ns.** ` +
     (nativeTransition === undefined
-      ? `The transition was not measured, so the run cannot split the decision.`
-      : `The transition inside it costs ${ns(nativeTransition)} ns natively, so ${ns(plumbing)} ns (${percent(plumbing, decision)}) is the plumbing around the arithmetic: reading the block, validating the request, choosing the path, writing back. ` +
-        (nativeTransition > TARGETS.native.ns ? `The transition alone is over ${TARGETS.native.ns} ns.` : `That plumbing would have to fit in ${ns(TARGETS.native.ns - nativeTransition)} ns.`))
+      ? `The transition was not measured, so the run cannot split the decision. `
+      : `The transition inside it costs ${ns(nativeTransition)} ns natively, so ${ns(plumbing)} ns (${percent(plumbing, decision)}) is everything the decision does besides the arithmetic. ` +
+        (nativeTransition > TARGETS.native.ns ? `The transition alone is over ${TARGETS.native.ns} ns. ` : `All of that would have to fit in ${ns(TARGETS.native.ns - nativeTransition)} ns. `)) +
+    (refused === undefined ? "" : `The same limit refused, which writes nothing back, costs ${ns(refused)} ns natively${refused > TARGETS.native.ns ? `, itself over ${TARGETS.native.ns} ns` : ""}.`)
   );
 }
 
@@ -65,7 +77,8 @@ function limitNote({ detail: { ours, flexible, speed } }, run) {
     text +=
       `On one hot key (${ns(total.median)} ns in all) the wasm call \`decideInSlab\` takes ${ns(slab.median)} ns` +
       (decision === undefined ? "" : ` (${times(slab.median / decision)} the native decision's ${ns(decision)} ns)`) +
-      ` and the TypeScript around it (options, \`Map\` lookups, decoding the answer) ${ns(rest)} ns by difference. ` +
+      ` and the TypeScript around it (options, \`Map\` lookups, decoding the answer) ${ns(rest)} ns by difference` +
+      (budget > floor ? `; the wasm call alone is ${slab.median > budget - floor ? "over" : "within"} the ${ns(budget - floor)} ns left. ` : ". ") +
       `Cycling through ${KEY_COUNT.toLocaleString("en-US")} keys costs ${ns(Math.abs(ours.median - total.median))} ns ${ours.median >= total.median ? "more" : "less"} per call than one hot key.`;
   } else {
     text += `The wasm call could not be timed alone in this build (${run.skipped.join("; ")}).`;
@@ -117,7 +130,7 @@ export function closingNote(goals, run) {
   const byId = (id) => missed.find((goal) => goal.id === id);
   if (byId("bundle")) lines.push(`- ${bundleNote(byId("bundle"))}`);
   if (byId("startup")) lines.push(`- ${startupNote({ detail: { ...byId("startup").detail, wasmRaw: run.app.wasmRaw } })}`);
-  if (byId("native")) lines.push(`- ${nativeNote(byId("native"))}`);
+  if (byId("native")) lines.push(`- ${nativeNote(byId("native"), run)}`);
   if (byId("limit")) lines.push(`- ${limitNote(byId("limit"), run)}`);
   const transitions = missed.filter((goal) => goal.id.startsWith("transition"));
   if (transitions.length) lines.push(`- ${transitionNote(transitions, run)}`);

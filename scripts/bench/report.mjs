@@ -40,7 +40,9 @@ export function report(run) {
   row(
     "browser app: esbuild-bundled, minified, importing `ratebound` [1]",
     `${kib(app.total)} gzip: JS ${kib(app.jsGzip)} + \`.wasm\` ${kib(app.wasmGzip)}`,
-    `raw: JS ${kib(app.jsRaw)}, \`.wasm\` ${kib(app.wasmRaw)}; \`ratebound\` resolved to \`${app.resolvedEntry}\``,
+    `raw: JS ${kib(app.jsRaw)}, \`.wasm\` ${kib(app.wasmRaw)}; \`ratebound\` resolved to \`${app.resolvedEntry}\`; ${
+      app.browserRun?.ran ? `ran in Chromium: decided, fetched ${app.browserRun.served.filter((path) => path.endsWith(".wasm")).map((path) => `\`${path}\``).join(", ")}` : `not run in a browser (${app.browserRun?.reason ?? "not tried"})`
+    }`,
     `${times(app.total / TARGETS.bundle.budgetBytes)} the budget`,
     TARGETS.bundle.goal,
     goal("bundle", "browser app bundle", TARGETS.bundle.met(app), app),
