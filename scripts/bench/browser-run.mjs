@@ -51,6 +51,7 @@ export async function runInChromium(app) {
   if (!existsSync(CHROMIUM)) return { ran: false, reason: `no ${CHROMIUM} (\`npm test\`'s setup installs it)` };
   const root = dirname(app.bundle);
   for (const { url, path } of app.fetched) {
+    if (join(root, url) === path) continue; // emitted by esbuild next to the bundle
     mkdirSync(dirname(join(root, url)), { recursive: true });
     copyFileSync(path, join(root, url));
   }
