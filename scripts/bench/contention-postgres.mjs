@@ -14,6 +14,7 @@ import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { startPostgres } from "../../tests/sql/postgres-server.mjs";
+import { interleaved, offerLoad } from "./contention-load.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -37,83 +38,36 @@ const repeat = Number(args.repeat);
 const { RateLimiter } = await import("../../pkg/dist/node.js");
 const { createTable, postgresStore } = await import("../../pkg/dist/postgres.js");
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const percentile = (sorted, p) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]);
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-};
 
 /** One run: `shards` shards, the fixed offered load, a fresh table. */
 async function measure(pool, offeredPerSecond, shards) {
   await pool.query("TRUNCATE ratebound");
-  const counts = { offered: 0, admitted: 0, refused: 0, failed: 0, retries: 0 };
+  const counts = { retries: 0 };
   const store = postgresStore(pool, { onRetry: () => counts.retries++ });
   const limiter = new RateLimiter(store, { global: { kind: "token bucket", rate: limitPerSecond, period: 1000, shards } });
-  const latencies = [];
-  const pending = new Set();
-  const total = Math.round((offeredPerSecond * durationMs) / 1000);
-  const start = performance.now();
-  const startMs = Date.now();
-  let lastAdmittedMs = startMs;
-  while (counts.offered < total) {
-    const due = Math.min(total, Math.floor(((performance.now() - start) * offeredPerSecond) / 1000) + 1);
-    for (; counts.offered < due; counts.offered++) {
-      const arrival = start + (counts.offered * 1000) / offeredPerSecond;
-      const request = limiter
-        .limit("global")
-        .then(
-          (status) => {
-            if (!status.ok) return counts.refused++;
-            counts.admitted++;
-            lastAdmittedMs = Math.max(lastAdmittedMs, Date.now());
-          },
-          (error) => {
-            if (error.code !== "SQL_LOCK_CONTENDED") throw error;
-            counts.failed++;
-          },
-        )
-        .finally(() => {
-          latencies.push(performance.now() - arrival);
-          pending.delete(request);
-        });
-      pending.add(request);
-    }
-    await sleep(2);
-  }
-  await Promise.all(pending);
-  latencies.sort((a, b) => a - b);
-  return {
-    shards,
-    ...counts,
-    bound: Math.floor(limitPerSecond + (limitPerSecond * (lastAdmittedMs - startMs)) / 1000),
-    retriesPerAdmitted: counts.retries / Math.max(1, counts.admitted),
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-  };
+  const run = await offerLoad({
+    offeredPerSecond,
+    durationMs,
+    limitPerSecond,
+    counts,
+    launch: () => limiter.limit("global"),
+    gaveUp: (error) => error.code === "SQL_LOCK_CONTENDED",
+  });
+  return { shards, ...run, retriesPerAdmitted: run.retries / Math.max(1, run.admitted) };
 }
 
 const server = await startPostgres();
 const pool = new pg.Pool({ connectionString: server.connectionString, max: connections });
-const tables = [];
+let tables;
 try {
   await createTable(pool);
-  for (const offeredPerSecond of offeredRates) {
-    const runs = new Map(shardCounts.map((shards) => [shards, []]));
-    for (let round = 0; round < repeat; round++) {
-      for (const shards of shardCounts) runs.get(shards).push(await measure(pool, offeredPerSecond, shards));
-    }
-    const rows = shardCounts.map((shards) => {
-      const all = runs.get(shards);
-      const row = { shards, runs: all };
-      for (const field of ["offered", "admitted", "bound", "refused", "failed", "retriesPerAdmitted", "p50", "p99"]) {
-        row[field] = median(all.map((run) => run[field]));
-      }
-      return row;
-    });
-    tables.push({ offeredPerSecond, rows });
-  }
+  tables = await interleaved({
+    offeredRates,
+    shardCounts,
+    repeat,
+    fields: ["offered", "admitted", "bound", "refused", "failed", "retriesPerAdmitted", "p50", "p99"],
+    measure: (offeredPerSecond, shards) => measure(pool, offeredPerSecond, shards),
+  });
 } finally {
   await pool.end();
   server.stop();
