@@ -13,6 +13,7 @@
  * @module
  */
 import { withJitter, type RateLimitState, type RateLimitStore, type StateRef, type WriteInfo } from "ratebound";
+import { OPTIMISTIC_OPTIONS } from "./adapter-options.js";
 
 export type { WriteInfo };
 
@@ -263,9 +264,9 @@ export async function runOptimistic<Tx extends { hasChanges(): boolean }, T>(
   options: OptimisticOptions,
   settings: { label: string; giveUp: (attempts: number) => Error; retryReason?: (error: unknown) => string | undefined },
 ): Promise<T> {
-  const maxAttempts = options.maxAttempts ?? 10;
-  const baseDelayMs = options.baseDelayMs ?? 2;
-  const maxDelayMs = options.maxDelayMs ?? 200;
+  // Own fields only: a caller's rest-spread copy is a plain object, whose absent
+  // fields would otherwise be read from a polluted Object.prototype.
+  const { maxAttempts = 10, baseDelayMs = 2, maxDelayMs = 200, onConflict, random } = ownFields(options);
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
     throw new RangeError(`${settings.label}: maxAttempts must be an integer >= 1 (got ${maxAttempts})`);
   }
@@ -285,10 +286,10 @@ export async function runOptimistic<Tx extends { hasChanges(): boolean }, T>(
       if (retry === undefined) throw error;
       reason = retry;
     }
-    options.onConflict?.(attempt, reason);
+    onConflict?.(attempt, reason);
     if (attempt >= maxAttempts) throw settings.giveUp(attempt);
     const backoffMs = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
-    await new Promise((resolve) => setTimeout(resolve, withJitter(0, backoffMs, options.random)));
+    await new Promise((resolve) => setTimeout(resolve, withJitter(0, backoffMs, random)));
   }
 }
 
@@ -319,7 +320,7 @@ export class OptimisticStore<Key, Version> implements RateLimitStore {
     settings: { label: string; giveUp: (attempts: number) => Error; begin?: () => OptimisticTransaction<Key, Version> },
   ) {
     this.#host = host;
-    this.#options = { ...options };
+    this.#options = ownFields(options);
     this.#settings = { label: settings.label, giveUp: settings.giveUp };
     this.#begin = settings.begin ?? (() => new OptimisticTransaction(host));
     const retryReason = host.retryReason?.bind(host);
@@ -369,4 +370,13 @@ export class OptimisticStore<Key, Version> implements RateLimitStore {
   async write(ref: StateRef, state: RateLimitState | null, info?: WriteInfo): Promise<void> {
     await this.transaction((tx) => tx.write(ref, state, info));
   }
+}
+
+/** A null-prototype copy of the driver's own option fields: absent ones stay absent. */
+function ownFields(options: OptimisticOptions): OptimisticOptions {
+  const copy = Object.create(null) as Record<string, unknown>;
+  for (const field of OPTIMISTIC_OPTIONS) {
+    if (Object.hasOwn(options, field)) copy[field] = options[field];
+  }
+  return copy as OptimisticOptions;
 }
