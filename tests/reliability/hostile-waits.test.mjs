@@ -109,7 +109,7 @@ async function promisedWaits(kind, origin, { sharded, reserving, seed }) {
         draws.use(callSeed); // the same shards as the refused call
         const again = await limiter.limit("limit", request);
         tally.add("decisions checked");
-        tally.add("hostile options");
+        tally.add("waits retried");
         retried += 1;
         if (!again.ok) {
           failures.push(`${where}: refused at ${refusedAt} with retryAfter ${first.retryAfter} for ${JSON.stringify(request)}, refused again at ${clock.now}: ${JSON.stringify(again)}; history [now, seed, count, reserve, ok]: ${JSON.stringify(history)}`);
