@@ -126,9 +126,13 @@ async function table(offeredPerSecond) {
 
 const tables = [];
 for (const offeredPerSecond of offeredRates) tables.push({ offeredPerSecond, rows: await table(offeredPerSecond) });
+// The same load on Redis (ratebound/redis on a real redis-server it starts): see scripts/bench/contention-redis.mjs.
+const { redisContention, printRedisContention } = await import("./bench/contention-redis.mjs");
+const redisOptions = { offeredRates, durationMs, clientCount, shardCounts, limitPerSecond, repeat };
+const redis = await redisContention(redisOptions);
 
 if (args.json) {
-  console.log(JSON.stringify({ durationMs, clientCount, limitPerSecond, repeat, tables }, null, 2));
+  console.log(JSON.stringify({ durationMs, clientCount, limitPerSecond, repeat, tables, redis }, null, 2));
 } else {
   console.log(
     `One global token bucket, ${limitPerSecond} tokens/s with a capacity of ${limitPerSecond}, on Deno KV ` +
@@ -145,4 +149,5 @@ if (args.json) {
       );
     }
   }
+  printRedisContention(redis, redisOptions);
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what building and testing ratebound needs, and only what is missing:
+# Installs what building and testing ratebound needs, and only what is missing
+# (with --build, only what building the package needs: the first three):
 # the wasm32 target, wasm-bindgen-cli at exactly the version Cargo.toml pins,
 # Debian's chromium and chromedriver, the npm packages of package-lock.json,
 # and Deno (tools/deno).
@@ -23,6 +24,19 @@ if [ "$installed" != "$pinned" ]; then
   cargo install wasm-bindgen-cli --version "$pinned" >&2
 fi
 
+# npm ci when node_modules is missing or was installed from another lockfile.
+stamp=node_modules/.ratebound-lockfile
+if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
+  echo "ratebound: npm ci" >&2
+  npm ci --no-audit --no-fund >&2
+  cp package-lock.json "$stamp"
+fi
+
+# `--build`: only what building the package (and so the demo and the benches) needs.
+if [ "${1:-}" = "--build" ]; then
+  exit 0
+fi
+
 # Headless Chromium (and its driver) for the browser tests, from Debian's packages.
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   echo "ratebound: installing chromium and chromium-driver" >&2
@@ -30,6 +44,15 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
   $sudo apt-get update -q >&2
   $sudo apt-get install -y -q chromium chromium-driver >&2
+fi
+
+# Debian's redis-server for the ratebound/redis tests (tests/redis/ starts and stops its own).
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "ratebound: installing redis-server" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -q >&2
+  $sudo apt-get install -y -q redis-server >&2
 fi
 
 # cargo-fuzz (libFuzzer) for fuzz/, run on stable Rust with RUSTC_BOOTSTRAP=1; libFuzzer is C++.
@@ -43,14 +66,6 @@ fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "ratebound: installing cargo-fuzz (a few minutes)" >&2
   cargo install cargo-fuzz --version 0.13.2 >&2
-fi
-
-# npm ci when node_modules is missing or was installed from another lockfile.
-stamp=node_modules/.ratebound-lockfile
-if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
-  echo "ratebound: npm ci" >&2
-  npm ci --no-audit --no-fund >&2
-  cp package-lock.json "$stamp"
 fi
 
 # Deno lives outside the root lockfile (see tools/deno/package.json for why).

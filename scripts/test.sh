@@ -28,8 +28,14 @@ node_modules/.bin/vitest run --config tests/hosts/vitest.config.mjs
 echo "== Hosts: Durable Objects in workerd (Miniflare), Deno KV in Deno and in Node (@deno/kv), the examples and their types"
 node --test --test-reporter=spec tests/hosts/
 
+echo "== Redis: ratebound/redis on a real redis-server through node-redis, ioredis, and @upstash/redis over a REST bridge"
+node --test --test-reporter=spec tests/redis/
+node_modules/.bin/tsc -p tests/redis/types
+
 echo "== Convex component: ratebound/convex-component in convex-test (against @convex-dev/rate-limiter 0.3.2), its example, its types, the packed files"
 node_modules/.bin/vitest run --config tests/convex-component/vitest.config.mjs
+echo "== Convex component: @convex-dev/rate-limiter 0.3.2's and 0.4.0's own published tests (component, worker, client, react, shared) on ratebound's"
+node_modules/.bin/vitest run --config tests/convex-component/published/vitest.config.mjs
 node_modules/.bin/tsc -p examples/convex-component/convex
 node_modules/.bin/tsc -p tests/convex-component/types
 node --test --test-reporter=spec tests/convex-component/

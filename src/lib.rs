@@ -7,6 +7,7 @@
 mod batch;
 mod config;
 mod decision;
+mod figures;
 mod error;
 mod fixed_window;
 mod js_math;
@@ -30,6 +31,7 @@ pub use batch::limit_all;
 pub use config::{Config, FixedWindowConfig, Kind, RateLimitConfig, TokenBucketConfig, MAX_INSTANT_MS, MAX_SHARDS, MIN_CHOOSE_TWO};
 pub use decision::{decide, ShardDecision};
 pub use error::{Error, Part, Place, Problem, Says};
+pub use figures::{figures, whole_seconds, Figures};
 pub use limiter::{check, decide_and_maybe_write, limit, BatchItem};
 pub use message::{js_number, Message, NumberFormat, RustNumbers};
 pub use random::{unit_random, with_jitter};

@@ -8,7 +8,8 @@
  * Works with `Deno.Kv` (`Deno.openKv()`) and with `@deno/kv` in Node.
  * @module
  */
-import { withJitter, type RateLimitState, type RateLimitStore, type StateRef } from "ratebound";
+import type { RateLimitState, RateLimitStore } from "ratebound";
+import { OptimisticStore, OptimisticTransaction, runOptimistic, type OptimisticHost, type OptimisticOptions } from "./optimistic.js";
 
 /** One part of a Deno KV key. */
 export type KvKeyPart = Uint8Array | string | number | bigint | boolean | symbol;
@@ -118,7 +119,21 @@ function decodeState(stored: unknown): RateLimitState | null {
   return { value: view.getFloat64(0, true), ts: view.getFloat64(8, true) };
 }
 
-type Write = { key: KvKey; value: unknown; deleted: boolean; expireIn?: number };
+/** How Deno KV reads, stores and commits, for the optimistic driver. */
+function kvHost(kv: KvLike, prefix: KvKey): OptimisticHost<KvKey, string | null> {
+  return {
+    keyId,
+    stateKey: (ref) => (ref.key === undefined ? [...prefix, ref.name, ref.shard] : [...prefix, ref.name, ref.key, ref.shard]),
+    read: async (key) => {
+      const entry = await kv.get(key, { consistency: "strong" });
+      return { value: entry.value, version: entry.versionstamp };
+    },
+    encodeState,
+    decodeState,
+    commit: (tx) => commitTransaction(tx as KvTransaction),
+    retryReason: (error) => (isLockedDatabase(error) ? "locked" : undefined),
+  };
+}
 
 /** Commits a transaction: set by {@link KvTransaction}'s static block, so that only this module can. */
 let commitTransaction: (tx: KvTransaction) => Promise<boolean>;
@@ -133,7 +148,8 @@ let commitTransaction: (tx: KvTransaction) => Promise<boolean>;
  * `[...prefix, name, key, shard]` with a key: key parts are typed values, not
  * joined strings, so distinct `(name, key, shard)` triples never share a key.
  * The value is 16 bytes (`value`, `ts`: little-endian float64), which every
- * Deno KV client reads the same.
+ * Deno KV client reads the same. With the limiter's write hint, a state
+ * expires (`expireIn`) no earlier than it is full again.
  *
  * @example
  * await kvTransaction(kv, async (tx) => {
@@ -142,12 +158,8 @@ let commitTransaction: (tx: KvTransaction) => Promise<boolean>;
  *   return ok;
  * });
  */
-export class KvTransaction implements RateLimitStore {
+export class KvTransaction extends OptimisticTransaction<KvKey, string | null> implements RateLimitStore {
   readonly #kv: KvLike;
-  readonly #prefix: KvKey;
-  /** Keys read from the database, with the versionstamp to check and the value seen. */
-  readonly #reads = new Map<string, { key: KvKey; versionstamp: string | null; value: unknown }>();
-  readonly #writes = new Map<string, Write>();
   readonly #mutations: ((atomic: KvAtomicLike) => void)[] = [];
 
   /**
@@ -155,30 +167,8 @@ export class KvTransaction implements RateLimitStore {
    * @param prefix Prepended to ratebound's keys.
    */
   constructor(kv: KvLike, prefix: KvKey = ["ratebound"]) {
+    super(kvHost(kv, prefix));
     this.#kv = kv;
-    this.#prefix = prefix;
-  }
-
-  /**
-   * The value of `key` as this transaction sees it: its own write if any, else
-   * the database's (read once, and checked at commit).
-   *
-   * @param key Any Deno KV key.
-   * @returns The value, or `null` when absent (or deleted by this transaction).
-   * @example
-   * const count = (await tx.get<number>(["posts", userId, "count"])) ?? 0;
-   */
-  async get<T = unknown>(key: KvKey): Promise<T | null> {
-    const id = keyId(key);
-    const written = this.#writes.get(id);
-    if (written !== undefined) return written.deleted ? null : (written.value as T);
-    const seen = this.#reads.get(id);
-    if (seen !== undefined) return seen.value as T | null;
-    const entry = await this.#kv.get(key, { consistency: "strong" });
-    // Another read of the same key may have finished while this one waited: keep the first.
-    const first = this.#reads.get(id) ?? { key, versionstamp: entry.versionstamp, value: entry.value };
-    this.#reads.set(id, first);
-    return first.value as T | null;
   }
 
   /**
@@ -190,19 +180,9 @@ export class KvTransaction implements RateLimitStore {
    * @example
    * tx.set(["posts", userId, postId], { body });
    */
-  set(key: KvKey, value: unknown, options: { expireIn?: number } = {}): void {
-    this.#writes.set(keyId(key), { key, value, deleted: false, ...(options.expireIn === undefined ? {} : { expireIn: options.expireIn }) });
-  }
-
-  /**
-   * Deletes `key` when the transaction commits.
-   *
-   * @param key Any Deno KV key.
-   * @example
-   * tx.delete(["drafts", userId, postId]);
-   */
-  delete(key: KvKey): void {
-    this.#writes.set(keyId(key), { key, value: null, deleted: true });
+  override set(key: KvKey, value: unknown, options: { expireIn?: number; expireInMs?: number } = {}): void {
+    const expireIn = options.expireIn ?? options.expireInMs;
+    super.set(key, value, expireIn === undefined ? {} : { expireInMs: expireIn });
   }
 
   /**
@@ -218,36 +198,14 @@ export class KvTransaction implements RateLimitStore {
   }
 
   /**
-   * The store's read: a limit's shard state, as this transaction sees it.
+   * Whether the commit has anything to do: a write or a mutation.
    *
-   * @param ref The shard to read.
-   * @returns Its stored state, or `null`.
-   */
-  async read(ref: StateRef): Promise<RateLimitState | null> {
-    return decodeState(await this.get(this.stateKey(ref)));
-  }
-
-  /**
-   * The store's write: buffered until the commit.
-   *
-   * @param ref The shard to write.
-   * @param state Its new state, or `null` to delete it.
-   */
-  write(ref: StateRef, state: RateLimitState | null): void {
-    if (state === null) this.delete(this.stateKey(ref));
-    else this.set(this.stateKey(ref), encodeState(state));
-  }
-
-  /**
-   * Where a ref's state is stored.
-   *
-   * @param ref A limit's name, key and shard.
-   * @returns `[...prefix, name, shard]`, or `[...prefix, name, key, shard]` with a key.
+   * @returns `false` for a check, a getValue or a refusal, which commit nothing.
    * @example
-   * tx.stateKey({ name: "post", key: "ada", shard: 0 }); // ["ratebound", "post", "ada", 0]
+   * tx.hasChanges(); // false before any write
    */
-  stateKey(ref: StateRef): KvKey {
-    return ref.key === undefined ? [...this.#prefix, ref.name, ref.shard] : [...this.#prefix, ref.name, ref.key, ref.shard];
+  override hasChanges(): boolean {
+    return super.hasChanges() || this.#mutations.length > 0;
   }
 
   static {
@@ -255,21 +213,21 @@ export class KvTransaction implements RateLimitStore {
   }
 
   /**
-   * Commits every write and mutation in one `atomic()`, checking every key read;
-   * a transaction that writes nothing has nothing to commit. Only {@link kvTransaction} commits.
+   * Commits every write and mutation in one `atomic()`, checking every key read.
+   * (A transaction that writes nothing is not committed at all: a check, a getValue or a
+   * refusal answers from its reads, each strongly consistent. Concurrent writers only take
+   * tokens, so a refusal on a read that another commit has since overtaken would be a refusal
+   * on the newer state too; skipping the commit spares refused requests from retrying when the
+   * limit is busiest.)
    * @returns Whether it committed (`false`: another client changed a key read).
    */
   async #commit(): Promise<boolean> {
-    // Nothing to write, nothing to commit: a check, a getValue or a refusal answers from its
-    // reads, each strongly consistent. (Concurrent writers only take tokens, so a refusal on a
-    // read that another commit has since overtaken would be a refusal on the newer state too;
-    // skipping the commit spares refused requests from retrying when the limit is busiest.)
-    if (this.#writes.size === 0 && this.#mutations.length === 0) return true;
+    const { reads, writes } = this.changes();
     let atomic = this.#kv.atomic();
-    for (const { key, versionstamp } of this.#reads.values()) atomic = atomic.check({ key, versionstamp });
-    for (const write of this.#writes.values()) {
+    for (const { key, version } of reads) atomic = atomic.check({ key, versionstamp: version });
+    for (const write of writes) {
       if (write.deleted) atomic = atomic.delete(write.key);
-      else atomic = atomic.set(write.key, write.value, write.expireIn === undefined ? undefined : { expireIn: write.expireIn });
+      else atomic = atomic.set(write.key, write.value, write.expireInMs === undefined ? undefined : { expireIn: write.expireInMs });
     }
     for (const mutation of this.#mutations) mutation(atomic);
     return (await atomic.commit()).ok;
@@ -312,25 +270,41 @@ function isLockedDatabase(error: unknown): boolean {
  * });
  */
 export async function kvTransaction<T>(kv: KvLike, body: (tx: KvTransaction) => T | Promise<T>, options: KvTransactionOptions = {}): Promise<T> {
-  const maxAttempts = options.maxAttempts ?? 10;
-  const baseDelayMs = options.baseDelayMs ?? 2;
-  const maxDelayMs = options.maxDelayMs ?? 200;
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
-    throw new RangeError(`ratebound/deno-kv: maxAttempts must be an integer >= 1 (got ${maxAttempts})`);
-  }
-  for (let attempt = 1; ; attempt++) {
-    const tx = new KvTransaction(kv, options.prefix);
-    let reason: "check" | "locked" = "check";
-    try {
-      const result = await body(tx);
-      if (await commitTransaction(tx)) return result;
-    } catch (error) {
-      if (!isLockedDatabase(error)) throw error;
-      reason = "locked";
-    }
-    options.onConflict?.(attempt, reason);
-    if (attempt >= maxAttempts) throw new KvConflictError(attempt);
-    const backoffMs = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
-    await new Promise((resolve) => setTimeout(resolve, withJitter(0, backoffMs, options.random)));
-  }
+  return runOptimistic(() => new KvTransaction(kv, options.prefix), (tx) => commitTransaction(tx), body, driverOptions(options), KV_SETTINGS);
+}
+
+/** The driver's options from {@link KvTransactionOptions}. */
+function driverOptions(options: KvTransactionOptions): OptimisticOptions {
+  const { prefix: _prefix, ...rest } = options;
+  return rest as OptimisticOptions;
+}
+
+const KV_SETTINGS = {
+  label: "ratebound/deno-kv",
+  giveUp: (attempts: number) => new KvConflictError(attempts),
+  retryReason: (error: unknown) => (isLockedDatabase(error) ? "locked" : undefined),
+};
+
+/**
+ * A store that makes each limiter call its own Deno KV transaction:
+ * `new RateLimiter(kvStore(kv), LIMITS)`. Each `limit`, `check`, `limitAll`,
+ * `checkAll`, `getValue` and `reset` reads with versionstamps and commits in
+ * one checked `atomic()`, retried on a lost race like {@link kvTransaction}
+ * and failing closed with {@link KvConflictError}. To commit the app's own
+ * writes with the limit's, use {@link kvTransaction} instead.
+ *
+ * @param kv `await Deno.openKv()`, or `@deno/kv`'s `openKv()`.
+ * @param options Retry bound and backoff, key prefix, a conflict hook.
+ * @returns A store for `new RateLimiter(store, limits)`.
+ * @example
+ * const limiter = new RateLimiter(kvStore(await Deno.openKv()), { post: { kind: "token bucket", rate: 10, period: MINUTE } });
+ * const { ok } = await limiter.limit("post", { key: userId });
+ */
+export function kvStore(kv: KvLike, options: KvTransactionOptions = {}): OptimisticStore<KvKey, string | null> {
+  const prefix = options.prefix ?? ["ratebound"];
+  return new OptimisticStore(kvHost(kv, prefix), driverOptions(options), {
+    label: KV_SETTINGS.label,
+    giveUp: KV_SETTINGS.giveUp,
+    begin: () => new KvTransaction(kv, prefix),
+  });
 }

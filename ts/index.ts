@@ -9,6 +9,7 @@ export type {
   FixedWindowConfig,
   RateLimitConfig,
   RateLimitDecision,
+  RateLimitFigures,
   RateLimiterOptions,
   RateLimitResult,
   RateLimitState,
@@ -21,7 +22,7 @@ export type {
 } from "./wasm/ratebound.js";
 export type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions } from "./options.js";
 export { RateLimiter } from "./limiter.js";
-export { calculateRateLimit, calculateRateLimits, decideRateLimit, withJitter } from "./pure.js";
+export { calculateRateLimit, calculateRateLimits, decideRateLimit, rateLimitFigures, withJitter } from "./pure.js";
 export { MemoryStore } from "./memory-store.js";
 export { RateLimitError, isRateLimitError } from "./errors.js";
 export type { RateLimitErrorData } from "./errors.js";

@@ -3,8 +3,21 @@
  * hold, a batch of transitions, and jitter.
  * @module
  */
-import { CompiledConfig, calculateRateLimit as coreCalculateRateLimit, withJitter as coreWithJitter } from "./wasm/ratebound.js";
-import type { DecideOptions, RateLimitConfig, RateLimitDecision, RateLimitState, RateLimitTransition } from "./wasm/ratebound.js";
+import {
+  CompiledConfig,
+  calculateRateLimit as coreCalculateRateLimit,
+  rateLimitFigures as coreRateLimitFigures,
+  withJitter as coreWithJitter,
+} from "./wasm/ratebound.js";
+import type {
+  DecideOptions,
+  RateLimitConfig,
+  RateLimitDecision,
+  RateLimitFigures,
+  RateLimitState,
+  RateLimitTransition,
+  RateLimitValue,
+} from "./wasm/ratebound.js";
 /** A config object's compiled form and the fields it was compiled from. */
 type Compiled = { compiled: CompiledConfig; fields: unknown[]; fieldCount: number };
 
@@ -130,3 +143,23 @@ export function withJitter(retryAfter: number, maxJitter: number, random?: () =>
   return coreWithJitter(retryAfter, maxJitter, random);
 }
 
+
+/**
+ * The figures HTTP headers show, computed by the core: the quota (`limit`),
+ * whole tokens `remaining`, whole seconds until `reset`, the `window` in whole
+ * seconds, and, given a refusal's wait, `retryAfter` in whole seconds rounded
+ * up (never early). For a sharded limit they rest on the shards `getValue`
+ * sampled (`sampled`).
+ *
+ * @param value A `getValue` report.
+ * @param now Milliseconds since the epoch (default `Date.now()`).
+ * @param retryAfter A refusal's `retryAfter` in ms, when there was one.
+ * @param sampled How many shards the report sampled (its `sampleShards`; default 1).
+ * @returns `{ limit, remaining, reset, window, retryAfter?, sampled }`.
+ * @example
+ * const figures = rateLimitFigures(await limiter.getValue("api", { key }), Date.now());
+ * response.headers.set("RateLimit", `"api";r=${figures.remaining};t=${figures.reset}`);
+ */
+export function rateLimitFigures(value: RateLimitValue, now: number = Date.now(), retryAfter?: number, sampled?: number): RateLimitFigures {
+  return coreRateLimitFigures(value, now, retryAfter, sampled);
+}

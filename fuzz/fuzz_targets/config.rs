@@ -56,7 +56,8 @@ fn raw_value(value: &Value) -> RawValue {
         Value::Number(number) => RawValue::Number(number.0),
         Value::Kind(token_bucket) => RawValue::String(if *token_bucket { "token bucket" } else { "fixed window" }.into()),
         Value::Text(text) => RawValue::String(text.clone()),
-        Value::Other(description) => RawValue::Other(description.clone()),
+        // Descriptions are the boundary's own words; any one of them will do.
+        Value::Other(description) => RawValue::Other(if description.len() % 2 == 0 { "an object" } else { "a function" }),
     }
 }
 
@@ -102,13 +103,14 @@ fuzz_target!(|input: Input| {
             }
         }
         Err(problem) => {
-            assert!(!problem.problem.is_empty());
+            let said = problem.clone().unnamed().to_string();
+            assert!(!said.is_empty());
             assert!(
                 FIELDS.contains(&problem.field.as_str()) || raw.fields.iter().any(|(name, _)| *name == problem.field),
                 "the error names a field that is neither known nor given: {problem:?}"
             );
             if FIELDS.contains(&problem.field.as_str()) {
-                assert!(problem.problem.contains(&problem.field), "{problem:?}");
+                assert!(said.contains(&problem.field), "{problem:?}");
             }
             let error: Error = problem.for_limit(&input.name);
             assert_eq!(error.code(), "INVALID_CONFIG");

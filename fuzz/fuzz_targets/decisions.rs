@@ -41,7 +41,7 @@ impl Start {
 }
 
 impl LimitSpec {
-    fn config(&self) -> Result<Config, ratebound::ConfigError> {
+    fn config(&self) -> Result<Config, ratebound::Problem> {
         let mut raw = if self.token_bucket {
             RawConfig::token_bucket(self.rate.0, self.period.0)
         } else {
@@ -239,7 +239,7 @@ fuzz_target!(|input: Input| {
             }
             Call::Reset(ask) => {
                 let (name, key, config, _) = resolve(ask);
-                let result = block_on(reset(&mut store, name, key.as_deref(), config));
+                let result = block_on(reset(&mut store, name, key.as_deref(), config, 0.0));
                 assert!(store.read_log.is_empty());
                 assert!(store.write_log.iter().all(|(_, state)| state.is_none()), "reset wrote a state");
                 if result.is_ok() {

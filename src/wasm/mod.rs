@@ -17,7 +17,7 @@ mod slab;
 use wasm_bindgen::prelude::*;
 
 pub use limiter::{check_options, RateLimiterCore};
-pub use pure::{calculate_rate_limit, with_jitter, CompiledConfig};
+pub use pure::{calculate_rate_limit, rate_limit_figures, with_jitter, CompiledConfig};
 pub use slab::MemorySlab;
 
 #[wasm_bindgen(typescript_custom_section)]

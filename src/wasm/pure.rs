@@ -184,3 +184,43 @@ impl CompiledConfig {
         Ok(answers)
     }
 }
+
+/// `rateLimitFigures(value, now, retryAfter?, sampled?)`: the figures HTTP
+/// headers show, from a `getValue` report at `now` (and a refusal's wait).
+#[wasm_bindgen(js_name = rateLimitFigures, unchecked_return_type = "RateLimitFigures")]
+pub fn rate_limit_figures(
+    #[wasm_bindgen(unchecked_param_type = "RateLimitValue")] report: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number | undefined")] retry_after: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number | undefined")] sampled: JsValue,
+) -> Result<JsValue, JsValue> {
+    const FIGURES: &str = "rateLimitFigures";
+    let wrong = |problem| Error::InvalidArgument { function: FIGURES, problem };
+    if !report.is_object() {
+        return Err(wrong(Problem::must_be("value", "a getValue report { value, ts, config }", raw_value(&report))).into());
+    }
+    let config = compile(None, &js_sys::Reflect::get(&report, &"config".into())?)?;
+    let state = state_from_js(&report, || Place::Passed(FIGURES))?.ok_or_else(|| wrong(Problem::must_be("value", "a getValue report", RawValue::Null)))?;
+    let now = request::now(FIGURES, raw_value(&now))?;
+    let retry_after = match raw_value(&retry_after) {
+        RawValue::Undefined => None,
+        RawValue::Number(wait) if wait >= 0.0 && wait.is_finite() => Some(wait),
+        got => return Err(Error::request(FIGURES, Problem::must_be("retryAfter", "a finite number >= 0 or undefined", got)).into()),
+    };
+    let sampled = match raw_value(&sampled) {
+        RawValue::Undefined => 1,
+        _ => request::sample_shards(FIGURES, raw_value(&sampled), config.shard_count)?,
+    };
+    let shown = crate::figures::figures(state, &config, now, retry_after, sampled.min(config.shard_count));
+    let mut fields = vec![
+        ("limit", shown.limit.into()),
+        ("remaining", shown.remaining.into()),
+        ("reset", shown.reset.into()),
+        ("window", shown.window.into()),
+        ("sampled", shown.sampled.into()),
+    ];
+    if let Some(wait) = shown.retry_after {
+        fields.push(("retryAfter", wait.into()));
+    }
+    Ok(object(&fields))
+}

@@ -1,5 +1,5 @@
 // ratebound's Convex component (pkg/convex-component) registered in a test app with convex-test,
-// called through its app-side client. Where SPEC agrees with @convex-dev/rate-limiter 0.3.2, each
+// called through its app-side client (its layout: ./layout.spec.mjs). Where SPEC agrees with @convex-dev/rate-limiter 0.3.2, each
 // call is made through the reference's client and component too, and the answers and rows must be
 // equal; where SPEC deviates, the test says so and checks ratebound's side.
 import { convexTest } from "convex-test";
@@ -7,14 +7,8 @@ import { ConvexError } from "convex/values";
 import { isRateLimitError as referenceIsRateLimitError } from "@convex-dev/rate-limiter";
 import { isRateLimitError } from "ratebound/convex-component";
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
-import * as referenceLib from "../../node_modules/@convex-dev/rate-limiter/dist/component/lib.js";
-import referenceConfig from "../../node_modules/@convex-dev/rate-limiter/dist/component/convex.config.js";
 import referenceSchema from "../../node_modules/@convex-dev/rate-limiter/dist/component/schema.js";
-import * as referenceTime from "../../node_modules/@convex-dev/rate-limiter/dist/component/time.js";
-import componentConfig from "../../pkg/convex-component/convex.config.js";
-import * as lib from "../../pkg/convex-component/lib.js";
 import componentSchema from "../../pkg/convex-component/schema.js";
-import * as time from "../../pkg/convex-component/time.js";
 import { api } from "./app/convex/_generated/api.js";
 import schema from "./app/convex/schema.js";
 
@@ -67,35 +61,6 @@ async function both(t, run, args) {
 const ALGORITHMS = ["token bucket", "fixed window"];
 /** A limit of each kind: 10 tokens per second, windows starting at `start` (so both are deterministic). */
 const limitOf = (kind, extra = {}) => ({ kind, rate: 10, period: 1000, ...(kind === "fixed window" ? { start } : {}), ...extra });
-
-describe("the component is laid out and typed as @convex-dev/rate-limiter's", () => {
-  test("convex.config defines a component named rateLimiter", () => {
-    expect(componentConfig._isRoot).toBe(false);
-    expect(componentConfig._name).toBe("rateLimiter");
-    expect(componentConfig._name).toBe(referenceConfig._name);
-  });
-
-  test("the schema has exactly the reference's rateLimits table: fields, optional key and index", () => {
-    expect(componentSchema.export()).toEqual(referenceSchema.export());
-  });
-
-  test("every function of the reference exists with the same kind, visibility, args and returns validators", () => {
-    const shape = (fn) => ({
-      query: fn.isQuery === true,
-      mutation: fn.isMutation === true,
-      public: fn.isPublic === true,
-      args: JSON.parse(fn.exportArgs()),
-      returns: JSON.parse(fn.exportReturns()),
-    });
-    const referenceNames = Object.keys(referenceLib).filter((name) => typeof referenceLib[name].exportArgs === "function");
-    expect(referenceNames.sort()).toEqual(["checkRateLimit", "clearAll", "getServerTime", "getValue", "rateLimit", "resetRateLimit"]);
-    for (const name of referenceNames) expect(shape(lib[name]), name).toEqual(shape(referenceLib[name]));
-    expect(shape(time.getServerTime)).toEqual(shape(referenceTime.getServerTime));
-    // ratebound's additions: several limits in one call.
-    expect(shape(lib.rateLimitAll)).toMatchObject({ mutation: true, public: true, returns: shape(lib.rateLimit).returns });
-    expect(shape(lib.checkRateLimitAll)).toMatchObject({ query: true, public: true, returns: shape(lib.rateLimit).returns });
-  });
-});
 
 describe.each(ALGORITHMS)("%s: every decision equals the reference's", (kind) => {
   test("takes tokens to capacity, refuses with retryAfter, and grants again exactly retryAfter later", async () => {

@@ -4,13 +4,12 @@ import { convexTest } from "convex-test";
 import { ConvexError } from "convex/values";
 import { calculateRateLimit, isRateLimitError } from "ratebound/convex-component";
 import { afterEach, beforeEach, expect, test, vi } from "vitest";
-import componentSchema from "../../pkg/convex-component/schema.js";
+import rateLimiterTest from "ratebound/convex-component/test";
 import { api } from "../../examples/convex-component/convex/_generated/api.js";
-import componentConfig from "../../pkg/convex-component/convex.config.js";
+import { componentConfig } from "./definitions.mjs";
 import schema from "../../examples/convex-component/convex/schema.ts";
 
 const modules = import.meta.glob("../../examples/convex-component/convex/**/*.*s");
-const componentModules = import.meta.glob("../../pkg/convex-component/**/*.js");
 const start = Date.UTC(2026, 0, 1);
 
 beforeEach(() => {
@@ -18,10 +17,11 @@ beforeEach(() => {
   vi.setSystemTime(start);
 });
 afterEach(() => vi.useRealTimers());
+const rows = (t, table) => t.runInComponent("rateLimiter", (ctx) => ctx.db.query(table).collect());
 
 function app() {
   const t = convexTest(schema, modules);
-  t.registerComponent("rateLimiter", componentSchema, componentModules);
+  rateLimiterTest.register(t); // ratebound/convex-component/test, as the reference's /test is used
   return t;
 }
 
@@ -58,4 +58,20 @@ test("the hookAPI query reports the value and config the browser projects forwar
   expect(calculateRateLimit({ value, ts }, config, start + 6000).value).toBe(3);
   vi.setSystemTime(start + 1234);
   expect(await t.mutation(api.rateLimits.getServerTime, {})).toBe(start + 1234);
+});
+
+test("reactions are limited asynchronously: one after another, 100 a minute are granted and the 101st refused before the worker has run; the worker then applies them", async () => {
+  vi.useFakeTimers();
+  vi.setSystemTime(start);
+  const t = app();
+  const statuses = [];
+  for (let i = 0; i < 101; i++) statuses.push(await t.mutation(api.messages.react, { user: `user${i}`, emoji: "+1" }));
+  expect(statuses.filter((status) => status.ok)).toHaveLength(100);
+  expect(statuses[100]).toEqual({ ok: false, retryAfter: 600 });
+  expect(await rows(t, "rateLimits")).toEqual([]); // nothing applied yet: 100 tokens queued
+  expect(await rows(t, "pendingUpdates")).toHaveLength(100);
+  await t.finishAllScheduledFunctions(vi.runAllTimers);
+  expect(await rows(t, "pendingUpdates")).toEqual([]);
+  expect((await rows(t, "rateLimits")).map(({ name, value, ts }) => ({ name, value, ts }))).toEqual([{ name: "reactions", value: 0, ts: start }]);
+  expect(await t.run((ctx) => ctx.db.query("reactions").collect())).toHaveLength(100);
 });

@@ -11,21 +11,35 @@ import { defineConfig } from "vitest/config";
 const repo = fileURLToPath(new URL("../../", import.meta.url));
 const pkg = `${repo}pkg/`;
 
+/** ratebound and its subpaths, resolved to the built package; `core` is the entry `ratebound` resolves to. */
+const alias = (core) => [
+  { find: /^ratebound$/, replacement: core },
+  { find: /^ratebound\/convex$/, replacement: `${pkg}dist/convex.js` },
+  { find: /^ratebound\/convex-component$/, replacement: `${pkg}convex-component/client/index.js` },
+  { find: /^ratebound\/convex-component\/convex\.config(\.js)?$/, replacement: `${pkg}convex-component/convex.config.js` },
+  { find: /^ratebound\/convex-component\/react$/, replacement: `${pkg}convex-component/react.hook.js` },
+  { find: /^ratebound\/convex-component\/test$/, replacement: `${pkg}convex-component/test.vitest.ts` },
+];
+
 export default defineConfig({
   root: repo,
-  resolve: {
-    alias: [
-      { find: /^ratebound$/, replacement: `${pkg}dist/node.js` },
-      { find: /^ratebound\/convex$/, replacement: `${pkg}dist/convex.js` },
-      { find: /^ratebound\/convex-component$/, replacement: `${pkg}convex-component/client/index.js` },
-      { find: /^ratebound\/convex-component\/convex\.config(\.js)?$/, replacement: `${pkg}convex-component/convex.config.js` },
-    ],
-  },
   test: {
-    environment: "edge-runtime",
-    include: ["tests/convex-component/**/*.spec.mjs"],
-    server: { deps: { inline: ["convex-test"] } },
+    // batch-worker's convex.config imports "./logging" without an extension; the reference's hook must see the mocked convex/react.
+    server: { deps: { inline: ["convex-test", "@convex-dev/batch-worker", "rate-limiter-040"] } },
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        resolve: { alias: alias(`${pkg}dist/node.js`) },
+        test: { name: "component", environment: "edge-runtime", include: ["tests/convex-component/*.spec.mjs"] },
+      },
+      {
+        extends: true,
+        // jsdom transforms files as web code, where ratebound's ESM entries would fetch their .wasm over http.
+        resolve: { alias: alias(`${repo}tests/convex-component/ratebound-in-jsdom.mjs`) },
+        test: { name: "react", environment: "jsdom", include: ["tests/convex-component/react/*.spec.mjs"] },
+      },
+    ],
   },
 });

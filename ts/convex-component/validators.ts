@@ -1,10 +1,19 @@
 /**
- * The validators of `@convex-dev/rate-limiter` 0.3, field for field: the
+ * The validators of `@convex-dev/rate-limiter` 0.4, field for field: the
  * component's functions take and return exactly what the reference's take and
  * return, so existing calls (and the rows they wrote) keep working.
  * @module
  */
 import { v, type Infer } from "convex/values";
+
+/**
+ * How a limit's consumption is stored (0.4): `"transactionally"` (the default) in the
+ * caller's mutation, conflicting with concurrent callers of the same key; or
+ * `"asynchronously"`: checked against a stale snapshot (no conflict) and queued
+ * in `pendingUpdates` for the worker, so a concurrent burst can overdraw (README:
+ * Asynchronous updates).
+ */
+export const applyUpdatesValidator = v.union(v.literal("transactionally"), v.literal("asynchronously"));
 
 /** A token bucket: `rate` tokens per `period` ms, up to `capacity`. */
 export const tokenBucketValidator = v.object({
@@ -14,6 +23,7 @@ export const tokenBucketValidator = v.object({
   capacity: v.optional(v.number()),
   maxReserved: v.optional(v.number()),
   shards: v.optional(v.number()),
+  applyUpdates: v.optional(applyUpdatesValidator),
   start: v.optional(v.null()),
 });
 
@@ -25,14 +35,30 @@ export const fixedWindowValidator = v.object({
   capacity: v.optional(v.number()),
   maxReserved: v.optional(v.number()),
   shards: v.optional(v.number()),
+  applyUpdates: v.optional(applyUpdatesValidator),
   start: v.optional(v.number()),
 });
 
 /** Either kind of limit. */
 export const configValidator = v.union(tokenBucketValidator, fixedWindowValidator);
 
-/** A limit's config, as the reference types it. */
-export type RateLimitConfig = Infer<typeof configValidator>;
+/** Any config the validators accept (an asynchronous one may carry `shards`; the client refuses it). */
+export type ValidatedConfig = Infer<typeof configValidator>;
+
+/**
+ * A limit's config, as the reference types it: a limit whose updates are
+ * applied asynchronously can't be sharded (a type error, and the client's
+ * runtime error `Rate limit NAME applies updates asynchronously and can't be sharded.`).
+ */
+export type RateLimitConfig =
+  | (TokenBucketConfig & ShardedConfig)
+  | (TokenBucketConfig & AsyncConfig)
+  | (FixedWindowConfig & ShardedConfig)
+  | (FixedWindowConfig & AsyncConfig);
+type ShardedConfig = { shards?: number; applyUpdates?: "transactionally" };
+type AsyncConfig = { applyUpdates?: "asynchronously"; shards?: never };
+type TokenBucketConfig = { kind: "token bucket"; rate: number; period: number; capacity?: number; maxReserved?: number; start?: null };
+type FixedWindowConfig = { kind: "fixed window"; rate: number; period: number; capacity?: number; maxReserved?: number; start?: number };
 
 /** The arguments of `rateLimit` and `checkRateLimit`. */
 export const rateLimitArgs = {
@@ -57,7 +83,7 @@ export type RateLimitArgs = {
   /** Throw a `ConvexError` `{ kind: "RateLimited", name, retryAfter }` instead of returning `{ ok: false }`. */
   throws?: boolean;
   /** The limit's config. */
-  config: RateLimitConfig;
+  config: ValidatedConfig;
 };
 
 /** `{ ok: true, retryAfter? }` (retryAfter when reserved) or `{ ok: false, retryAfter }`. */
@@ -105,3 +131,54 @@ export const rateLimitAllArgs = {
   requests: v.array(batchItemValidator),
   throws: v.optional(v.boolean()),
 };
+
+/** The arguments of a `hookAPI` query (the browser's `useRateLimit` sends them). */
+export type GetValueArgs = Infer<typeof getValueArgs>;
+
+/**
+ * The shard every asynchronously applied limit lives on: such limits are never
+ * sharded, and the worker writes only this shard.
+ */
+export const SINGLETON_SHARD = 0;
+
+/**
+ * One queued update of an asynchronous limit, as `enqueueUpdates` takes it and
+ * the `pendingUpdates` table stores it: a consumption of `count` tokens at `ts`
+ * (the caller's clock, ms), or a reset of the limit's state.
+ */
+export const vPendingUpdate = v.union(
+  v.object({
+    kind: v.literal("consume"),
+    name: v.string(),
+    key: v.optional(v.string()),
+    count: v.number(),
+    config: configValidator,
+    ts: v.number(),
+  }),
+  v.object({
+    kind: v.literal("reset"),
+    name: v.string(),
+    key: v.optional(v.string()),
+  }),
+);
+
+/** A queued update. */
+export type PendingUpdate = Infer<typeof vPendingUpdate>;
+
+/**
+ * The config the core is given: the component's config without the fields
+ * that only say how updates are stored (ratebound's core rejects unknown fields).
+ *
+ * @param config A config the validators accepted.
+ * @returns The same limit, without `applyUpdates`.
+ * @example
+ * coreConfig({ kind: "token bucket", rate: 1, period: 1000, applyUpdates: "asynchronously" });
+ * // { kind: "token bucket", rate: 1, period: 1000 }
+ */
+export function coreConfig<Config extends ValidatedConfig>(config: Config): WithoutApplyUpdates<Config> {
+  const { applyUpdates: _, ...rest } = config;
+  return rest as WithoutApplyUpdates<Config>;
+}
+
+/** A config type without `applyUpdates`, kind by kind. */
+export type WithoutApplyUpdates<Config> = Config extends unknown ? Omit<Config, "applyUpdates"> : never;

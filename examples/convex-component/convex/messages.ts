@@ -14,6 +14,21 @@ export const send = mutation({
   },
 });
 
+/**
+ * Reacts to a message under the app-wide `reactions` limit, applied asynchronously: the limit is
+ * checked on a stale snapshot and the reaction's token is queued for the component's worker, so
+ * concurrent reactions never conflict (README: Asynchronous updates).
+ */
+export const react = mutation({
+  args: { user: v.string(), emoji: v.string() },
+  handler: async (ctx, { user, emoji }) => {
+    const status = await rateLimiter.limit(ctx, "reactions");
+    if (!status.ok) return status;
+    await ctx.db.insert("reactions", { user, emoji });
+    return status;
+  },
+});
+
 /** Whether `user` may send now, without taking anything. */
 export const canSend = query({
   args: { user: v.string() },

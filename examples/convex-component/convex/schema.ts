@@ -4,4 +4,5 @@ import { v } from "convex/values";
 
 export default defineSchema({
   messages: defineTable({ user: v.string(), body: v.string() }).index("by_user", ["user"]),
+  reactions: defineTable({ user: v.string(), emoji: v.string() }),
 });

@@ -1,7 +1,11 @@
 // The client's names, signatures and types are @convex-dev/rate-limiter's; the component's functions
 // take and return what the ComponentApi an app sees says. Every `@ts-expect-error` must be an error.
 import { RateLimiter as ReferenceRateLimiter } from "@convex-dev/rate-limiter";
-import type { ComponentApi as ReferenceComponentApi } from "@convex-dev/rate-limiter/_generated/component.js";
+import type { ComponentApi as ReferenceComponentApi } from "rate-limiter-040/_generated/component.js";
+import { useRateLimit as referenceUseRateLimit } from "rate-limiter-040/react";
+import referenceTest from "rate-limiter-040/test";
+import { useRateLimit } from "ratebound/convex-component/react";
+import rateLimiterTest from "ratebound/convex-component/test";
 import type { ApiFromModules, FunctionArgs, FunctionReturnType } from "convex/server";
 import { MINUTE, RateLimiter, isRateLimitError, type ComponentApi, type RunMutationCtx } from "ratebound/convex-component";
 import type * as lib from "../../../pkg/convex-component/lib.js";
@@ -47,6 +51,7 @@ void sameResult;
 // The component's functions take and return what its ComponentApi (and the reference's) declares.
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 type Own = ApiFromModules<{ lib: typeof lib; time: typeof time }>;
+// `Reference` is 0.4.0's ComponentApi.
 type Declared = ComponentApi["lib"];
 type Reference = ReferenceComponentApi["lib"];
 const checks: [
@@ -59,5 +64,27 @@ const checks: [
   Equal<FunctionArgs<Own["lib"]["clearAll"]>, FunctionArgs<Reference["clearAll"]>>,
   Equal<FunctionArgs<Own["lib"]["rateLimitAll"]>, FunctionArgs<Declared["rateLimitAll"]>>,
   Equal<FunctionReturnType<Own["time"]["getServerTime"]>, number>,
-] = [true, true, true, true, true, true, true, true, true];
+  Equal<FunctionArgs<Own["lib"]["enqueueUpdates"]>, FunctionArgs<Reference["enqueueUpdates"]>>,
+  Equal<FunctionArgs<Own["lib"]["enqueueUpdates"]>, FunctionArgs<Declared["enqueueUpdates"]>>,
+  Equal<FunctionArgs<Own["lib"]["queuedRateLimit"]>, FunctionArgs<Declared["queuedRateLimit"]>>,
+  Equal<FunctionArgs<Own["lib"]["checkQueuedRateLimit"]>, FunctionArgs<Declared["checkQueuedRateLimit"]>>,
+  Equal<Parameters<typeof useRateLimit>, Parameters<typeof referenceUseRateLimit>>,
+  Equal<Parameters<typeof rateLimiterTest.register>, Parameters<typeof referenceTest.register>>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
+
+// 0.4's asynchronous limits: an asynchronous limit can't be sharded (as in the reference's types).
+new RateLimiter(components.rateLimiter, {
+  queued: { kind: "token bucket", rate: 10, period: MINUTE, applyUpdates: "asynchronously" },
+  exact: { kind: "token bucket", rate: 10, period: MINUTE, shards: 4, applyUpdates: "transactionally" },
+});
+new RateLimiter(components.rateLimiter, {
+  // @ts-expect-error an asynchronous limit can't be sharded
+  bad: { kind: "token bucket", rate: 10, period: MINUTE, applyUpdates: "asynchronously", shards: 4 },
+});
+// ratebound's headroom: per limit, in tokens.
+new RateLimiter(components.rateLimiter, { queued: { kind: "fixed window", rate: 10, period: MINUTE, applyUpdates: "asynchronously" } }, { headroom: { queued: 2 } });
+// @ts-expect-error headroom is a number of tokens
+new RateLimiter(components.rateLimiter, limits, { headroom: { sendMessage: "2" } });
+const typedStatus: { ok: true; retryAt: undefined } | { ok: false; retryAt: number } | undefined = useRateLimit({} as never).status;
+void typedStatus;
 void checks;

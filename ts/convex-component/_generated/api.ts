@@ -1,14 +1,17 @@
-/* Written by hand, as `npx convex codegen` would write it (codegen needs a deployment): references to the component's own functions. */
+/* Written by hand, as `npx convex codegen` would write it (codegen needs a deployment): references to the component's own functions and to the components it uses. */
 import type * as lib from "../lib.js";
 import type * as time from "../time.js";
+import type * as worker from "../worker.js";
 import type { ApiFromModules, FilterApi, FunctionReference } from "convex/server";
 import { anyApi, componentsGeneric } from "convex/server";
 
-declare const fullApi: ApiFromModules<{ lib: typeof lib; time: typeof time }>;
+declare const fullApi: ApiFromModules<{ lib: typeof lib; time: typeof time; worker: typeof worker }>;
 
 /** References to the component's public functions, e.g. `api.lib.clearAll`. */
 export const api: FilterApi<typeof fullApi, FunctionReference<any, "public">> = anyApi as any;
-/** References to the component's internal functions (it has none). */
+/** References to the component's internal functions, e.g. `internal.worker.getBatch`. */
 export const internal: FilterApi<typeof fullApi, FunctionReference<any, "internal">> = anyApi as any;
-/** The component uses no components of its own. */
-export const components = componentsGeneric() as unknown as {};
+/** The component it uses: `@convex-dev/batch-worker`, installed as `batchWorker`. */
+export const components = componentsGeneric() as unknown as {
+  batchWorker: import("@convex-dev/batch-worker/_generated/component.js").ComponentApi<"batchWorker">;
+};

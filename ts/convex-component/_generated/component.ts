@@ -1,10 +1,14 @@
 /* Written by hand, as `npx convex codegen` would write it: the component's API as an app sees it
-   (`components.rateLimiter`). `@convex-dev/rate-limiter` 0.3's ComponentApi, plus ratebound's batch functions. */
+   (`components.rateLimiter`). `@convex-dev/rate-limiter` 0.4's ComponentApi, plus ratebound's batch and queued-limit functions. */
 import type { FunctionReference } from "convex/server";
 
+type ApplyUpdates = "transactionally" | "asynchronously";
 type Config =
-  | { kind: "token bucket"; rate: number; period: number; capacity?: number; maxReserved?: number; shards?: number; start?: null }
-  | { kind: "fixed window"; rate: number; period: number; capacity?: number; maxReserved?: number; shards?: number; start?: number };
+  | { kind: "token bucket"; rate: number; period: number; capacity?: number; maxReserved?: number; shards?: number; applyUpdates?: ApplyUpdates; start?: null }
+  | { kind: "fixed window"; rate: number; period: number; capacity?: number; maxReserved?: number; shards?: number; applyUpdates?: ApplyUpdates; start?: number };
+type PendingUpdate =
+  | { kind: "consume"; name: string; key?: string; count: number; config: Config; ts: number }
+  | { kind: "reset"; name: string; key?: string };
 type Returns = { ok: true; retryAfter?: number } | { ok: false; retryAfter: number };
 type LimitArgs = { config: Config; count?: number; key?: string; name: string; reserve?: boolean; throws?: boolean };
 type BatchArgs = {
@@ -25,6 +29,9 @@ export type ComponentApi<Name extends string | undefined = string | undefined> =
     checkRateLimit: FunctionReference<"query", "internal", LimitArgs, Returns, Name>;
     checkRateLimitAll: FunctionReference<"query", "internal", BatchArgs, Returns, Name>;
     clearAll: FunctionReference<"mutation", "internal", { before?: number }, null, Name>;
+    enqueueUpdates: FunctionReference<"mutation", "internal", { updates: Array<PendingUpdate> }, null, Name>;
+    checkQueuedRateLimit: FunctionReference<"query", "internal", LimitArgs, Returns, Name>;
+    queuedRateLimit: FunctionReference<"mutation", "internal", LimitArgs, Returns, Name>;
     getServerTime: FunctionReference<"mutation", "internal", {}, number, Name>;
     getValue: FunctionReference<
       "query",

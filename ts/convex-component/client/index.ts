@@ -12,7 +12,9 @@ import {
   type FunctionArgs,
   type FunctionReference,
   type FunctionReturnType,
+  type GenericActionCtx,
   type GenericDataModel,
+  type GenericMutationCtx,
   type GenericQueryCtx,
 } from "convex/server";
 import { v } from "convex/values";
@@ -25,25 +27,37 @@ import {
   type RateLimitConfig,
   type RateLimitError,
   type RateLimitReturns,
+  type GetValueArgs,
+  type PendingUpdate,
 } from "../validators.js";
 
 export { calculateRateLimit, isRateLimitError, SECOND, MINUTE, HOUR, DAY, WEEK } from "ratebound";
-export type { ComponentApi, GetValueReturns, RateLimitArgs, RateLimitConfig, RateLimitError, RateLimitReturns };
+export type { ComponentApi, GetValueArgs, GetValueReturns, PendingUpdate, RateLimitArgs, RateLimitConfig, RateLimitError, RateLimitReturns };
 
-/** A ctx that can run queries: a query's, a mutation's or an action's. */
-export type RunQueryCtx = {
-  runQuery: <Query extends FunctionReference<"query", "internal">>(
-    query: Query,
-    args: FunctionArgs<Query>,
-  ) => Promise<FunctionReturnType<Query>>;
-};
+/** A ctx that can run queries: a query's, a mutation's or an action's (`meta` tells a mutation apart). */
+export type RunQueryCtx = Pick<GenericQueryCtx<GenericDataModel>, "runQuery" | "meta">;
 /** A ctx that can run mutations too: a mutation's or an action's. */
-export type RunMutationCtx = RunQueryCtx & {
-  runMutation: <Mutation extends FunctionReference<"mutation", "internal">>(
-    mutation: Mutation,
-    args: FunctionArgs<Mutation>,
-  ) => Promise<FunctionReturnType<Mutation>>;
-};
+export type RunMutationCtx = Pick<GenericMutationCtx<GenericDataModel>, "runQuery" | "runMutation" | "meta">;
+/** The reference's name for a ctx that can run queries. */
+export type QueryCtx = RunQueryCtx;
+/** The reference's name for a mutation's ctx. */
+export type MutationCtx = RunMutationCtx;
+/** The reference's name for an action's ctx. */
+export type ActionCtx = Pick<GenericActionCtx<GenericDataModel>, "runQuery" | "runMutation" | "runAction" | "meta">;
+
+/**
+ * ratebound's options of the client (the reference's constructor takes none).
+ *
+ * `headroom`, per asynchronous limit, in tokens: a call is decided on the fast
+ * path (a stale snapshot, no conflict) only when the limit, with everything
+ * already queued for it, could grant `count + headroom`; otherwise it is decided
+ * exactly, in a transaction that conflicts with the limit's other callers. A
+ * burst of N callers deciding on one snapshot then overdraws by at most
+ * `max(0, (N - 1) * count - headroom)` tokens (README: Asynchronous updates).
+ * Without `headroom` the limit behaves as the reference's: it checks the stored
+ * state only, and the bound is `(N - 1) * count` plus whatever is still queued.
+ */
+export type RateLimiterOptions<Limits> = { headroom?: Partial<Record<keyof Limits & string, number>> & Record<string, number> };
 
 /** `Args` without `name` and `config`, and with `config` required when `Name` is not a defined limit. */
 type WithKnownNameOrInlinedConfig<Limits extends Record<string, RateLimitConfig>, Name extends string, Args> = Expand<
@@ -90,17 +104,39 @@ export type BatchRequest<Limits extends Record<string, RateLimitConfig>> =
  * await rateLimiter.limit(ctx, "sendMessage", { key: userId, throws: true });
  */
 export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record<never, never>> {
+  /** Headroom of each asynchronous limit that has one, in tokens. */
+  private readonly headroom: Record<string, number>;
+
   /**
    * @param component The installed component: `components.rateLimiter`.
    * @param limits Named limit configs. Each is validated by the component when it is first used.
+   * @param options ratebound's: `headroom` per asynchronous limit (see {@link RateLimiterOptions}).
+   * @example
+   * const rateLimiter = new RateLimiter(components.rateLimiter, {
+   *   llmTokens: { kind: "token bucket", rate: 40000, period: MINUTE, applyUpdates: "asynchronously" },
+   * }, { headroom: { llmTokens: 4000 } });
    */
   constructor(
     public component: ComponentApi,
     public limits?: Limits,
-  ) {}
+    options: RateLimiterOptions<Limits> = {},
+  ) {
+    this.headroom = { ...options.headroom };
+    for (const [name, tokens] of Object.entries(this.headroom)) {
+      if (typeof tokens !== "number" || !(tokens >= 0) || !Number.isFinite(tokens)) {
+        throw new Error(`Rate limit ${name}: headroom must be a finite number >= 0 (got ${String(tokens)})`);
+      }
+      const config = (limits as Record<string, RateLimitConfig | undefined> | undefined)?.[name];
+      if (config && config.applyUpdates !== "asynchronously") {
+        throw new Error(`Rate limit ${name}: headroom applies only to limits with applyUpdates: "asynchronously"`);
+      }
+    }
+  }
 
   /**
    * What {@link RateLimiter.limit} would answer now, without taking anything: works in queries.
+   * An asynchronous limit is checked on a stale snapshot inside a mutation; with `headroom`, the
+   * check counts what is queued for the limit, as `limit` does.
    *
    * @param ctx A ctx with `runQuery`.
    * @param name A defined limit, or any name with an inline `config`.
@@ -116,15 +152,23 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
       ? [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs>?]
       : [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs>]
   ): Promise<RateLimitReturns> {
-    return ctx.runQuery(this.component.lib.checkRateLimit, {
-      ...options[0],
-      name,
-      config: this.getConfig(options[0], name),
-    });
+    const config = this.getConfig(options[0], name);
+    const args = { ...options[0], name, config };
+    if (config.applyUpdates !== "asynchronously") return ctx.runQuery(this.component.lib.checkRateLimit, args);
+    if (this.headroom[name] !== undefined) {
+      const status = await runStaleQuery(ctx, this.component.lib.checkQueuedRateLimit, args);
+      // A refusal always waits; `retryAfter: 0` says the count can never be granted: checkRateLimit throws why.
+      if (status.ok || status.retryAfter > 0) return status;
+    }
+    return runStaleQuery(ctx, this.component.lib.checkRateLimit, args);
   }
 
   /**
-   * Takes `count` tokens (default 1) if the limit allows.
+   * Takes `count` tokens (default 1) if the limit allows. An asynchronous limit
+   * (`applyUpdates: "asynchronously"`) is checked on a stale snapshot and its
+   * consumption queued for the component's worker, as the reference does; with
+   * `headroom` (see {@link RateLimiterOptions}) a call near the bottom of the
+   * limit is decided exactly instead.
    *
    * @param ctx A mutation's (or action's) ctx, with `runMutation`.
    * @param name A defined limit, or any name with an inline `config`.
@@ -141,11 +185,28 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
       ? [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs>?]
       : [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs>]
   ): Promise<RateLimitReturns> {
-    return ctx.runMutation(this.component.lib.rateLimit, {
-      ...options[0],
-      name,
-      config: this.getConfig(options[0], name),
+    const config = this.getConfig(options[0], name);
+    const args: RateLimitArgs = { ...options[0], name, config };
+    if (config.applyUpdates !== "asynchronously") return ctx.runMutation(this.component.lib.rateLimit, args);
+    const headroom = this.headroom[name];
+    if (headroom === undefined) {
+      // The reference's asynchronous path: check the stored state on a stale snapshot, then queue.
+      const status = await runStaleQuery(ctx, this.component.lib.checkRateLimit, args);
+      if (status.ok) await ctx.runMutation(this.component.lib.enqueueUpdates, { updates: [consumption(args)] });
+      return status;
+    }
+    // The fast path: the limit, with what is queued, could grant count + headroom (no debt) on a stale snapshot.
+    const fast = await runStaleQuery(ctx, this.component.lib.checkQueuedRateLimit, {
+      ...args,
+      count: (args.count ?? 1) + headroom,
+      reserve: false,
+      throws: false,
     });
+    if (fast.ok && fast.retryAfter === undefined) {
+      await ctx.runMutation(this.component.lib.enqueueUpdates, { updates: [consumption(args)] });
+      return { ok: true };
+    }
+    return ctx.runMutation(this.component.lib.queuedRateLimit, args);
   }
 
   /**
@@ -191,16 +252,22 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    *
    * @param ctx A mutation's (or action's) ctx.
    * @param name The limit's name.
-   * @param args `key`.
+   * @param args `key`; `config` for an undefined asynchronous limit, whose reset is queued behind its consumption.
    * @example
    * await rateLimiter.reset(ctx, "failedLogins", { key: userId });
    */
   async reset<Name extends string = keyof Limits & string>(
     { runMutation }: RunMutationCtx,
     name: Name,
-    args?: { key?: string },
+    args?: { key?: string; config?: RateLimitConfig },
   ): Promise<void> {
-    await runMutation(this.component.lib.resetRateLimit, { ...(args ?? null), name });
+    const { config: inline, ...rest } = (args ?? {}) as { key?: string; config?: RateLimitConfig };
+    const config = inline ?? (this.limits as Record<string, RateLimitConfig | undefined> | undefined)?.[name];
+    if (config?.applyUpdates === "asynchronously") {
+      await runMutation(this.component.lib.enqueueUpdates, { updates: [{ kind: "reset", key: rest.key, name }] });
+    } else {
+      await runMutation(this.component.lib.resetRateLimit, { ...rest, name });
+    }
   }
 
   /**
@@ -220,11 +287,11 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
       ? [WithKnownNameOrInlinedConfig<Limits, Name, { key?: string; sampleShards?: number }>?]
       : [WithKnownNameOrInlinedConfig<Limits, Name, { key?: string; sampleShards?: number }>]
   ): Promise<GetValueReturns> {
-    return ctx.runQuery(this.component.lib.getValue, {
-      ...options[0],
-      name,
-      config: this.getConfig(options[0], name),
-    });
+    const config = this.getConfig(options[0], name);
+    const args = { ...options[0], name, config };
+    return config.applyUpdates === "asynchronously"
+      ? runStaleQuery(ctx, this.component.lib.getValue, args)
+      : ctx.runQuery(this.component.lib.getValue, args);
   }
 
   /**
@@ -292,8 +359,29 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     if (!config) {
       throw new Error(`Rate limit ${name} not defined. You must provide a config inline or define it in the constructor.`);
     }
+    if (config.applyUpdates === "asynchronously" && config.shards !== undefined) {
+      throw new Error(`Rate limit ${name} applies updates asynchronously and can't be sharded.`);
+    }
     return config;
   }
 }
 
 export default RateLimiter;
+
+/** The queued consumption of a granted asynchronous call, at the caller's clock. */
+function consumption({ name, key, count, config }: RateLimitArgs): PendingUpdate {
+  return { kind: "consume", name, key, count: count ?? 1, config, ts: Date.now() };
+}
+
+/**
+ * Runs a query; inside a mutation, on a stale snapshot, so that the mutation
+ * records no read of the limit and never conflicts with its other callers.
+ */
+async function runStaleQuery<Query extends FunctionReference<"query", "internal">>(
+  ctx: RunQueryCtx,
+  query: Query,
+  args: FunctionArgs<Query>,
+): Promise<FunctionReturnType<Query>> {
+  const { type } = await ctx.meta.getFunctionMetadata();
+  return type === "mutation" ? (ctx as RunMutationCtx).runQuery(query, args, { useStaleSnapshot: true }) : ctx.runQuery(query, args);
+}

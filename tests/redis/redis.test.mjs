@@ -1,0 +1,71 @@
+// ratebound/redis on a real redis-server (Debian's, started here on a free loopback port and
+// killed after): the same suite through node-redis and ioredis, and through @upstash/redis over
+// a REST bridge that forwards every command unchanged to that server.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createClient } from "redis";
+import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
+import { redisStore } from "../../pkg/dist/redis.js";
+import { Redis as UpstashRedis } from "@upstash/redis";
+import { startRedis, startUpstashBridge } from "./servers.mjs";
+import { redisSuite } from "./suite.mjs";
+
+describe("ratebound/redis on a real redis-server", () => {
+  let redis;
+  let bridge;
+  let admin;
+  before(async () => {
+    redis = await startRedis();
+    bridge = await startUpstashBridge(redis.url);
+    admin = createClient({ url: redis.url });
+    admin.on("error", () => {});
+    await admin.connect();
+  });
+  after(async () => {
+    await admin?.quit().catch(() => {});
+    await bridge?.stop();
+    redis?.stop();
+  });
+  const env = () => ({ redisUrl: redis.url, bridgeUrl: bridge.url, admin });
+  test("the REST bridge answers @upstash/redis as Upstash does: single commands, automatic pipelines, MULTI/EXEC, errors, and forwards each command to redis-server", async () => {
+    await admin.flushDb();
+    const upstash = new UpstashRedis({ url: bridge.url, token: "bridge-ignores-it", retry: false, enableTelemetry: false });
+    const before = bridge.forwarded.get("SET") ?? 0;
+    assert.equal(await upstash.set("bridge:a", "x,1"), "OK");
+    assert.deepEqual(await Promise.all([upstash.get("bridge:a"), upstash.get("bridge:none"), upstash.incr("bridge:n")]), ["x,1", null, 1]);
+    assert.deepEqual(await upstash.multi().set("bridge:b", "caf\u00e9").get("bridge:b").exec(), ["OK", "caf\u00e9"]);
+    await assert.rejects(upstash.evalsha("0".repeat(40), [], []), /NOSCRIPT/);
+    assert.equal(await admin.get("bridge:b"), "caf\u00e9", "redis-server holds what the client wrote");
+    assert.equal((bridge.forwarded.get("SET") ?? 0) - before, 1, "the MULTI's SET went through MULTI/EXEC, not the counter");
+  });
+
+  for (const kind of ["node-redis", "ioredis", "@upstash/redis"]) redisSuite(kind, env);
+
+  test("expiry changes no decision: once Redis has dropped an expired state, every limit decides as a store that kept it", { timeout: 15_000 }, async () => {
+    const limits = {
+      bucket: { kind: "token bucket", rate: 10, period: 400 },
+      debt: { kind: "token bucket", rate: 10, period: 400, maxReserved: 10 },
+      window: { kind: "fixed window", rate: 5, period: 300, start: 0 },
+    };
+    const requests = { bucket: { count: 6 }, debt: { count: 14, reserve: true }, window: { count: 5 } };
+    let now = Date.now();
+    const options = { now: () => now };
+    const kept = new RateLimiter(new MemoryStore(), limits, options);
+    const dropped = new RateLimiter(redisStore(admin), limits, options);
+    for (const [name, request] of Object.entries(requests)) {
+      assert.deepEqual(await dropped.limit(name, { key: "x", ...request }), await kept.limit(name, { key: "x", ...request }));
+    }
+    const keys = Object.keys(limits).map((name) => `ratebound:{${name}:x}:0`);
+    for (const key of keys) assert.ok((await admin.pTTL(key)) > 0, `${key} has a TTL`);
+    const deadline = Date.now() + 5_000;
+    while ((await admin.exists(keys)) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(await admin.exists(keys), 0, "Redis dropped every state");
+    now = Date.now();
+    for (const [name, request] of Object.entries(requests)) {
+      for (let round = 0; round < 3; round++) {
+        assert.deepEqual(await dropped.limit(name, { key: "x", ...request }), await kept.limit(name, { key: "x", ...request }), `${name}, round ${round}`);
+        assert.deepEqual(await dropped.getValue(name, { key: "x" }), await kept.getValue(name, { key: "x" }), `${name}, round ${round}`);
+      }
+    }
+  });
+});

@@ -1,0 +1,30 @@
+// Every supported client satisfies redisStore's structural types, with its own published types:
+// node-redis (a client and a cluster), ioredis (Redis and Cluster), and @upstash/redis.
+import { createClient, createCluster } from "redis";
+import { Redis as IORedis, Cluster } from "ioredis";
+import { Redis as UpstashRedis } from "@upstash/redis";
+import { RateLimiter, MINUTE, type RateLimitConfig } from "ratebound";
+import { redisStore, RedisStoreError, type RedisErrorCode } from "ratebound/redis";
+
+const LIMITS = { post: { kind: "token bucket", rate: 10, period: MINUTE } } satisfies Record<string, RateLimitConfig>;
+
+export async function all(): Promise<void> {
+  const nodeRedis = await createClient({ url: "redis://127.0.0.1:1" }).connect();
+  const nodeCluster = createCluster({ rootNodes: [{ url: "redis://127.0.0.1:1" }] });
+  const io = new IORedis("redis://127.0.0.1:1");
+  const ioCluster = new Cluster([{ host: "127.0.0.1", port: 1 }]);
+  const upstash = new UpstashRedis({ url: "https://example.invalid", token: "t" });
+  for (const store of [redisStore(nodeRedis), redisStore(nodeCluster), redisStore(io), redisStore(ioCluster), redisStore(upstash, { prefix: "{rl}:" })]) {
+    const limiter = new RateLimiter(store, LIMITS);
+    try {
+      const status = await limiter.limit("post", { key: "ada" });
+      if (!status.ok) status.retryAfter satisfies number;
+    } catch (error) {
+      if (error instanceof RedisStoreError) error.code satisfies RedisErrorCode;
+    }
+  }
+  // @ts-expect-error: a limit name that was never defined
+  await new RateLimiter(redisStore(io), LIMITS).limit("unknown");
+  // @ts-expect-error: not a Redis client
+  redisStore({ get: async () => null });
+}
