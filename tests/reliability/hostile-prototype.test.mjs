@@ -1,12 +1,13 @@
 // Hostile and careless callers (issue 18, item 3): prototype pollution never
 // reaches a constructor or a function. Every constructor and public function
-// of the package (and of ratebound/preview, ratebound/convex and
-// ratebound/deno-kv, which run here on real engines) runs a fixed scenario
+// of the package (and of ratebound/preview, ratebound/convex,
+// ratebound/deno-kv on @deno/kv's real engine, and ratebound/redis on a real
+// redis-server started on a free loopback port) runs a fixed scenario
 // with a clean Object.prototype, then again with each option name of every
 // call set on Object.prototype, one at a time and all at once: the answers
 // must be the same, and a polluted `now` or `random` must never be called.
 // Object.prototype is cleaned in `finally`, whatever happens.
-import { describe, it, after } from "node:test";
+import { describe, it, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,7 +16,9 @@ import { openKv } from "@deno/kv";
 import * as ratebound from "../../pkg/dist/node.js";
 import { RateLimitPreview, estimateServerTimeOffset } from "../../pkg/dist/preview.js";
 import * as convexEntry from "../../pkg/dist/convex.js";
-import { kvTransaction } from "../../pkg/dist/deno-kv.js";
+import { kvStore, kvTransaction } from "../../pkg/dist/deno-kv.js";
+import { redisStore } from "../../pkg/dist/redis.js";
+import { CLIENTS, startRedis } from "../redis/servers.mjs";
 import { CheckedStore, Tally } from "./helpers.mjs";
 
 const { RateLimiter, MemoryStore, RateLimitError, isRateLimitError, calculateRateLimit, calculateRateLimits, decideRateLimit, withJitter, HOUR, SECOND } = ratebound;
@@ -103,6 +106,25 @@ const onBothPaths = (call) => async () => {
 
 const snapshot = () => ({ value: 0, ts: T, shard: 0, config: { ...bucket(), capacity: 2, shards: 1 } });
 
+/** Runs `body(kv)` on a fresh Deno KV database (@deno/kv) in a temporary directory, removed after. */
+async function withKv(body) {
+  const dir = mkdtempSync(join(tmpdir(), "ratebound-pollution-kv-"));
+  const kv = await openKv(join(dir, "kv.sqlite"));
+  try {
+    return await body(kv);
+  } finally {
+    kv.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A real redis-server on 127.0.0.1 and a free port, in a temporary directory; stopped after the file. */
+let redis;
+before(async () => {
+  redis = await startRedis();
+});
+after(() => redis?.stop());
+
 /** Each constructor and public function, with a scenario that reads none of its options' fields when they are absent. */
 const TARGETS = {
   "new RateLimiter (default clock and randomness)": async () => {
@@ -164,20 +186,33 @@ const TARGETS = {
     trace.push(await outcome(limiter.limitAll([{ name: "sharded" }])), await outcome(limiter.reset("bucket")), await outcome(limiter.limit("bucket")));
     return trace;
   },
-  "ratebound/deno-kv kvTransaction": async () => {
-    const dir = mkdtempSync(join(tmpdir(), "ratebound-pollution-kv-"));
-    const kv = await openKv(join(dir, "kv.sqlite"));
+  "ratebound/deno-kv kvStore": () =>
+    withKv(async (kv) => {
+      const limiter = new RateLimiter(kvStore(kv), limits(), { now: () => T, random: () => 0.25 });
+      const trace = [];
+      for (let call = 0; call < 3; call++) trace.push(await outcome(limiter.limit("bucket")));
+      return [...trace, await outcome(limiter.getValue("bucket")), await outcome(limiter.reset("bucket")), await outcome(limiter.limit("bucket"))];
+    }),
+  "ratebound/redis redisStore (node-redis)": async () => {
+    const { client, close } = await CLIENTS["node-redis"].open({ redisUrl: redis.url });
     try {
+      await client.flushDb();
+      const limiter = new RateLimiter(redisStore(client), limits(), { now: () => T, random: () => 0.25 });
+      const trace = [];
+      for (let call = 0; call < 3; call++) trace.push(await outcome(limiter.limit("bucket")));
+      return [...trace, await outcome(limiter.getValue("bucket")), await outcome(limiter.reset("bucket")), await outcome(limiter.limit("bucket"))];
+    } finally {
+      await close();
+    }
+  },
+  "ratebound/deno-kv kvTransaction": () =>
+    withKv(async (kv) => {
       const trace = [];
       for (let call = 0; call < 3; call++) {
         trace.push(await outcome(kvTransaction(kv, (tx) => new RateLimiter(tx, limits(), { now: () => T, random: () => 0.25 }).limit("bucket"))));
       }
       return trace;
-    } finally {
-      kv.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  },
+    }),
 };
 
 /** Known defects: targets that read a polluted prototype today (issue 18 item 3 not yet fixed there). */
@@ -187,7 +222,9 @@ const TODO = {
   "RateLimitPreview#status": "RateLimitPreview reads count, at and name through the prototype",
   "RateLimitPreview#consume and #update": "RateLimitPreview reads count, at and serverTimeOffset through the prototype",
   "RateLimitPreview#subscribe": "RateLimitPreview reads count through the prototype",
-  "ratebound/deno-kv kvTransaction": "kvTransaction reads prefix, maxAttempts, random and onConflict through the prototype",
+  "ratebound/deno-kv kvTransaction": "the optimistic driver reads maxAttempts (and prefix, baseDelayMs, random, onConflict) through the prototype",
+  "ratebound/deno-kv kvStore": "the optimistic driver reads maxAttempts (and kvStore its prefix) through the prototype",
+  "ratebound/redis redisStore (node-redis)": "redisStore reads prefix and the driver maxAttempts through the prototype (a TypeError, a RangeError, no code)",
   "RateLimiter#getValue": "a keyless StateRef has no own key, so MemoryStore.read(ref) reads Object.prototype.key",
   "RateLimiter#reset": "a keyless StateRef has no own key, so MemoryStore.write(ref, null) deletes Object.prototype.key's state",
   "ratebound/convex RateLimiter": "reads store.readOnly through the prototype (every write refused) and keyless refs read Object.prototype.key",
