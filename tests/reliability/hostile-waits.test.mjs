@@ -124,7 +124,7 @@ async function promisedWaits(kind, origin, { sharded, reserving, seed }) {
 const VARIANTS = [
   ["unsharded plain requests", { sharded: false, reserving: false }, undefined],
   ["unsharded reservations with a maxReserved", { sharded: false, reserving: true }, "a refused reservation's retryAfter is short (rounding, and below the clock's resolution near 8.6e15): see the hostile-tests report"],
-  ["sharded plain requests (2 to 8 shards)", { sharded: true, reserving: false }, "a sharded refusal's retryAfter ignores a shard at capacity (combined), or a count above one shard's capacity at 2 shards is refused forever: see the hostile-tests report"],
+  ["sharded plain requests (2 to 8 shards)", { sharded: true, reserving: false }, "a sharded refusal's retryAfter can be short even on the same shards: the combined share ignores a shard already at capacity (README calls sharded waits estimates)"],
 ];
 
 describe("waiting the promised retryAfter always succeeds", () => {
