@@ -5,6 +5,7 @@
 // connections (default 1: one process serving many concurrent requests, as a Deno server does).
 //
 //   npm run bench:contention [-- --rate 300,600 --seconds 5 --clients 1 --repeat 3 --shards 1,3,10,30 --limit 1000 --json]
+//   npm run bench:contention -- --host postgres [--connections 10 …]   (a real PostgreSQL server)
 //
 // The database is the Deno KV engine itself (denokv's SQLite backend, through @deno/kv in Node)
 // on a scratch file. Each request is one `kvTransaction` around `limit("global")`; it retries a
@@ -18,6 +19,14 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openKv } from "@deno/kv";
+import { interleaved, offerLoad } from "./bench/contention-load.mjs";
+
+// `--host postgres`: the same measurement on a real PostgreSQL server (scripts/bench/contention-postgres.mjs).
+if (process.argv.includes("--host")) {
+  if (process.argv[process.argv.indexOf("--host") + 1] === "postgres") await import("./bench/contention-postgres.mjs");
+  else throw new Error("--host takes postgres (Deno KV is the default)");
+  process.exit(0);
+}
 
 const { values: args } = parseArgs({
   options: {
@@ -41,61 +50,28 @@ const repeat = Number(args.repeat);
 const { RateLimiter } = await import("../pkg/dist/node.js");
 const { kvTransaction, KvConflictError } = await import("../pkg/dist/deno-kv.js");
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const percentile = (sorted, p) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]);
 
 /** One run: `shards` shards, the fixed offered load, a fresh database. */
 async function measure(offeredPerSecond, shards) {
   const dir = mkdtempSync(join(tmpdir(), "ratebound-bench-"));
   const clients = await Promise.all(Array.from({ length: clientCount }, () => openKv(join(dir, "kv.sqlite"))));
   const limits = { global: { kind: "token bucket", rate: limitPerSecond, period: 1000, shards } };
-  const counts = { offered: 0, admitted: 0, refused: 0, failed: 0, conflicts: 0, locked: 0 };
-  const latencies = [];
-  const pending = new Set();
+  const counts = { conflicts: 0, locked: 0 };
+  const onConflict = (_attempt, reason) => (reason === "locked" ? counts.locked++ : counts.conflicts++);
   try {
-    const total = Math.round((offeredPerSecond * durationMs) / 1000);
-    const start = performance.now();
-    const startMs = Date.now();
-    let lastAdmittedMs = startMs;
-    while (counts.offered < total) {
-      // Launch every request whose scheduled arrival has come.
-      const due = Math.min(total, Math.floor(((performance.now() - start) * offeredPerSecond) / 1000) + 1);
-      for (; counts.offered < due; counts.offered++) {
-        const arrival = start + (counts.offered * 1000) / offeredPerSecond;
-        const kv = clients[counts.offered % clientCount];
-        const request = kvTransaction(kv, (tx) => new RateLimiter(tx, limits).limit("global"), {
-          onConflict: (_attempt, reason) => (reason === "locked" ? counts.locked++ : counts.conflicts++),
-        })
-          .then(
-            (status) => {
-              if (!status.ok) return counts.refused++;
-              counts.admitted++;
-              lastAdmittedMs = Math.max(lastAdmittedMs, Date.now());
-            },
-            (error) => {
-              if (!(error instanceof KvConflictError)) throw error;
-              counts.failed++;
-            },
-          )
-          .finally(() => {
-            latencies.push(performance.now() - arrival);
-            pending.delete(request);
-          });
-        pending.add(request);
-      }
-      await sleep(2);
-    }
-    await Promise.all(pending);
-    latencies.sort((a, b) => a - b);
+    const run = await offerLoad({
+      offeredPerSecond,
+      durationMs,
+      limitPerSecond,
+      counts,
+      launch: (index) => kvTransaction(clients[index % clientCount], (tx) => new RateLimiter(tx, limits).limit("global"), { onConflict }),
+      gaveUp: (error) => error instanceof KvConflictError,
+    });
     return {
       shards,
-      ...counts,
-      // The most the limit can admit from the first request to the last admission: a full bucket plus its refill.
-      bound: Math.floor(limitPerSecond + (limitPerSecond * (lastAdmittedMs - startMs)) / 1000),
-      conflictsPerAdmitted: counts.conflicts / Math.max(1, counts.admitted),
-      lockedPerAdmitted: counts.locked / Math.max(1, counts.admitted),
-      p50: percentile(latencies, 50),
-      p99: percentile(latencies, 99),
+      ...run,
+      conflictsPerAdmitted: run.conflicts / Math.max(1, run.admitted),
+      lockedPerAdmitted: run.locked / Math.max(1, run.admitted),
     };
   } finally {
     for (const kv of clients) kv.close();
@@ -103,29 +79,13 @@ async function measure(offeredPerSecond, shards) {
   }
 }
 
-/** Every shard count at one offered load, `repeat` times, interleaved (1, 3, 10, 30, 1, 3, …) so that a slow moment of the machine does not land on one row; each row holds the medians. */
-async function table(offeredPerSecond) {
-  const runs = new Map(shardCounts.map((shards) => [shards, []]));
-  for (let round = 0; round < repeat; round++) {
-    for (const shards of shardCounts) runs.get(shards).push(await measure(offeredPerSecond, shards));
-  }
-  const median = (values) => {
-    const sorted = [...values].sort((a, b) => a - b);
-    const middle = Math.floor(sorted.length / 2);
-    return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-  };
-  return shardCounts.map((shards) => {
-    const all = runs.get(shards);
-    const row = { shards, runs: all };
-    for (const field of ["offered", "admitted", "bound", "refused", "failed", "conflictsPerAdmitted", "lockedPerAdmitted", "p50", "p99"]) {
-      row[field] = median(all.map((run) => run[field]));
-    }
-    return row;
-  });
-}
-
-const tables = [];
-for (const offeredPerSecond of offeredRates) tables.push({ offeredPerSecond, rows: await table(offeredPerSecond) });
+const tables = await interleaved({
+  offeredRates,
+  shardCounts,
+  repeat,
+  fields: ["offered", "admitted", "bound", "refused", "failed", "conflictsPerAdmitted", "lockedPerAdmitted", "p50", "p99"],
+  measure,
+});
 // The same load on Redis (ratebound/redis on a real redis-server it starts): see scripts/bench/contention-redis.mjs.
 const { redisContention, printRedisContention } = await import("./bench/contention-redis.mjs");
 const redisOptions = { offeredRates, durationMs, clientCount, shardCounts, limitPerSecond, repeat };

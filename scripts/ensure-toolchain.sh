@@ -73,3 +73,13 @@ if [ ! -x tools/deno/node_modules/.bin/deno ]; then
   echo "ratebound: installing deno into tools/deno" >&2
   npm install --prefix tools/deno --no-package-lock --no-audit --no-fund >&2
 fi
+
+# A real PostgreSQL server for the SQL host suites (tests/sql) and bench:contention: Debian's
+# postgresql (15). The tests initialise a throwaway cluster of their own; the service is unused.
+if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+  echo "ratebound: installing postgresql" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -q >&2
+  $sudo apt-get install -y -q --no-install-recommends postgresql >&2
+fi

@@ -28,9 +28,17 @@ node_modules/.bin/vitest run --config tests/hosts/vitest.config.mjs
 echo "== Hosts: Durable Objects in workerd (Miniflare), Deno KV in Deno and in Node (@deno/kv), the examples and their types"
 node --test --test-reporter=spec tests/hosts/
 
+echo "== HTTP: ratebound/http in Node, Deno and Bun servers, Hono (app.request and workerd), Express 5 on loopback, and the frameworks' types"
+node --test --test-reporter=spec tests/http/
+node_modules/.bin/tsc -p tests/http/types
+node_modules/.bin/tsc -p tests/http/types/tsconfig.es2020.json
+
 echo "== Redis: ratebound/redis on a real redis-server through node-redis, ioredis, and @upstash/redis over a REST bridge"
 node --test --test-reporter=spec tests/redis/
 node_modules/.bin/tsc -p tests/redis/types
+
+echo "== SQL hosts: ratebound/postgres on PGlite and a real PostgreSQL server (pg, postgres.js), ratebound/sqlite on better-sqlite3 and D1 (Miniflare)"
+node --test --test-reporter=spec tests/sql/
 
 echo "== Convex component: ratebound/convex-component in convex-test (against @convex-dev/rate-limiter 0.3.2), its example, its types, the packed files"
 node_modules/.bin/vitest run --config tests/convex-component/vitest.config.mjs

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use tsify::Tsify;
 
-use crate::error::{Part, Problem, Says};
+use crate::error::{Part, Problem};
 use crate::raw::{RawConfig, RawValue};
 
 /// The most shards a limit may have.
@@ -91,8 +91,7 @@ impl TryFrom<&RawConfig> for Config {
     /// Validates every field; the first problem found is the error.
     fn try_from(raw: &RawConfig) -> Result<Config, Problem> {
         if let Some((field, _)) = raw.fields.iter().find(|(name, _)| !FIELDS.contains(&name.as_str())) {
-            let says = Says::Unknown { what: "field", of: "", plural: "fields", known: &FIELDS };
-            return Err(Problem { field: field.clone(), says });
+            return Err(Problem::unknown(field.clone(), "field", "fields", &FIELDS));
         }
         let kind = match raw.get("kind") {
             RawValue::String(text) if text == "token bucket" => Kind::TokenBucket,

@@ -34,11 +34,18 @@ pub fn decide(state: State, shard_config: &Config, now_ms: f64, request: Request
     // What the next call will compute `wait` ms from now: the same request
     // on the same state if this one is refused; the written state taking
     // nothing if this one reserved.
-    let replay = |then: f64| match ok {
-        false => advance(state, shard_config, then, request.count).value,
-        true => advance(next, shard_config, then, 0.0).value,
+    let replay = |then: f64| match (ok, request.reserve, shard_config.max_reserved) {
+        (true, _, _) => advance(next, shard_config, then, 0.0).value,
+        // A refused reservation succeeds once `count <= available + maxReserved`: the debt check's own form.
+        (false, true, Some(max_reserved)) => advance(state, shard_config, then, 0.0).value + max_reserved - request.count,
+        (false, _, _) => advance(state, shard_config, then, request.count).value,
     };
-    let replayable = ok || (!request.reserve && request.count <= shard_config.capacity);
+    let within_reach = match (request.reserve, shard_config.max_reserved) {
+        (false, _) => request.count <= shard_config.capacity,
+        (true, Some(max_reserved)) => request.count <= shard_config.capacity + max_reserved,
+        (true, None) => true,
+    };
+    let replayable = ok || within_reach;
     let retry_after_ms = decision.retry_after_ms.map(|wait| match replayable {
         true => honest_wait(replay, shard_config, now_ms, wait),
         false => wait,

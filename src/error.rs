@@ -3,6 +3,7 @@
 //! can never succeed and for bad input; each has a stable [`Error::code`] and
 //! carries the values it is about, which [`Error::message`] prints.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::message::{Message, NumberFormat, RustNumbers};
@@ -29,7 +30,7 @@ pub enum Error {
     /// have (a store without methods, limits that are not an object…).
     InvalidArgument {
         /// The constructor or function called.
-        function: &'static str,
+        function: Cow<'static, str>,
         /// What is wrong.
         problem: Problem,
     },
@@ -114,7 +115,7 @@ pub enum Says {
     /// `{field} must be {rule} (got {got})`.
     MustBe {
         /// What it must be: `"a finite number >= 0"`.
-        rule: &'static str,
+        rule: Cow<'static, str>,
         /// What it was.
         got: RawValue,
     },
@@ -127,7 +128,7 @@ pub enum Says {
         /// `"fields"` or `"options"`.
         plural: &'static str,
         /// The names that are known.
-        known: &'static [&'static str],
+        known: Vec<String>,
     },
     /// Any other message, in parts.
     Parts(Vec<Part>),
@@ -144,8 +145,14 @@ pub enum Part {
 
 impl Problem {
     /// `{field} must be {rule} (got {got})`.
-    pub fn must_be(field: impl Into<String>, rule: &'static str, got: impl Into<RawValue>) -> Problem {
-        Problem { field: field.into(), says: Says::MustBe { rule, got: got.into() } }
+    pub fn must_be(field: impl Into<String>, rule: impl Into<Cow<'static, str>>, got: impl Into<RawValue>) -> Problem {
+        Problem { field: field.into(), says: Says::MustBe { rule: rule.into(), got: got.into() } }
+    }
+
+    /// `unknown {what} "{field}" (the {what}s are …)`, for an own field that is not among `known`.
+    pub fn unknown(field: impl Into<String>, what: &'static str, plural: &'static str, known: &[&str]) -> Problem {
+        let known = known.iter().map(|name| (*name).to_owned()).collect();
+        Problem { field: field.into(), says: Says::Unknown { what, of: "", plural, known } }
     }
 
     /// A message in parts.

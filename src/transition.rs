@@ -1,6 +1,6 @@
 //! `calculateRateLimit`: one state, one config, one instant → the next state.
 
-use crate::config::{Config, Kind};
+use crate::config::{Config, Kind, MIN_CHOOSE_TWO};
 use crate::error::Error;
 use crate::random::unit_random;
 use crate::state::{State, Transition};
@@ -82,6 +82,13 @@ pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) ->
 /// assert_eq!(full_at(State { value: 5.0, ts: 0.0 }, &config), 500.0);
 /// ```
 pub fn full_at(state: State, config: &Config) -> f64 {
+    // With 3+ shards, whether a shard is stored decides whether a second
+    // shard is read (a fresh first shard that grants is decided alone), so
+    // dropping even a full one would change decisions (found by issue 18's
+    // bounded-store property).
+    if config.shard_count >= MIN_CHOOSE_TWO {
+        return f64::INFINITY;
+    }
     let candidate = match (config.kind, config.start_ms) {
         // Even a full one: its `ts` holds the phase of its windows, which a
         // fresh state would draw anew (found by issue 18: a dropped, full

@@ -34,16 +34,9 @@ export class RateLimitError extends Error {
  */
 export function isRateLimitError(error: unknown): error is { data: RateLimitErrorData } {
   if (error instanceof RateLimitError) return true;
-  if (typeof error !== "object" || error === null || !("data" in error)) return false;
-  const data: unknown = error.data;
-  return (
-    typeof data === "object" &&
-    data !== null &&
-    "kind" in data &&
-    data.kind === "RateLimited" &&
-    "name" in data &&
-    typeof data.name === "string" &&
-    "retryAfter" in data &&
-    typeof data.retryAfter === "number"
-  );
+  // Own fields only: a polluted Object.prototype.data must not make every error a refusal.
+  const own = (object: unknown, field: string): unknown =>
+    typeof object === "object" && object !== null && Object.hasOwn(object, field) ? (object as Record<string, unknown>)[field] : undefined;
+  const data = own(error, "data");
+  return own(data, "kind") === "RateLimited" && typeof own(data, "name") === "string" && typeof own(data, "retryAfter") === "number";
 }

@@ -24,6 +24,9 @@ export type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions } from "
 export { RateLimiter } from "./limiter.js";
 export { calculateRateLimit, calculateRateLimits, decideRateLimit, rateLimitFigures, withJitter } from "./pure.js";
 export { MemoryStore } from "./memory-store.js";
+// For adapters and the package's subpath modules: options read by their own
+// fields, and argument errors in the core's one shape (TypeError, code INVALID_ARGUMENT).
+export { invalidArgument, ownOptions } from "./wasm/ratebound.js";
 export { RateLimitError, isRateLimitError } from "./errors.js";
 export type { RateLimitErrorData } from "./errors.js";
 export { SECOND, MINUTE, HOUR, DAY, WEEK } from "./time.js";

@@ -9,7 +9,15 @@
  * WebAssembly instance the app already loaded.
  * @module
  */
-import { calculateRateLimit, decideRateLimit, type RateLimitConfig, type RateLimitState, type RateLimitValue } from "ratebound";
+import {
+  calculateRateLimit,
+  decideRateLimit,
+  invalidArgument,
+  ownOptions,
+  type RateLimitConfig,
+  type RateLimitState,
+  type RateLimitValue,
+} from "ratebound";
 
 /**
  * A preview's answer, in client time (ms since the epoch by the client's clock).
@@ -60,7 +68,7 @@ const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
 interface Subscription {
   readonly listener: PreviewListener;
-  readonly count: number;
+  readonly count: number | undefined;
   last: PreviewStatus | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
 }
@@ -113,11 +121,14 @@ export class RateLimitPreview {
    * @param options `serverTimeOffset` (ms, `clientTime + offset = serverTime`), `now`, `name`.
    */
   constructor(snapshot: PreviewSnapshot, options: RateLimitPreviewOptions = {}) {
-    this.#state = { value: snapshot.value, ts: snapshot.ts };
-    this.#config = snapshot.config;
-    this.#serverTimeOffset = checkedOffset(options.serverTimeOffset ?? 0);
-    this.#now = options.now ?? Date.now;
-    this.#name = options.name ?? "preview";
+    // Own fields only, each checked; the snapshot's numbers and the name are the core's to check.
+    const [serverTimeOffset, now, name] = ownOptions("RateLimitPreview", options, ["serverTimeOffset", "now", "name"]);
+    this.#state = stateOf(snapshot);
+    this.#config = configOf(snapshot);
+    this.#serverTimeOffset = serverTimeOffset === undefined ? 0 : checkedOffset(serverTimeOffset);
+    if (now !== undefined && typeof now !== "function") throw invalidArgument("RateLimitPreview", "now", "a function", now);
+    this.#now = (now as (() => number) | undefined) ?? Date.now;
+    this.#name = name as string;
   }
 
   /**
@@ -187,9 +198,12 @@ export class RateLimitPreview {
    * preview.update(snapshot, { serverTimeOffset: estimateServerTimeOffset(sentAt, serverTime, Date.now()) });
    */
   update(snapshot: PreviewSnapshot, options: { serverTimeOffset?: number } = {}): void {
-    this.#state = { value: snapshot.value, ts: snapshot.ts };
-    this.#config = snapshot.config;
-    if (options.serverTimeOffset !== undefined) this.#serverTimeOffset = checkedOffset(options.serverTimeOffset);
+    const [serverTimeOffset] = ownOptions("update", options, ["serverTimeOffset"]);
+    const state = stateOf(snapshot);
+    const config = configOf(snapshot);
+    if (serverTimeOffset !== undefined) this.#serverTimeOffset = checkedOffset(serverTimeOffset);
+    this.#state = state;
+    this.#config = config;
     this.#notify();
   }
 
@@ -207,7 +221,9 @@ export class RateLimitPreview {
    * const unsubscribe = preview.subscribe(({ ok }) => { button.disabled = !ok; });
    */
   subscribe(listener: PreviewListener, options: PreviewSubscribeOptions = {}): () => void {
-    const subscription: Subscription = { listener, count: options.count ?? 1, last: undefined, timer: undefined };
+    const [count] = ownOptions("subscribe", options, ["count"]);
+    if (typeof listener !== "function") throw invalidArgument("subscribe", "listener", "a function", listener);
+    const subscription: Subscription = { listener, count: count as number | undefined, last: undefined, timer: undefined };
     this.#subscriptions.add(subscription);
     this.#refresh(subscription, false);
     return () => {
@@ -219,12 +235,15 @@ export class RateLimitPreview {
 
   /** The status of a request, and the state it would leave: both from the core. */
   #decide(request: PreviewRequest): { status: PreviewStatus; next: RateLimitState } {
-    const count = request.count ?? 1;
-    const at = request.at ?? this.#now();
+    const [count, given] = ownOptions("status", request, ["count", "at"]);
+    // Only an absent `at` means now; anything but a finite number is refused before any arithmetic.
+    const at = given === undefined ? this.#now() : given;
+    if (typeof at !== "number" || !Number.isFinite(at)) throw invalidArgument("status", "at", "a finite number of ms", at);
     const serverAt = at + this.#serverTimeOffset;
     // The server's own validation (a count no wait can satisfy is its error)
     // and decision rule, with the wait it would give.
-    const decision = decideRateLimit(this.#state, this.#config, serverAt, { count, name: this.#name });
+    // An absent count or name is the core's default (1, "preview"); anything else it checks.
+    const decision = decideRateLimit(this.#state, this.#config, serverAt, { count: count as number | undefined, name: this.#name });
     const available = calculateRateLimit(this.#state, this.#config, serverAt, 0);
     const status: PreviewStatus = decision.ok
       ? { ok: true, value: available.value }
@@ -241,7 +260,7 @@ export class RateLimitPreview {
     clearTimeout(subscription.timer);
     subscription.timer = undefined;
     const now = this.#now();
-    const status = this.#decide({ count: subscription.count, at: now }).status;
+    const status = this.#decide(subscription.count === undefined ? { at: now } : { count: subscription.count, at: now }).status;
     const changed = !sameStatus(subscription.last, status);
     subscription.last = status;
     if (!status.ok) {
@@ -256,11 +275,31 @@ export class RateLimitPreview {
   }
 }
 
-function checkedOffset(serverTimeOffset: number): number {
-  if (!Number.isFinite(serverTimeOffset)) {
-    throw new RangeError(`serverTimeOffset must be a finite number of milliseconds (got ${serverTimeOffset})`);
+function checkedOffset(serverTimeOffset: unknown): number {
+  if (typeof serverTimeOffset !== "number" || !Number.isFinite(serverTimeOffset)) {
+    throw invalidArgument("RateLimitPreview", "serverTimeOffset", "a finite number of milliseconds", serverTimeOffset);
   }
   return serverTimeOffset;
+}
+
+/** The snapshot's state, own fields only: the core checks the numbers when it decides. */
+function stateOf(snapshot: PreviewSnapshot): RateLimitState {
+  const [value, ts] = ownOptions("RateLimitPreview", pick(snapshot, ["value", "ts"]), ["value", "ts"]);
+  return { value, ts } as RateLimitState;
+}
+
+/** The snapshot's config (own field); the core validates it on first use. */
+function configOf(snapshot: PreviewSnapshot): RateLimitConfig {
+  const [config] = ownOptions("RateLimitPreview", pick(snapshot, ["config"]), ["config"]);
+  return config as RateLimitConfig;
+}
+
+/** The own fields `fields` of a snapshot (it carries others, such as `shard`), or a coded error for a non-object. */
+function pick(snapshot: unknown, fields: readonly string[]): Record<string, unknown> {
+  if (typeof snapshot !== "object" || snapshot === null) throw invalidArgument("RateLimitPreview", "snapshot", "a getValue report { value, ts, config }", snapshot);
+  const picked: Record<string, unknown> = {};
+  for (const field of fields) if (Object.hasOwn(snapshot, field)) picked[field] = (snapshot as Record<string, unknown>)[field];
+  return picked;
 }
 
 /**

@@ -5,6 +5,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { gzipSync } from "node:zlib";
 
+/** The runtime entries of the package's main export, as files in dist/. */
 export const ENTRIES = ["node.js", "node.cjs", "browser.js", "deno.js", "workerd.js"];
 const WASM = join("wasm", "ratebound_bg.wasm");
 
@@ -21,7 +22,14 @@ function specifiers(source) {
   return found;
 }
 
-/** The JS files `entry` loads, itself included, as paths relative to `dist`. */
+/**
+ * The JS files `entry` loads, itself included, as paths relative to `dist`.
+ * @param {string} dist The package's dist/ folder.
+ * @param {string} entry A file in it.
+ * @returns {string[]}
+ * @example
+ * jsLoadedBy(dist, "node.js"); // ["node.js", "wasm/ratebound.js", "index.js", …]
+ */
 export function jsLoadedBy(dist, entry) {
   const seen = new Set();
   const visit = (file) => {
@@ -43,6 +51,13 @@ function allJs(dist, dir = dist) {
   });
 }
 
+/**
+ * The `.wasm` raw and gzipped, the JS each runtime entry loads, and every JS file shipped.
+ * @param {string} dist The package's dist/ folder.
+ * @returns {{ wasmRaw: number, wasmGzip: number, entries: { entry: string, files: string[], jsGzip: number }[], everyJs: string[], allJsGzip: number, total: number }}
+ * @example
+ * measureBundle(dist).allJsGzip; // bytes, every .js and .cjs file gzipped alone
+ */
 export function measureBundle(dist) {
   const sum = (files) => files.reduce((total, file) => total + gzipped(join(dist, file)), 0);
   const wasmRaw = readFileSync(join(dist, WASM)).length;

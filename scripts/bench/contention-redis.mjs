@@ -14,63 +14,24 @@ import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 import { createClient } from "redis";
 import { startRedis } from "../../tests/redis/servers.mjs";
+import { interleaved, offerLoad } from "./contention-load.mjs";
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const percentile = (sorted, p) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]);
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-};
 
 /** One run: a flushed database, `shards` shards, the fixed offered load. */
 async function measure({ RateLimiter, redisStore, RedisStoreError }, clients, { offeredPerSecond, durationMs, limitPerSecond, shards }) {
   await clients[0].flushDb();
   const limits = { global: { kind: "token bucket", rate: limitPerSecond, period: 1000, shards } };
-  const counts = { offered: 0, admitted: 0, refused: 0, failed: 0, conflicts: 0 };
-  const latencies = [];
-  const pending = new Set();
-  const total = Math.round((offeredPerSecond * durationMs) / 1000);
-  const start = performance.now();
-  const startMs = Date.now();
-  let lastAdmittedMs = startMs;
+  const counts = { conflicts: 0 };
   const onConflict = () => counts.conflicts++;
-  while (counts.offered < total) {
-    const due = Math.min(total, Math.floor(((performance.now() - start) * offeredPerSecond) / 1000) + 1);
-    for (; counts.offered < due; counts.offered++) {
-      const arrival = start + (counts.offered * 1000) / offeredPerSecond;
-      const store = redisStore(clients[counts.offered % clients.length], { onConflict });
-      const request = new RateLimiter(store, limits)
-        .limit("global")
-        .then(
-          (status) => {
-            if (!status.ok) return counts.refused++;
-            counts.admitted++;
-            lastAdmittedMs = Math.max(lastAdmittedMs, Date.now());
-          },
-          (error) => {
-            if (!(error instanceof RedisStoreError && error.code === "REDIS_CONFLICT")) throw error;
-            counts.failed++;
-          },
-        )
-        .finally(() => {
-          latencies.push(performance.now() - arrival);
-          pending.delete(request);
-        });
-      pending.add(request);
-    }
-    await sleep(2);
-  }
-  await Promise.all(pending);
-  latencies.sort((a, b) => a - b);
-  return {
-    shards,
-    ...counts,
-    bound: Math.floor(limitPerSecond + (limitPerSecond * (lastAdmittedMs - startMs)) / 1000),
-    conflictsPerAdmitted: counts.conflicts / Math.max(1, counts.admitted),
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-  };
+  const run = await offerLoad({
+    offeredPerSecond,
+    durationMs,
+    limitPerSecond,
+    counts,
+    launch: (index) => new RateLimiter(redisStore(clients[index % clients.length], { onConflict }), limits).limit("global"),
+    gaveUp: (error) => error instanceof RedisStoreError && error.code === "REDIS_CONFLICT",
+  });
+  return { shards, ...run, conflictsPerAdmitted: run.conflicts / Math.max(1, run.admitted) };
 }
 
 /**
@@ -86,20 +47,13 @@ export async function redisContention({ offeredRates, durationMs, clientCount, s
   const clients = [];
   try {
     for (let index = 0; index < clientCount; index++) clients.push(await createClient({ url: server.url }).connect());
-    const tables = [];
-    for (const offeredPerSecond of offeredRates) {
-      const runs = new Map(shardCounts.map((shards) => [shards, []]));
-      for (let round = 0; round < repeat; round++) {
-        for (const shards of shardCounts) runs.get(shards).push(await measure(lib, clients, { offeredPerSecond, durationMs, limitPerSecond, shards }));
-      }
-      const rows = shardCounts.map((shards) => {
-        const all = runs.get(shards);
-        const row = { shards, runs: all };
-        for (const field of ["offered", "admitted", "bound", "refused", "failed", "conflictsPerAdmitted", "p50", "p99"]) row[field] = median(all.map((run) => run[field]));
-        return row;
-      });
-      tables.push({ offeredPerSecond, rows });
-    }
+    const tables = await interleaved({
+      offeredRates,
+      shardCounts,
+      repeat,
+      fields: ["offered", "admitted", "bound", "refused", "failed", "conflictsPerAdmitted", "p50", "p99"],
+      measure: (offeredPerSecond, shards) => measure(lib, clients, { offeredPerSecond, durationMs, limitPerSecond, shards }),
+    });
     return { clientCount, tables };
   } finally {
     await Promise.all(clients.map((client) => client.quit().catch(() => {})));

@@ -36,6 +36,8 @@ async function timeBatch(contender, n) {
  * @param {Contender[]} contenders
  * @param {{ rounds: number, batchMs: number, warmupMs: number, log?: (line: string) => void }} options
  * @returns {Promise<Map<string, { median: number, min: number, max: number, samples: number[] }>>}
+ * @example
+ * const timing = await interleave([{ id: "noop", run: (n) => n }], { rounds: 5, batchMs: 15, warmupMs: 200 });
  */
 export async function interleave(contenders, { rounds, batchMs, warmupMs, log = () => {} }) {
   // Warm up and calibrate each: double the batch until one takes a quarter of batchMs, then
@@ -65,6 +67,13 @@ export async function interleave(contenders, { rounds, batchMs, warmupMs, log = 
   );
 }
 
+/**
+ * The middle value (the mean of the two middle ones for an even count).
+ * @param {number[]} values
+ * @returns {number}
+ * @example
+ * median([3, 1, 2]); // 2
+ */
 export function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = sorted.length >> 1;

@@ -1,7 +1,9 @@
 // Startup in Node (ESM): from the start of `import("ratebound")` to the first decision, timed
 // inside fresh processes with performance.now() (process start-up itself is not counted), with
-// the probe of scripts/bench-startup.mjs. A second probe loads the same package step by step to
-// show where the time goes.
+// the probe of scripts/bench-startup.mjs; beside it, the same for the peer a Node user would pick,
+// `rate-limiter-flexible`: `import` → `new RateLimiterMemory` → first `consume()`. A third probe
+// loads ratebound step by step to show where the time goes. The probes take turns, so all three
+// see the same load.
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,6 +16,18 @@ const imported = performance.now();
 const limiter = new RateLimiter(new MemoryStore(), { probe: { kind: "token bucket", rate: 10, period: 1000 } });
 const result = await limiter.limit("probe");
 if (!result.ok) throw new Error("the first decision was refused");
+const decided = performance.now();
+console.log(JSON.stringify({ importMs: imported - start, totalMs: decided - start }));
+`;
+
+// The peer: import rate-limiter-flexible (its main entry, as a user's import resolves it), make
+// a RateLimiterMemory, consume once.
+const PEER_PROBE = `const start = performance.now();
+const { RateLimiterMemory } = await import("rate-limiter-flexible");
+const imported = performance.now();
+const limiter = new RateLimiterMemory({ points: 10, duration: 1 });
+const result = await limiter.consume("probe");
+if (result.remainingPoints !== 9) throw new Error("the first consume was not granted");
 const decided = performance.now();
 console.log(JSON.stringify({ importMs: imported - start, totalMs: decided - start }));
 `;
@@ -55,20 +69,42 @@ function runNode(args, cwd) {
   });
 }
 
+const summary = (samples) => ({ medianMs: median(samples), minMs: Math.min(...samples), maxMs: Math.max(...samples), samples });
+
 /**
- * @param {string} work A project directory with the package in node_modules/ratebound.
+ * Fresh Node processes, taking turns: ratebound's probe, the peer's, the step-by-step one (the
+ * first of the three rotating every run).
+ *
+ * @param {string} work A project directory with ratebound and rate-limiter-flexible in node_modules.
  * @param {number} runs Fresh processes per probe.
+ * @returns {Promise<object>} `ours` and `peer` (`medianMs`, `minMs`, `maxMs`, `samples`; `importMs`
+ * the median time to the import alone), `ratio` (median of ours / median of the peer's),
+ * `pairedRatios` (run by run), `steps` (medians of each step).
+ * @example
+ * const startup = await measureStartup(work, 15); // startup.ratio <= 0.35 is the target
  */
 export async function measureStartup(work, runs) {
   writeFileSync(join(work, "startup-probe.mjs"), PROBE);
+  writeFileSync(join(work, "startup-peer.mjs"), PEER_PROBE);
   writeFileSync(join(work, "startup-steps.mjs"), STEPS_PROBE);
-  const totals = [];
-  const steps = [];
-  // Alternate the two probes, so that both see the same load.
+  const probes = ["startup-probe.mjs", "startup-peer.mjs", "startup-steps.mjs"];
+  const results = new Map(probes.map((probe) => [probe, []]));
   for (let run = 0; run < runs; run++) {
-    totals.push(JSON.parse(await runNode(["startup-probe.mjs"], work)).totalMs);
-    steps.push(JSON.parse(await runNode(["startup-steps.mjs"], work)));
+    for (let turn = 0; turn < probes.length; turn++) {
+      const probe = probes[(run + turn) % probes.length];
+      results.get(probe).push(JSON.parse(await runNode([probe], work)));
+    }
   }
+  const [ours, peer, steps] = probes.map((probe) => results.get(probe));
   const stepMedians = Object.fromEntries(Object.keys(steps[0]).map((step) => [step, median(steps.map((sample) => sample[step]))]));
-  return { runs, medianMs: median(totals), minMs: Math.min(...totals), maxMs: Math.max(...totals), steps: stepMedians };
+  const oursTotals = ours.map((sample) => sample.totalMs);
+  const peerTotals = peer.map((sample) => sample.totalMs);
+  return {
+    runs,
+    ours: { ...summary(oursTotals), importMs: median(ours.map((sample) => sample.importMs)) },
+    peer: { ...summary(peerTotals), importMs: median(peer.map((sample) => sample.importMs)) },
+    ratio: median(oursTotals) / median(peerTotals),
+    pairedRatios: oursTotals.map((total, run) => total / peerTotals[run]),
+    steps: stepMedians,
+  };
 }

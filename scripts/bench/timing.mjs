@@ -88,6 +88,12 @@ const LOOPS = {
     }
     return granted;
   },
+  compiledTransition: (context, n) => {
+    const { compiled, state, now } = context;
+    let sum = 0;
+    for (let i = 0; i < n; i++) sum += compiled.transition(true, state.value, state.ts, now + (i & 1023), 1);
+    return sum;
+  },
   dateNow: (context, n) => {
     let sum = 0;
     for (let i = 0; i < n; i++) sum += Date.now();
@@ -137,62 +143,118 @@ class PlainLimiter {
   }
 }
 
+/** Keys the MemoryStore rows cycle through, all with state: the target's "1,000 keys". */
+export const KEY_COUNT = 1_000;
+
+/**
+ * `decideInSlab` alone, through the glue's internal `RateLimiterCore` (the one wasm call
+ * `limit()` makes on a MemoryStore), when the build still has that protocol: a contender, or
+ * the reason there is none. Checked before timing: an answer of another shape is no contender.
+ */
+function slabContender(glue, MemoryStore, config, id, granted) {
+  const Core = glue.RateLimiterCore;
+  if (typeof Core?.prototype?.decideInSlab !== "function" || typeof Core.prototype.takeAllocatedBase !== "function") {
+    return { reason: "the glue has no RateLimiterCore.decideInSlab" };
+  }
+  try {
+    const store = new MemoryStore();
+    const core = new Core(store, { bench: config }, undefined);
+    core.useSlab(store.slab);
+    const index = core.limitIndex("bench");
+    const now = Date.now();
+    const first = core.decideInSlab(index, -1, 1, false, now, true);
+    const base = core.takeAllocatedBase();
+    // NaN: granted; > 0: granted, reserved; <= 0 (or -0): refused.
+    const ok = (answer) => answer !== answer || answer > 0;
+    if (typeof first !== "number" || !ok(first) || !(base >= 0)) return { reason: "decideInSlab answered in a shape this bench does not know" };
+    for (let refusalsInARow = 0; !granted && refusalsInARow < 1_000; ) {
+      refusalsInARow = ok(core.decideInSlab(index, base, 1, false, now, true)) ? 0 : refusalsInARow + 1;
+    }
+    if (ok(core.decideInSlab(index, base, 1, false, now, true)) !== granted) return { reason: "decideInSlab did not take the row's path" };
+    return { contender: contender(`decideInSlab ${id}`, "decideInSlab", { core, index, base, now }, granted ? allGranted : noneGranted) };
+  } catch (error) {
+    return { reason: `decideInSlab failed: ${error.message}` };
+  }
+}
+
+/**
+ * The wasm call inside `calculateRateLimit` alone (the glue's internal `CompiledConfig`), when
+ * the build has it: a contender, or the reason there is none.
+ */
+function compiledTransitionContender(glue, kind, config, state, now) {
+  if (typeof glue.CompiledConfig?.prototype?.transition !== "function") return { reason: "the glue has no CompiledConfig.transition" };
+  try {
+    const compiled = new glue.CompiledConfig(config);
+    if (typeof compiled.transition(true, state.value, state.ts, now, 1) !== "number") return { reason: "CompiledConfig.transition answered in a shape this bench does not know" };
+    return { contender: contender(`CompiledConfig.transition ${kind}`, "compiledTransition", { compiled, state, now }) };
+  } catch (error) {
+    return { reason: `CompiledConfig.transition failed: ${error.message}` };
+  }
+}
+
 /**
  * Every contender in one interleaved run, so that every figure of the table saw the same mix of
- * load: ids are "transition <kind> <ratebound|reference>", "limit <allowed|refused> <hot|10k>
+ * load: ids are "transition <kind> <ratebound|reference>", "limit <allowed|refused> 1k
  * <ratebound|flexible|plain|plain sync>", "limit <kind> <allowed|refused> <1|10>",
- * "decideInSlab <kind> <allowed|refused> <1|10>", and the pieces of limit().
+ * "decideInSlab <kind> <allowed|refused> <1|10>", and the pieces of limit() and of
+ * calculateRateLimit.
  *
  * @param {{ dist: string, rounds: number, batchMs: number, warmupMs: number, log: (line: string) => void }} options
+ * @returns {Promise<{ timing: Map<string, object>, skipped: string[] }>} the figures, and why any
+ * internal piece was not timed.
+ * @example
+ * const { timing } = await timeEverything({ dist, rounds: 5, batchMs: 15, warmupMs: 200, log });
+ * timing.get("limit allowed 1k ratebound").median; // ns per awaited limit()
  */
 export async function timeEverything({ dist, rounds, batchMs, warmupMs, log }) {
   const ratebound = await import(pathToFileURL(join(dist, "node.js")).href);
-  // The same module instance node.js loaded: its RateLimiterCore, for timing decideInSlab alone.
+  // The same module instance node.js loaded, for timing internal pieces alone.
   const glue = await import(pathToFileURL(join(dist, "wasm", "ratebound.js")).href);
   const reference = await import("@convex-dev/rate-limiter");
   const flexible = require("rate-limiter-flexible");
   const { RateLimiter, MemoryStore } = ratebound;
   const contenders = [];
+  const skipped = [];
+  const add = ({ contender: found, reason }) => (found ? contenders.push(found) : skipped.push(reason));
 
   // 1. The pure transition, on an existing state.
+  const transitionBase = { state: { value: 5, ts: 1_750_000_000_000 }, now: 1_750_000_001_000 };
   for (const kind of ["token bucket", "fixed window"]) {
     const config = kind === "token bucket" ? { kind, rate: 10, period: 60_000 } : { kind, rate: 10, period: 60_000, start: 0 };
-    const base = { state: { value: 5, ts: 1_750_000_000_000 }, config, now: 1_750_000_001_000 };
+    const base = { ...transitionBase, config };
     contenders.push(contender(`transition ${kind} ratebound`, "transition", { ...base, calculate: ratebound.calculateRateLimit }));
     contenders.push(contender(`transition ${kind} reference`, "transition", { ...base, calculate: reference.calculateRateLimit }));
+    add(compiledTransitionContender(glue, kind, config, transitionBase.state, transitionBase.now));
   }
 
   // 2. limit() on a MemoryStore against RateLimiterMemory and the plain limiter, token bucket.
-  log("preparing limit() on 10,000 keys for every contender");
-  const manyKeys = Array.from({ length: 10_000 }, (_, i) => `user:${i}`);
+  log(`preparing limit() on ${KEY_COUNT.toLocaleString("en-US")} keys for every contender`);
+  const keys = Array.from({ length: KEY_COUNT }, (_, i) => `user:${i}`);
   for (const path of ["allowed", "refused"]) {
-    for (const [keySet, keys] of [["hot", ["hot"]], ["10k", manyKeys]]) {
-      const tokenBucket = path === "allowed" ? { kind: "token bucket", rate: PLENTY, period: 1_000 } : { kind: "token bucket", rate: 10, period: HOUR };
-      const rb = new RateLimiter(new MemoryStore(), { bench: tokenBucket });
-      // RateLimiterMemory is a fixed window of `duration` seconds holding `points`.
-      const rlm = new flexible.RateLimiterMemory(path === "allowed" ? { points: PLENTY, duration: 3_600 } : { points: 10, duration: 3_600 });
-      const plain = new PlainLimiter(reference.calculateRateLimit, tokenBucket);
-      // Give every key its state (and, to refuse, take all its tokens) before timing.
-      for (const key of keys) {
-        for (let taken = 0; taken < (path === "allowed" ? 1 : 10); taken++) {
-          await rb.limit("bench", { key });
-          await rlm.consume(key).catch(() => {});
-          plain.limitSync(key);
-        }
+    const tokenBucket = path === "allowed" ? { kind: "token bucket", rate: PLENTY, period: 1_000 } : { kind: "token bucket", rate: 10, period: HOUR };
+    const rb = new RateLimiter(new MemoryStore(), { bench: tokenBucket });
+    // RateLimiterMemory is a fixed window of `duration` seconds holding `points`.
+    const rlm = new flexible.RateLimiterMemory(path === "allowed" ? { points: PLENTY, duration: 3_600 } : { points: 10, duration: 3_600 });
+    const plain = new PlainLimiter(reference.calculateRateLimit, tokenBucket);
+    // Give every key its state (and, to refuse, take all its tokens) before timing.
+    for (const key of keys) {
+      for (let taken = 0; taken < (path === "allowed" ? 1 : 10); taken++) {
+        await rb.limit("bench", { key });
+        await rlm.consume(key).catch(() => {});
+        plain.limitSync(key);
       }
-      const verify = path === "allowed" ? allGranted : noneGranted;
-      const id = `limit ${path} ${keySet}`;
-      contenders.push(contender(`${id} ratebound`, "rateboundLimit", { limiter: rb, name: "bench", keys, cursor: 0 }, verify));
-      contenders.push(contender(`${id} flexible`, "flexibleConsume", { limiter: rlm, keys, cursor: 0, RateLimiterRes: flexible.RateLimiterRes }, verify));
-      contenders.push(contender(`${id} plain`, "plainAwaited", { limiter: plain, keys, cursor: 0 }, verify));
-      contenders.push(contender(`${id} plain sync`, "plainSync", { limiter: plain, keys, cursor: 0 }, verify));
     }
+    const verify = path === "allowed" ? allGranted : noneGranted;
+    const id = `limit ${path} 1k`;
+    contenders.push(contender(`${id} ratebound`, "rateboundLimit", { limiter: rb, name: "bench", keys, cursor: 0 }, verify));
+    contenders.push(contender(`${id} flexible`, "flexibleConsume", { limiter: rlm, keys, cursor: 0, RateLimiterRes: flexible.RateLimiterRes }, verify));
+    contenders.push(contender(`${id} plain`, "plainAwaited", { limiter: plain, keys, cursor: 0 }, verify));
+    contenders.push(contender(`${id} plain sync`, "plainSync", { limiter: plain, keys, cursor: 0 }, verify));
   }
 
   // 3. Every case of the native bench through the WebAssembly path, one key: limit() and
   //    decideInSlab alone, plus the pieces of limit() that are not the decision.
   const startMs = Date.now() - 1;
-  const slab = new MemoryStore().slab;
   for (const kind of ["token bucket", "fixed window"]) {
     const window = kind === "fixed window" ? { start: startMs } : {};
     for (const shards of [1, 10]) {
@@ -200,33 +262,29 @@ export async function timeEverything({ dist, rounds, batchMs, warmupMs, log }) {
         const config = path === "allowed" ? { kind, rate: PLENTY, period: 1_000, shards, ...window } : { kind, rate: 10, period: HOUR, shards, ...window };
         const granted = path === "allowed";
         const id = `${kind} ${path} ${shards}`;
-        const verify = granted ? allGranted : noneGranted;
         const limiter = new RateLimiter(new MemoryStore(), { bench: config });
         await limiter.limit("bench", { key: "hot" });
         for (let refusalsInARow = 0; !granted && refusalsInARow < 1_000; ) {
           refusalsInARow = (await limiter.limit("bench", { key: "hot" })).ok ? 0 : refusalsInARow + 1;
         }
-        contenders.push(contender(`limit ${id}`, "rateboundLimit", { limiter, name: "bench", keys: ["hot"], cursor: 0 }, verify));
-        // decideInSlab on a core of its own over a MemoryStore's slab, called as RateLimiter calls it.
-        const coreStore = new MemoryStore();
-        const core = new glue.RateLimiterCore(coreStore, { bench: config }, undefined);
-        core.useSlab(coreStore.slab);
-        const index = core.limitIndex("bench");
-        const now = Date.now();
-        core.decideInSlab(index, -1, 1, false, now, true);
-        const base = core.takeAllocatedBase();
-        for (let refusalsInARow = 0; !granted && refusalsInARow < 1_000; ) {
-          const answer = core.decideInSlab(index, base, 1, false, now, true);
-          refusalsInARow = answer !== answer || answer > 0 ? 0 : refusalsInARow + 1;
+        contenders.push(contender(`limit ${id}`, "rateboundLimit", { limiter, name: "bench", keys: ["hot"], cursor: 0 }, granted ? allGranted : noneGranted));
+        if (id === "token bucket allowed 1") {
+          // The same limit() once more, as a contender of its own: how far two timings of one thing drift.
+          const twin = new RateLimiter(new MemoryStore(), { bench: config });
+          await twin.limit("bench", { key: "hot" });
+          contenders.push(contender(`limit ${id} twin`, "rateboundLimit", { limiter: twin, name: "bench", keys: ["hot"], cursor: 0 }, allGranted));
         }
-        contenders.push(contender(`decideInSlab ${id}`, "decideInSlab", { core, index, base, now }, verify));
+        add(slabContender(glue, MemoryStore, config, id, granted));
       }
     }
   }
   contenders.push(contender("Date.now()", "dateNow", {}));
   contenders.push(contender("await Promise.resolve(result)", "awaitSettled", { settled: Object.freeze({ ok: true }) }, allGranted));
-  contenders.push(contender("trivial wasm call", "trivialWasmCall", { slab }));
+  const slab = new MemoryStore().slab;
+  if (typeof slab?.occupied === "function") contenders.push(contender("trivial wasm call", "trivialWasmCall", { slab }));
+  else skipped.push("MemoryStore has no slab.occupied() to time a trivial wasm call");
 
+  for (const reason of new Set(skipped)) log(`not timed: ${reason}`);
   log(`${contenders.length} contenders: warm-up and calibration`);
-  return interleave(contenders, { rounds, batchMs, warmupMs, log });
+  return { timing: await interleave(contenders, { rounds, batchMs, warmupMs, log }), skipped: [...new Set(skipped)] };
 }

@@ -7,7 +7,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::config::{Config, RateLimitConfig};
-use crate::error::{Error, Place, Problem, Says};
+use crate::error::{Error, Place, Problem};
 use crate::raw::{RawConfig, RawValue};
 use crate::result::{RateLimitResult, ValueReport};
 use crate::state::{State, StateRef, WriteInfo};
@@ -90,12 +90,17 @@ pub(crate) fn is_plain_object(value: &JsValue) -> bool {
 /// The own enumerable fields of an options object, in the order of `known`;
 /// an inherited field is never read, an unknown own one is an error.
 /// `undefined` reads as no options.
-pub(crate) fn own_fields<const N: usize>(
-    options: &JsValue,
-    known: &'static [&'static str; N],
-    wrong: impl Fn(Problem) -> Error,
-) -> Result<[JsValue; N], Error> {
+pub(crate) fn own_fields<const N: usize>(options: &JsValue, known: &[&str; N], wrong: impl Fn(Problem) -> Error) -> Result<[JsValue; N], Error> {
     let mut found: [JsValue; N] = std::array::from_fn(|_| JsValue::UNDEFINED);
+    for (slot, value) in found.iter_mut().zip(own_field_list(options, known, wrong)?) {
+        *slot = value;
+    }
+    Ok(found)
+}
+
+/// [`own_fields`] for a list of names known only at run time.
+pub(crate) fn own_field_list(options: &JsValue, known: &[&str], wrong: impl Fn(Problem) -> Error) -> Result<Vec<JsValue>, Error> {
+    let mut found = vec![JsValue::UNDEFINED; known.len()];
     if options.is_undefined() {
         return Ok(found);
     }
@@ -107,8 +112,7 @@ pub(crate) fn own_fields<const N: usize>(
     for name in names.iter() {
         let text = name.as_string().unwrap_or_default();
         let Some(slot) = known.iter().position(|field| *field == text) else {
-            let says = Says::Unknown { what: "option", of: "", plural: "options", known };
-            return Err(wrong(Problem { field: text, says }));
+            return Err(wrong(Problem::unknown(text, "option", "options", known)));
         };
         found[slot] = Reflect::get(options, &name).map_err(|_| wrong(problem("a plain object (reading a field threw)")))?;
     }
@@ -177,11 +181,11 @@ pub(crate) fn info_to_js(info: WriteInfo) -> JsValue {
     object(&[("now", info.now_ms.into()), ("fullAt", info.full_at_ms.into())])
 }
 
+/// `{ name, key, shard }`; a keyless ref has an own `key: undefined`, so a
+/// store that reads `ref.key` never sees a polluted `Object.prototype.key`.
 pub(crate) fn ref_to_js(at: StateRef<'_>) -> JsValue {
-    match at.key {
-        Some(key) => object(&[("name", at.name.into()), ("key", key.into()), ("shard", at.shard.into())]),
-        None => object(&[("name", at.name.into()), ("shard", at.shard.into())]),
-    }
+    let key = at.key.map_or(JsValue::UNDEFINED, JsValue::from);
+    object(&[("name", at.name.into()), ("key", key), ("shard", at.shard.into())])
 }
 
 pub(crate) fn result_to_js(result: RateLimitResult) -> JsValue {
@@ -220,4 +224,24 @@ pub(crate) fn report_to_js(report: ValueReport) -> JsValue {
         ("shard", report.shard.into()),
         ("config", config_to_js(&report.config)),
     ])
+}
+
+/// `ownOptions(function, options, known)`: the own fields of an options
+/// object in the order of `known` (an inherited field is never read), or an
+/// `INVALID_ARGUMENT` naming `function` for anything else. For the
+/// TypeScript modules that take options of their own (`ratebound/preview`).
+#[wasm_bindgen(js_name = ownOptions)]
+pub fn own_options(function: JsValue, options: JsValue, known: Vec<String>) -> Result<Vec<JsValue>, JsValue> {
+    let function = function.as_string().unwrap_or_default();
+    let known: Vec<&str> = known.iter().map(String::as_str).collect();
+    Ok(own_field_list(&options, &known, |problem| Error::InvalidArgument { function: function.clone().into(), problem })?)
+}
+
+/// `invalidArgument(function, field, rule, value)`: the core's error for an
+/// argument of the wrong shape (`{function}: {field} must be {rule} (got …)`),
+/// a `TypeError` with `code: "INVALID_ARGUMENT"`, to throw.
+#[wasm_bindgen(js_name = invalidArgument)]
+pub fn invalid_argument(function: JsValue, field: JsValue, rule: JsValue, value: JsValue) -> JsValue {
+    let problem = Problem::must_be(field.as_string().unwrap_or_default(), rule.as_string().unwrap_or_default(), raw_value(&value));
+    Error::InvalidArgument { function: function.as_string().unwrap_or_default().into(), problem }.into()
 }

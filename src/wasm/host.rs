@@ -32,7 +32,7 @@ impl HostStore {
     /// # Errors
     /// [`Error::InvalidArgument`] naming what is missing.
     pub(crate) fn from_js(store: &JsValue) -> Result<HostStore, Error> {
-        let wrong = |rule| Error::InvalidArgument { function: "RateLimiter", problem: Problem::must_be("store", rule, raw_value(store)) };
+        let wrong = |rule| Error::InvalidArgument { function: "RateLimiter".into(), problem: Problem::must_be("store", rule, raw_value(store)) };
         if !store.is_object() {
             return Err(wrong("an object with read and write methods"));
         }

@@ -43,7 +43,7 @@ type MemorySlabRef = Rc<std::cell::RefCell<crate::slab::Slab>>;
 const OPTIONS: [&str; 2] = ["now", "random"];
 
 fn wrong_argument(problem: Problem) -> Error {
-    Error::InvalidArgument { function: "RateLimiter", problem }
+    Error::InvalidArgument { function: "RateLimiter".into(), problem }
 }
 
 fn function_or_undefined(field: &str, value: JsValue) -> Result<Option<Function>, Error> {
@@ -132,7 +132,7 @@ impl RateLimiterCore {
     #[wasm_bindgen(js_name = limitAll, unchecked_return_type = "RateLimitResult | Promise<RateLimitResult>")]
     pub fn limit_all(&self, #[wasm_bindgen(unchecked_param_type = "RateLimitStore")] store: JsValue, items: JsValue, now: JsValue, write: bool) -> Result<JsValue, JsValue> {
         let function = if write { "limitAll" } else { "checkAll" };
-        let wrong = |problem| Error::InvalidArgument { function, problem };
+        let wrong = |problem| Error::InvalidArgument { function: function.into(), problem };
         if !is_array(&items) {
             return Err(wrong(Problem::must_be("requests", "an array of limits", raw_value(&items))).into());
         }
@@ -147,7 +147,7 @@ impl RateLimiterCore {
             }
             // Own enumerable fields only: an unknown one is an error, an inherited one is never read.
             let [name, key, count, reserve, config] = own_fields(&item, &FIELDS, |problem| match problem.says {
-                Says::Unknown { .. } => Error::request(function, Problem { says: Says::Unknown { what: "field", of: " of a limitAll item", plural: "fields", known: &FIELDS }, ..problem }),
+                Says::Unknown { known, .. } => Error::request(function, Problem { says: Says::Unknown { what: "field", of: " of a limitAll item", plural: "fields", known }, ..problem }),
                 _ => wrong(problem),
             })?;
             let name = request::name(raw_value(&name))?;
@@ -271,13 +271,8 @@ pub fn check_options(name: JsValue, options: JsValue, allowed: JsValue) -> Resul
     for field in fields.iter() {
         let field = field.as_string().unwrap_or_default();
         if !allowed.split(',').any(|known| known == field) {
-            let known: &'static [&'static str] = match allowed.as_str() {
-                "key,count,reserve,throws,config" => &["key", "count", "reserve", "throws", "config"],
-                "key,sampleShards,config" => &["key", "sampleShards", "config"],
-                "key,config" => &["key", "config"],
-                _ => &["throws"],
-            };
-            return Err(invalid(Problem { field, says: Says::Unknown { what: "option", of: "", plural: "options", known } }));
+            let known: Vec<&str> = allowed.split(',').collect();
+            return Err(invalid(Problem::unknown(field, "option", "options", &known)));
         }
     }
     let throws = Reflect::get(&options, &"throws".into()).unwrap_or(JsValue::UNDEFINED);

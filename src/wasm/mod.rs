@@ -16,6 +16,7 @@ mod slab;
 
 use wasm_bindgen::prelude::*;
 
+pub use convert::{invalid_argument, own_options};
 pub use limiter::{check_options, RateLimiterCore};
 pub use pure::{calculate_rate_limit, rate_limit_figures, with_jitter, CompiledConfig};
 pub use slab::MemorySlab;

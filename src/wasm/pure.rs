@@ -63,7 +63,7 @@ pub fn with_jitter(
     let random = match random.dyn_into::<Function>() {
         Ok(random) => Some(random),
         Err(other) if other.is_undefined() => None,
-        Err(other) => return Err(Error::InvalidArgument { function: "withJitter", problem: Problem::must_be("random", "a function", raw_value(&other)) }.into()),
+        Err(other) => return Err(Error::InvalidArgument { function: "withJitter".into(), problem: Problem::must_be("random", "a function", raw_value(&other)) }.into()),
     };
     Ok(crate::random::with_jitter(retry_after, max_jitter, draw_random(random.as_ref())?)?)
 }
@@ -125,7 +125,7 @@ impl CompiledConfig {
         #[wasm_bindgen(unchecked_param_type = "DecideOptions | undefined")] options: JsValue,
     ) -> Result<JsValue, JsValue> {
         let [count, reserve, name] =
-            own_fields(&options, &["count", "reserve", "name"], |problem| Error::InvalidArgument { function: "decideRateLimit", problem })?;
+            own_fields(&options, &["count", "reserve", "name"], |problem| Error::InvalidArgument { function: "decideRateLimit".into(), problem })?;
         let name = match name.is_undefined() {
             true => "preview".to_owned(),
             false => request::name(raw_value(&name))?,
@@ -133,6 +133,7 @@ impl CompiledConfig {
         let request = Request { count: request::count(&name, raw_value(&count))?, reserve: request::flag(&name, "reserve", raw_value(&reserve))? };
         validate_request(&name, &self.config, request)?;
         let now = request::now(&name, raw_value(&now))?;
+        request::check_call(&name, None, &self.config, now)?;
         let state = match state_from_js(&state, || Place::Passed("decideRateLimit"))? {
             Some(state) => state,
             None => initial_state(&self.config, now, || draw_random(None))?,
@@ -195,7 +196,7 @@ pub fn rate_limit_figures(
     #[wasm_bindgen(unchecked_param_type = "number | undefined")] sampled: JsValue,
 ) -> Result<JsValue, JsValue> {
     const FIGURES: &str = "rateLimitFigures";
-    let wrong = |problem| Error::InvalidArgument { function: FIGURES, problem };
+    let wrong = |problem| Error::InvalidArgument { function: FIGURES.into(), problem };
     if !report.is_object() {
         return Err(wrong(Problem::must_be("value", "a getValue report { value, ts, config }", raw_value(&report))).into());
     }

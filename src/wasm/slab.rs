@@ -23,7 +23,7 @@ impl MemorySlab {
     /// An empty slab for the MemoryStore `options` (`{ maxKeys? }`, own fields only).
     #[wasm_bindgen(constructor)]
     pub fn new(#[wasm_bindgen(unchecked_param_type = "{ maxKeys?: number } | undefined")] options: JsValue) -> Result<MemorySlab, JsValue> {
-        let [max_keys] = own_fields(&options, &["maxKeys"], |problem| Error::InvalidArgument { function: "MemoryStore", problem })?;
+        let [max_keys] = own_fields(&options, &["maxKeys"], |problem| Error::InvalidArgument { function: "MemoryStore".into(), problem })?;
         let max_keys = match max_keys.as_f64() {
             None if max_keys.is_undefined() => u32::MAX,
             Some(max) if max.fract() == 0.0 && (1.0..=f64::from(u32::MAX)).contains(&max) => max as u32,

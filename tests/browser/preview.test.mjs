@@ -185,7 +185,8 @@ describe("RateLimitPreview, documented example", () => {
 
   it("rejects an offset that is not a finite number", () => {
     const snapshot = { value: 0, ts: 0, shard: 0, config: limitOf("token bucket") };
-    assert.throws(() => new RateLimitPreview(snapshot, { serverTimeOffset: Number.NaN }), RangeError);
+    // Since issue 18 every error carries a code: an argument of the wrong shape is the core's INVALID_ARGUMENT.
+    assert.throws(() => new RateLimitPreview(snapshot, { serverTimeOffset: Number.NaN }), { name: "TypeError", code: "INVALID_ARGUMENT" });
   });
 });
 

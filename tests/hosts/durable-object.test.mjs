@@ -1,7 +1,7 @@
 // ratebound/durable-object in real workerd (Miniflare): the ready object on SQLite- and
 // key-value-backed storage admits exactly the bound under concurrent requests, survives a restart
 // with persistence on, answers a bad config with a 400 and changes nothing, and keeps every
-// (name, key, shard) apart. Then examples/cloudflare, run as it is.
+// (name, key, shard) apart. Then examples/cloudflare (on ratebound/http's guard), run as it is.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -234,7 +234,8 @@ describe("examples/cloudflare", () => {
     const bob = await request("bob");
     assert.equal(bob.status, 200);
     assert.equal(await bob.text(), "Hello, bob");
-    assert.equal(bob.headers.get("x-ratelimit-remaining"), "9");
+    assert.equal(bob.headers.get("ratelimit"), '"api";r=9;t=1', "9 of 10 left, full again in 1 s at 60 a minute");
+    assert.equal(bob.headers.get("ratelimit-policy"), '"api";q=10;w=60');
   });
 
   test("uploads have their own fixed window of 5 an hour", async () => {

@@ -2,6 +2,7 @@
 // user's requests are decided one at a time, in the object that stores that user's limits.
 import { HOUR, MINUTE, type RateLimitConfig } from "ratebound";
 import { rateLimiterClient, rateLimiterObject, type DurableObjectStubLike } from "ratebound/durable-object";
+import { httpGuard } from "ratebound/http";
 
 export const LIMITS = {
   // 60 requests a minute per user, up to 10 at once.
@@ -24,15 +25,10 @@ export default {
     if (!user) return new Response("Who are you? Send an x-user header.", { status: 401 });
     // One object per user: route to it by name.
     const limiter = rateLimiterClient<typeof LIMITS>(env.RATE_LIMITS.get(env.RATE_LIMITS.idFromName(user)));
-    const limit = request.method === "PUT" ? "upload" : "api";
-    const { ok, retryAfter } = await limiter.limit(limit, { key: user });
-    if (!ok) {
-      return new Response(`Too many requests: retry in ${Math.ceil(retryAfter / 1000)} s`, {
-        status: 429,
-        headers: { "retry-after": String(Math.ceil(retryAfter / 1000)) },
-      });
-    }
-    const { value } = await limiter.getValue(limit, { key: user });
-    return new Response(`Hello, ${user}`, { headers: { "x-ratelimit-remaining": String(Math.floor(value)) } });
+    // A refusal is a ready 429 with Retry-After; allowed responses carry the RateLimit headers.
+    const guard = httpGuard(limiter, request.method === "PUT" ? "upload" : "api", { key: () => user });
+    const { ok, headers, response } = await guard(request);
+    if (!ok) return response;
+    return new Response(`Hello, ${user}`, { headers });
   },
 };

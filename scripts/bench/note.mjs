@@ -1,0 +1,144 @@
+// The closing note of BENCHMARKS.md: which targets this run met, and for each one missed, what
+// the run's own numbers say about where the time or the bytes go. Every figure and every
+// comparison in it is computed from the run; nothing is asserted that the run did not measure.
+import { kib, ms, ns, speedup, times } from "./format.mjs";
+import { NATIVE_TRANSITIONS } from "./native.mjs";
+import { TARGETS } from "./report.mjs";
+import { KEY_COUNT } from "./timing.mjs";
+
+const percent = (part, whole) => `${((100 * part) / whole).toFixed(0)}%`;
+
+/** Which of the three parts (wasm code, wasm data and the rest, JS) weighs most, gzipped. */
+function largestShare(app) {
+  const parts = [
+    ["the `.wasm`'s code section (`twiggy top` on an unstripped build names its functions)", app.sections.code.gzip],
+    ["the `.wasm`'s data section", app.sections.data.gzip],
+    ["the JavaScript", app.jsGzip],
+  ].sort((a, b) => b[1] - a[1]);
+  return `${parts[0][0]}, ${percent(parts[0][1], app.total)} (each part gzipped alone)`;
+}
+
+function bundleNote({ detail: app }) {
+  const budget = TARGETS.bundle.budgetBytes;
+  const { code, data } = app.sections;
+  const topJs = app.inputs[0];
+  return (
+    `**Browser app: ${kib(app.total)} gzip against ${kib(budget)}** (${times(app.total / budget)} the budget). ` +
+    `The \`.wasm\` is ${kib(app.wasmGzip)} of it (${percent(app.wasmGzip, app.total)}): its code section ${kib(code.gzip)} gzip alone (${kib(code.raw)} raw, ${app.sections.functions} functions), its data section ${kib(data.gzip)} gzip (${kib(data.raw)} raw: static strings and tables). ` +
+    (app.wasmGzip > budget
+      ? `The \`.wasm\` alone is ${kib(app.wasmGzip - budget)} over the whole budget before any JavaScript; to fit beside today's ${kib(app.jsGzip)} of JS it would have to shrink to ${kib(Math.max(0, budget - app.jsGzip))} gzip, ${times(app.wasmGzip / Math.max(1, budget - app.jsGzip))} smaller. `
+      : `The JS is ${kib(app.jsGzip)}: with today's \`.wasm\` it would have to shrink to ${kib(Math.max(0, budget - app.wasmGzip))}. `) +
+    `Of the minified JS (${kib(app.jsRaw)} before gzip), \`${topJs.path}\` is the largest module (${kib(topJs.bytes)}, ${percent(topJs.bytes, app.jsRaw)}). ` +
+    `The largest share of the gzipped total is ${largestShare(app)}.`
+  );
+}
+
+function startupNote({ detail: startup }) {
+  const budgetMs = TARGETS.startup.ratio * startup.peer.medianMs;
+  const steps = startup.steps;
+  const named = { "the glue module": steps.glue, "reading the `.wasm`": steps.read, "compiling the `.wasm`": steps.compile, instantiating: steps.instantiate, "the API modules": steps.api, "the first decision": steps.firstDecision };
+  const ranked = Object.entries(named).sort((a, b) => b[1] - a[1]);
+  const overAlone = ranked.filter(([, value]) => value > budgetMs).map(([name, value]) => `${name} (${ms(value)})`);
+  const withoutCompile = steps.total - steps.compile;
+  return (
+    `**Node startup: ${ms(startup.ours.medianMs)} against ${ms(startup.peer.medianMs)} for \`rate-limiter-flexible\`, ${times(startup.ratio)} its time against ≤ ${TARGETS.startup.ratio}×**, so the budget in this run was ${ms(budgetMs)}. ` +
+    `Step by step (medians of the step probe, total ${ms(steps.total)}): ${ranked.map(([name, value]) => `${name} ${ms(value)}`).join(", ")}. ` +
+    (overAlone.length
+      ? `On its own over the whole budget: ${overAlone.join(", ")}. `
+      : steps.total > budgetMs
+        ? `No single step is over the budget; together they are. `
+        : `No step is over the budget and neither is their total: the miss lies in what the whole-import probe does beyond the steps. `) +
+    `Every step but compiling takes ${ms(withoutCompile)} together, ${withoutCompile > budgetMs ? "itself over the budget: compiling is not the only step that has to shrink" : `within the budget, leaving ${ms(budgetMs - withoutCompile)} for compiling (today ${ms(steps.compile)} for ${kib(startup.wasmRaw)} of \`.wasm\`)`}. ` +
+    `The imports alone took ${ms(startup.ours.importMs)} for ratebound and ${ms(startup.peer.importMs)} for the peer.`
+  );
+}
+
+function nativeNote({ detail: { decision, nativeTransition } }, run) {
+  const plumbing = decision - nativeTransition;
+  const refused = run.native.estimates?.["token_bucket-refused-unsharded"]?.median;
+  return (
+    `**Native decision on a slab: ${ns(decision)} ns against ≤ ${TARGETS.native.ns} ns.** ` +
+    (nativeTransition === undefined
+      ? `The transition was not measured, so the run cannot split the decision. `
+      : `The transition inside it costs ${ns(nativeTransition)} ns natively, so ${ns(plumbing)} ns (${percent(plumbing, decision)}) is everything the decision does besides the arithmetic. ` +
+        (nativeTransition > TARGETS.native.ns ? `The transition alone is over ${TARGETS.native.ns} ns. ` : `All of that would have to fit in ${ns(TARGETS.native.ns - nativeTransition)} ns. `)) +
+    (refused === undefined ? "" : `The same limit refused, which writes nothing back, costs ${ns(refused)} ns natively${refused > TARGETS.native.ns ? `, itself over ${TARGETS.native.ns} ns` : ""}.`)
+  );
+}
+
+function limitNote({ detail: { ours, flexible, speed } }, run) {
+  const get = (id) => run.timing.get(id);
+  const [slab, now, settled, total] = [get("decideInSlab token bucket allowed 1"), get("Date.now()"), get("await Promise.resolve(result)"), get("limit token bucket allowed 1")];
+  const budget = flexible.median / TARGETS.limit.speedup;
+  const floor = now.median + settled.median;
+  const decision = run.native.estimates?.["token_bucket-allowed-unsharded"]?.median;
+  let text =
+    `**\`limit()\` on ${KEY_COUNT.toLocaleString("en-US")} keys: ${ns(ours.median)} ns against \`RateLimiterMemory\`'s ${ns(flexible.median)} ns, ${speedup(speed)} against ≥ ${TARGETS.limit.speedup}× faster**, so the budget in this run was ${ns(budget)} ns per awaited call. ` +
+    `The \`await\` of a settled Promise (${ns(settled.median)} ns) and \`Date.now()\` (${ns(now.median)} ns), which both sides pay, take ${ns(floor)} ns of it` +
+    (budget < floor ? `, more than the budget: no Promise-returning \`limit()\` that reads the clock could reach ${TARGETS.limit.speedup}× here. ` : `, leaving ${ns(budget - floor)} ns for the decision and the TypeScript around it. `);
+  if (slab) {
+    const rest = total.median - slab.median - now.median - settled.median;
+    text +=
+      `On one hot key (${ns(total.median)} ns in all) the wasm call \`decideInSlab\` takes ${ns(slab.median)} ns` +
+      (decision === undefined ? "" : ` (${times(slab.median / decision)} the native decision's ${ns(decision)} ns)`) +
+      ` and the TypeScript around it (options, \`Map\` lookups, decoding the answer) ${ns(rest)} ns by difference` +
+      (budget > floor ? `; the wasm call alone is ${slab.median > budget - floor ? "over" : "within"} the ${ns(budget - floor)} ns left. ` : ". ") +
+      `Cycling through ${KEY_COUNT.toLocaleString("en-US")} keys costs ${ns(Math.abs(ours.median - total.median))} ns ${ours.median >= total.median ? "more" : "less"} per call than one hot key.`;
+  } else {
+    text += `The wasm call could not be timed alone in this build (${run.skipped.join("; ")}).`;
+  }
+  return text;
+}
+
+function transitionNote(goals, run) {
+  const trivial = run.timing.get("trivial wasm call");
+  const paragraphs = goals.map(({ detail: { ours, theirs, ratio, kind } }) => {
+    const budget = theirs.median * TARGETS.transition.ratio;
+    const compiled = run.timing.get(`CompiledConfig.transition ${kind}`);
+    const nativeTransition = run.native.estimates?.[NATIVE_TRANSITIONS[kind]]?.median;
+    let text = `For the ${kind}, ${ns(ours.median)} ns against ${ns(theirs.median)} ns (${times(ratio)}; the budget was ${ns(budget)} ns)`;
+    if (compiled) {
+      text +=
+        `, of which the one wasm call inside (\`CompiledConfig.transition\`) takes ${ns(compiled.median)} ns` +
+        (nativeTransition === undefined ? "" : ` (the same arithmetic natively: ${ns(nativeTransition)} ns)`) +
+        ` and the rest of the call (the config cache, reading the answer back across the boundary, building the result) ${ns(ours.median - compiled.median)} ns by difference; ` +
+        (compiled.median > budget ? `the wasm call alone is over the budget` : `the wasm call fits in the budget, the rest of the call is what passes it`);
+    }
+    return text;
+  });
+  return (
+    `**\`calculateRateLimit\` against the reference's JavaScript.** ${paragraphs.join(". ")}.` +
+    (trivial ? ` A trivial wasm call costs ${ns(trivial.median)} ns in this run; the reference, plain JavaScript, crosses no boundary.` : "")
+  );
+}
+
+function sourcesNote({ detail: sources }) {
+  const over = sources.files.filter((file) => file.lines > TARGETS.sources.lines);
+  return `**Source files over ${TARGETS.sources.lines} lines:** ${over.map((file) => `\`${file.path}\` (${file.lines})`).join(", ")}.`;
+}
+
+/**
+ * @param {{ id: string, name: string, met: boolean | undefined, detail: object }[]} goals
+ * @param {object} run Everything measured (see ./report.mjs).
+ * @returns {string} Markdown: a summary line, then one paragraph per missed target.
+ * @example
+ * const note = closingNote(goals, run);
+ */
+export function closingNote(goals, run) {
+  const met = goals.filter((goal) => goal.met === true);
+  const missed = goals.filter((goal) => goal.met === false);
+  const unmeasured = goals.filter((goal) => goal.met === undefined);
+  const lines = [`This run met ${met.length} of ${goals.length} targets${met.length ? ` (${met.map((goal) => goal.name).join("; ")})` : ""}.`];
+  if (unmeasured.length) lines.push(`- **Not measured:** ${unmeasured.map((goal) => `${goal.name}${goal.id === "native" && run.native.error ? ` (${run.native.error})` : ""}`).join("; ")}.`);
+  if (missed.length) lines.push("", "What stands in the way of each target missed, from this run's numbers:", "");
+  const byId = (id) => missed.find((goal) => goal.id === id);
+  if (byId("bundle")) lines.push(`- ${bundleNote(byId("bundle"))}`);
+  if (byId("startup")) lines.push(`- ${startupNote({ detail: { ...byId("startup").detail, wasmRaw: run.app.wasmRaw } })}`);
+  if (byId("native")) lines.push(`- ${nativeNote(byId("native"), run)}`);
+  if (byId("limit")) lines.push(`- ${limitNote(byId("limit"), run)}`);
+  const transitions = missed.filter((goal) => goal.id.startsWith("transition"));
+  if (transitions.length) lines.push(`- ${transitionNote(transitions, run)}`);
+  if (byId("sources")) lines.push(`- ${sourcesNote(byId("sources"))}`);
+  if (run.skipped.length) lines.push("", `Internal pieces not timed in this build: ${run.skipped.join("; ")}.`);
+  return lines.join("\n");
+}

@@ -1,0 +1,256 @@
+// ratebound/postgres on PGlite (in-process) and on a real PostgreSQL server (Debian's, started in a
+// temporary directory on a loopback port for this file, stopped after): the shared scenarios on
+// both; on the server, 120 concurrent transactions on one key never over-admit and lose no update,
+// while the same traffic through a store without the lock does over-admit; a lost connection and
+// a stale REPEATABLE READ snapshot fail closed.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { PGlite } from "@electric-sql/pglite";
+import pg from "pg";
+import { startPostgres } from "./postgres-server.mjs";
+import { NOW, limiterOn, pgHost, postgresScenarios } from "./postgres-scenarios.mjs";
+
+const POSTS = "CREATE TABLE posts (id serial PRIMARY KEY, author text NOT NULL, body text NOT NULL)";
+
+describe("PGlite", () => {
+  let db;
+  before(async () => {
+    db = new PGlite();
+    await pgHost.createTable(db);
+    await db.query(POSTS);
+  });
+  after(async () => {
+    if (db !== undefined && !db.closed) await db.close();
+  });
+  postgresScenarios({ db: () => db, inTransaction: (fn) => db.transaction(fn) });
+
+  test("a closed PGlite fails the call with a code (the suite's last test: it closes the database)", async () => {
+    await db.close();
+    const error = await limiterOn(pgHost.postgresStore(db)).limit("daily").catch((caught) => caught);
+    assert.ok(error instanceof Error);
+    assert.equal(typeof error.code, "string", `a code (got ${error.code}: ${error.message})`);
+  });
+});
+
+describe("a real PostgreSQL server", () => {
+  let server;
+  let pool;
+  const query = async (text, params = []) => (await pool.query(text, params)).rows;
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  /** The app's transaction on a connection of its own. */
+  async function inTransaction(fn, { client = undefined, isolation = "" } = {}) {
+    const connection = client ?? (await pool.connect());
+    try {
+      await connection.query(`BEGIN ${isolation}`);
+      const result = await fn(connection);
+      await connection.query("COMMIT");
+      return result;
+    } catch (error) {
+      await connection.query("ROLLBACK").catch(() => {});
+      throw error;
+    } finally {
+      if (client === undefined) connection.release();
+    }
+  }
+
+  before(async () => {
+    server = await startPostgres();
+    pool = new pg.Pool({ connectionString: server.connectionString, max: 20 });
+    await pgHost.createTable(pool);
+    await pool.query(POSTS);
+  });
+  after(async () => {
+    await pool?.end();
+    server?.stop();
+  });
+
+  postgresScenarios({ db: () => pool, inTransaction: (fn) => inTransaction(fn) });
+
+  /**
+   * `requests` transactions open at once, each on its own connection: BEGIN, take one token of
+   * `limit` for `key` through `makeStore(client)`, insert a post when admitted, 5 ms of app work,
+   * COMMIT. Returns how many were admitted, and the state and posts left.
+   */
+  async function concurrentTransactions({ requests, limit, key, makeStore }) {
+    const clients = await Promise.all(
+      Array.from({ length: requests }, async () => {
+        const client = new pg.Client(server.connectionString);
+        await client.connect();
+        return client;
+      }),
+    );
+    try {
+      const outcomes = await Promise.all(
+        clients.map((client) =>
+          inTransaction(
+            async (tx) => {
+              const status = await limiterOn(makeStore(tx), limits).limit(limit, { key });
+              if (status.ok) await tx.query("INSERT INTO posts (author, body) VALUES ($1, 'burst')", [key]);
+              await sleep(5);
+              return status.ok;
+            },
+            { client },
+          ).catch((error) => error),
+        ),
+      );
+      const failed = outcomes.filter((outcome) => outcome instanceof Error);
+      assert.deepEqual(failed.map(String), [], "no transaction failed");
+      const [row] = await query("SELECT value, ts FROM ratebound WHERE name = $1 AND key = $2", [limit, key]);
+      const [{ n }] = await query("SELECT count(*)::int AS n FROM posts WHERE author = $1", [key]);
+      return { admitted: outcomes.filter((ok) => ok === true).length, value: row?.value, posts: n };
+    } finally {
+      await Promise.all(clients.map((client) => client.end()));
+    }
+  }
+
+  /** A store that reads and writes the same rows without locking anything: what the lock prevents. */
+  const unlocked = (tx) => ({
+    async read(ref) {
+      const { rows } = await tx.query("SELECT value, ts FROM ratebound WHERE name = $1 AND key = $2 AND shard = $3", [ref.name, ref.key, ref.shard]);
+      return rows[0] ?? null;
+    },
+    async write(ref, state) {
+      await tx.query(
+        "INSERT INTO ratebound (name, key, shard, value, ts) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name, key, shard) DO UPDATE SET value = excluded.value, ts = excluded.ts",
+        [ref.name, ref.key, ref.shard, state.value, state.ts],
+      );
+    },
+  });
+
+  const CAPACITY = 50;
+  const limits = { burst: { kind: "token bucket", rate: CAPACITY, period: 86_400_000 } };
+
+  test("120 concurrent transactions on one new key admit exactly the capacity of 50 and leave 0", async () => {
+    const result = await concurrentTransactions({ requests: 120, limit: "burst", key: "locked", makeStore: (tx) => pgHost.postgresStore(tx) });
+    assert.deepEqual(result, { admitted: CAPACITY, value: 0, posts: CAPACITY });
+  });
+
+  test("120 concurrent transactions under the bound lose no update: 30 admitted leave 20", async () => {
+    await query("INSERT INTO ratebound (name, key, shard, value, ts) VALUES ('burst', 'partial', 0, 50, $1)", [NOW]);
+    const first = await concurrentTransactions({ requests: 30, limit: "burst", key: "partial", makeStore: (tx) => pgHost.postgresStore(tx) });
+    assert.deepEqual(first, { admitted: 30, value: CAPACITY - 30, posts: 30 });
+  });
+
+  test("the same 120 transactions through a store without the lock over-admit (so the test above can fail)", async () => {
+    const result = await concurrentTransactions({ requests: 120, limit: "burst", key: "unlocked", makeStore: unlocked });
+    assert.ok(result.admitted > CAPACITY, `admitted ${result.admitted} of ${CAPACITY}`);
+    assert.notEqual(result.value, CAPACITY - result.admitted, "and the value left does not account for them");
+  });
+
+  test("120 concurrent calls through a pool of 20 connections admit exactly 50", async () => {
+    const limiter = limiterOn(pgHost.postgresStore(pool), limits);
+    const outcomes = await Promise.all(Array.from({ length: 120 }, () => limiter.limit("burst", { key: "pooled" })));
+    assert.equal(outcomes.filter((status) => status.ok).length, CAPACITY);
+    assert.equal((await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'pooled'"))[0].value, 0);
+  });
+
+  test("a sharded limit under 120 concurrent pooled calls never exceeds its bound and never deadlocks", async () => {
+    const sharded = { shardedBurst: { kind: "token bucket", rate: 60, period: 86_400_000, shards: 10 } };
+    const limiter = limiterOn(pgHost.postgresStore(pool), sharded);
+    const outcomes = await Promise.all(Array.from({ length: 120 }, () => limiter.limit("shardedBurst", { key: "s" }).catch((error) => error)));
+    assert.deepEqual(outcomes.filter((outcome) => outcome instanceof Error).map(String), []);
+    const admitted = outcomes.filter((status) => status.ok).length;
+    const [{ left }] = await query("SELECT sum(value) AS left FROM ratebound WHERE name = 'shardedBurst' AND key = 's'");
+    assert.ok(admitted <= 60 && admitted >= 40, `admitted ${admitted}`);
+    assert.ok(Math.abs(60 - admitted - left) < 1e-9, `the shards hold 60 - ${admitted} (got ${left})`);
+  });
+
+  test("concurrent calls on one pg Client outside a transaction queue up and each commits alone", async () => {
+    const client = new pg.Client(server.connectionString);
+    await client.connect();
+    try {
+      const limiter = limiterOn(pgHost.postgresStore(client), limits);
+      const outcomes = await Promise.all(Array.from({ length: 60 }, () => limiter.limit("burst", { key: "one-client" })));
+      assert.equal(outcomes.filter((status) => status.ok).length, CAPACITY);
+      assert.equal((await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'one-client'"))[0].value, 0);
+    } finally {
+      await client.end();
+    }
+  });
+
+  test("a connection lost in the middle of the call fails it with a code, and nothing is written", async () => {
+    const victim = await pool.connect();
+    victim.on("error", () => {}); // the driver also reports the lost socket as an event
+    const [{ pid }] = (await victim.query("SELECT pg_backend_pid() AS pid")).rows;
+    let reads = 0;
+    const error = await inTransaction(
+      async (tx) => {
+        const store = pgHost.postgresStore(tx);
+        const dying = {
+          read: store.read,
+          write: store.write,
+          transaction: (body) =>
+            store.transaction((inner) =>
+              body({
+                read: async (ref) => {
+                  if (reads++ === 1) await pool.query("SELECT pg_terminate_backend($1)", [pid]);
+                  return inner.read(ref);
+                },
+                write: (ref, state, info) => inner.write(ref, state, info),
+              }),
+            ),
+        };
+        return limiterOn(dying).limitAll([{ name: "perUser", key: "lost" }, { name: "daily", key: "lost" }]);
+      },
+      { client: victim },
+    ).catch((caught) => caught);
+    victim.release(true);
+    assert.ok(error instanceof Error, String(error));
+    assert.equal(typeof error.code, "string", `a code (got ${error.code}: ${error.message})`);
+    assert.deepEqual(await query("SELECT name FROM ratebound WHERE key = 'lost'"), []);
+  });
+
+  test("a state locked longer than the app's lock_timeout fails the call with 55P03, and nothing is written", async () => {
+    const store = (tx) => pgHost.postgresStore(tx);
+    for (const key of ["timeout-existing", "timeout-new"]) {
+      if (key === "timeout-existing") await limiterOn(store(pool), limits).limit("burst", { key, count: 5 });
+      const holder = await pool.connect();
+      try {
+        await holder.query("BEGIN");
+        await limiterOn(store(holder), limits).limit("burst", { key }); // holds the state's lock until ROLLBACK
+        const error = await inTransaction(async (tx) => {
+          await tx.query("SET LOCAL lock_timeout = '100ms'");
+          return limiterOn(store(tx), limits).limit("burst", { key });
+        }).catch((caught) => caught);
+        assert.ok(error instanceof Error, `${key}: rejected`);
+        assert.equal(error.code, "55P03", `${key}: ${error.message}`);
+      } finally {
+        await holder.query("ROLLBACK");
+        holder.release();
+      }
+    }
+    assert.equal((await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'timeout-existing'"))[0].value, 45);
+    assert.deepEqual(await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'timeout-new'"), []);
+  });
+
+  test("under REPEATABLE READ a decision on a stale snapshot fails with 40001 instead of over-admitting", async () => {
+    const limiter = (tx) => limiterOn(pgHost.postgresStore(tx), limits);
+    for (const key of ["rr-existing", "rr-new"]) {
+      if (key === "rr-existing") await limiterOn(pgHost.postgresStore(pool), limits).limit("burst", { key, count: 40 });
+      const error = await inTransaction(
+        async (tx) => {
+          await tx.query("SELECT 1"); // the snapshot is taken here
+          await limiterOn(pgHost.postgresStore(pool), limits).limit("burst", { key, count: 10 }); // another transaction commits
+          return limiter(tx).limit("burst", { key, count: 10 });
+        },
+        { isolation: "ISOLATION LEVEL REPEATABLE READ" },
+      ).catch((caught) => caught);
+      assert.ok(error instanceof Error, `${key}: rejected (got ${JSON.stringify(error)})`);
+      assert.equal(error.code, "40001", `${key}: ${error.message}`);
+    }
+    assert.equal((await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'rr-existing'"))[0].value, 0);
+    assert.equal((await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'rr-new'"))[0].value, 40);
+  });
+});
+
+test("bad arguments are refused at once, with an error naming what is wrong", async () => {
+  assert.throws(() => pgHost.postgresStore(null), /ratebound\/postgres: db must have a query\(text, params\) method.*got null/);
+  assert.throws(() => pgHost.postgresStore({}), /db must have a query/);
+  assert.throws(() => pgHost.postgresStore({ query() {} }, { table: 'x"; DROP TABLE users; --' }), /table must be a name like "ratebound"/);
+  assert.throws(() => pgHost.postgresStore({ query() {} }, { maxAttempts: 0 }), /maxAttempts must be an integer >= 1 \(got 0\)/);
+  assert.throws(() => pgHost.createTableSql({ table: "a.b.c" }), /table must be a name/);
+  assert.match(pgHost.createTableSql({ table: "app.limits" }), /CREATE TABLE IF NOT EXISTS "app"\."limits"/);
+  const sqliteHost = await import("../../pkg/dist/sqlite.js");
+  assert.throws(() => sqliteHost.sqliteStore({ prepare() {} }), /ratebound\/sqlite: db must be a better-sqlite3 Database or a D1 binding/);
+  assert.throws(() => sqliteHost.sqliteStore({ prepare() {}, batch() {} }, { table: "1abc" }), /table must be a name/);
+});

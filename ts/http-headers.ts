@@ -1,0 +1,129 @@
+/**
+ * The rate-limit header fields of `ratebound/http`, written from the figures
+ * the core computes (`rateLimitFigures`): this module only formats numbers
+ * into header strings, it computes no tokens and no times.
+ *
+ * - `"draft-10"`: draft-ietf-httpapi-ratelimit-headers-10, `RateLimit-Policy`
+ *   and `RateLimit` as Structured Field lists of named policies
+ *   (`"api";q=10;w=60` and `"api";r=9;t=6`), one list item per limit.
+ * - `"draft-8"`: the same fields as express-rate-limit writes them for draft 8
+ *   (`"api"; q=10; w=60; pk=:…:`), with its partition key.
+ * - `"draft-7"`: `RateLimit-Policy: 10;w=60` and `RateLimit: limit=10, remaining=9, reset=6`.
+ * - `"draft-6"`: `RateLimit-Policy`, `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`.
+ * @module
+ */
+import type { RateLimitFigures } from "ratebound";
+
+/** Which header fields to write: the IETF draft they follow, or none. */
+export type HeaderDraft = "draft-10" | "draft-8" | "draft-7" | "draft-6" | "none";
+
+/** The header drafts `ratebound/http` writes, in the order the README lists them. */
+export const HEADER_DRAFTS: readonly HeaderDraft[] = ["draft-10", "draft-8", "draft-7", "draft-6", "none"];
+
+/** One limit's figures, under the name its policy is reported as. */
+export interface NamedFigures {
+  /** The limit's name: the policy's name in `"draft-10"` and `"draft-8"`. */
+  name: string;
+  /** The key it was decided for (`undefined`: one limit for everyone); `"draft-8"` derives its partition key from it. */
+  key?: string | undefined;
+  /** What the core reported for it at the decision's `now`. */
+  figures: RateLimitFigures;
+}
+
+/** Header fields as name and value pairs, in the order they are written. */
+export type HeaderPairs = Array<[name: string, value: string]>;
+
+/**
+ * Whether `name` can be a Structured Field String (RFC 9651 §3.3.3): printable
+ * ASCII only. Policy names are limit names, so a limit guarded with policy
+ * headers must have one.
+ *
+ * @param name A limit's name.
+ * @returns `true` when it can be written as `"name"`.
+ * @example
+ * isPolicyName("api"); // true
+ * isPolicyName("émoji"); // false
+ */
+export function isPolicyName(name: string): boolean {
+  return /^[\x20-\x7e]*$/.test(name);
+}
+
+/** `"name"` as a Structured Field String: `\` and `"` escaped. */
+function sfString(name: string): string {
+  return `"${name.replace(/[\\"]/g, (char) => `\\${char}`)}"`;
+}
+
+/**
+ * A figure as a header integer. The core gives whole numbers for `remaining`,
+ * `reset`, `window` and `Retry-After`; `limit` is the configured capacity,
+ * which a config may make fractional: the fields need an Integer, so its
+ * whole part is written (what a client could ever spend at once).
+ */
+function integer(figure: number): string {
+  return Number.isInteger(figure) ? String(figure) : String(Math.floor(figure));
+}
+
+/**
+ * The limit a single-limit draft (6 or 7) reports when several limits guard a
+ * request: the one with the fewest whole tokens left, and of those the one
+ * that resets last. A choice among the core's figures, not a computation.
+ */
+function tightest(limits: readonly NamedFigures[]): NamedFigures {
+  let chosen = limits[0]!;
+  for (const candidate of limits.slice(1)) {
+    const { remaining, reset } = candidate.figures;
+    if (remaining < chosen.figures.remaining || (remaining === chosen.figures.remaining && reset > chosen.figures.reset)) {
+      chosen = candidate;
+    }
+  }
+  return chosen;
+}
+
+/**
+ * express-rate-limit's draft-8 partition key: SHA-256 of the key, the first
+ * 12 hex digits, as base64 of those ASCII digits (a 16-byte Byte Sequence).
+ */
+async function partitionKey(key: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key));
+  const hex = Array.from(new Uint8Array(digest).slice(0, 6), (byte) => byte.toString(16).padStart(2, "0")).join("");
+  return btoa(hex);
+}
+
+/**
+ * The rate-limit header fields for one request, in the chosen draft.
+ *
+ * @param draft Which draft to follow; `"none"` writes nothing.
+ * @param limits Each guarding limit's figures (and key), in the order the limits were given.
+ * @returns The header fields as name and value pairs.
+ * @example
+ * await rateLimitHeaders("draft-10", [{ name: "api", figures }]);
+ * // => [["RateLimit-Policy", '"api";q=10;w=60'], ["RateLimit", '"api";r=9;t=6']]
+ */
+export async function rateLimitHeaders(draft: HeaderDraft, limits: readonly NamedFigures[]): Promise<HeaderPairs> {
+  if (draft === "none" || limits.length === 0) return [];
+  if (draft === "draft-10") {
+    return [
+      ["RateLimit-Policy", limits.map(({ name, figures }) => `${sfString(name)};q=${integer(figures.limit)};w=${integer(figures.window)}`).join(", ")],
+      ["RateLimit", limits.map(({ name, figures }) => `${sfString(name)};r=${integer(figures.remaining)};t=${integer(figures.reset)}`).join(", ")],
+    ];
+  }
+  if (draft === "draft-8") {
+    const pks = await Promise.all(limits.map(({ key }) => (key === undefined ? "" : partitionKey(key).then((pk) => `; pk=:${pk}:`))));
+    return [
+      ["RateLimit-Policy", limits.map(({ name, figures }, index) => `${sfString(name)}; q=${integer(figures.limit)}; w=${integer(figures.window)}${pks[index]}`).join(", ")],
+      ["RateLimit", limits.map(({ name, figures }) => `${sfString(name)}; r=${integer(figures.remaining)}; t=${integer(figures.reset)}`).join(", ")],
+    ];
+  }
+  // Drafts 6 and 7 list every policy but report one limit: the tightest.
+  const policy: [string, string] = ["RateLimit-Policy", limits.map(({ figures }) => `${integer(figures.limit)};w=${integer(figures.window)}`).join(", ")];
+  const { figures } = tightest(limits);
+  if (draft === "draft-7") {
+    return [policy, ["RateLimit", `limit=${integer(figures.limit)}, remaining=${integer(figures.remaining)}, reset=${integer(figures.reset)}`]];
+  }
+  return [
+    policy,
+    ["RateLimit-Limit", integer(figures.limit)],
+    ["RateLimit-Remaining", integer(figures.remaining)],
+    ["RateLimit-Reset", integer(figures.reset)],
+  ];
+}
