@@ -22,6 +22,7 @@ import { CLIENTS, startRedis } from "../redis/servers.mjs";
 import { CheckedStore, Tally } from "./helpers.mjs";
 
 const { RateLimiter, MemoryStore, RateLimitError, isRateLimitError, calculateRateLimit, calculateRateLimits, decideRateLimit, withJitter, HOUR, SECOND } = ratebound;
+const { rateLimitFigures, ownOptions, invalidArgument } = ratebound;
 
 const tally = new Tally("hostile callers: polluted prototypes");
 after(() => tally.flush());
@@ -147,6 +148,15 @@ const TARGETS = {
   calculateRateLimit: () => [calculateRateLimit({ value: 0, ts: T }, bucket(), T + SECOND), calculateRateLimit(null, { ...window(), start: 0 }, T, 1), calculateRateLimit({ value: 1, ts: T }, bucket(), T)],
   calculateRateLimits: () => [...calculateRateLimits(new Float64Array([0, T, NaN, 0]), bucket(), T + SECOND)],
   decideRateLimit: () => [decideRateLimit({ value: 0, ts: T }, bucket(), T), decideRateLimit({ value: 0, ts: T }, bucket(), T, {}), decideRateLimit(null, { ...window(), start: 0 }, T, {})],
+  rateLimitFigures: () => [
+    rateLimitFigures({ value: 0, ts: T, shard: 0, config: { ...bucket(), capacity: 2, shards: 1 } }, T + SECOND),
+    rateLimitFigures({ value: 1, ts: T, shard: 0, config: { ...bucket(), capacity: 2, shards: 1 } }, T, 5, 1),
+  ],
+  ownOptions: () => [ownOptions("f", {}, ["count", "key", "now", "name"]), ownOptions("f", { key: "a" }, ["count", "key"]), ownOptions("f", undefined, ["count"])],
+  invalidArgument: () => {
+    const error = invalidArgument("f", "count", "a number", "x");
+    return [error.message, error.code, error.constructor.name];
+  },
   withJitter: () => {
     const jittered = withJitter(100, 10);
     return [jittered >= 100 && jittered < 110, withJitter(100, 10, () => 0.5)];
@@ -217,17 +227,10 @@ const TARGETS = {
 
 /** Known defects: targets that read a polluted prototype today (issue 18 item 3 not yet fixed there). */
 const TODO = {
-  isRateLimitError: "isRateLimitError tests `\"data\" in error`, so a polluted Object.prototype.data makes every error a refusal",
-  "new RateLimitPreview (default clock)": "RateLimitPreview's constructor reads now and serverTimeOffset through the prototype",
-  "RateLimitPreview#status": "RateLimitPreview reads count, at and name through the prototype",
-  "RateLimitPreview#consume and #update": "RateLimitPreview reads count, at and serverTimeOffset through the prototype",
-  "RateLimitPreview#subscribe": "RateLimitPreview reads count through the prototype",
   "ratebound/deno-kv kvTransaction": "the optimistic driver reads maxAttempts (and prefix, baseDelayMs, random, onConflict) through the prototype",
   "ratebound/deno-kv kvStore": "the optimistic driver reads maxAttempts (and kvStore its prefix) through the prototype",
   "ratebound/redis redisStore (node-redis)": "redisStore reads prefix and the driver maxAttempts through the prototype (a TypeError, a RangeError, no code)",
-  "RateLimiter#getValue": "a keyless StateRef has no own key, so MemoryStore.read(ref) reads Object.prototype.key",
-  "RateLimiter#reset": "a keyless StateRef has no own key, so MemoryStore.write(ref, null) deletes Object.prototype.key's state",
-  "ratebound/convex RateLimiter": "reads store.readOnly through the prototype (every write refused) and keyless refs read Object.prototype.key",
+  "ratebound/convex RateLimiter": "reads store.readOnly through the prototype: a polluted readOnly refuses every write",
 };
 
 describe("item 3: prototype pollution never reaches a constructor or a function", () => {
@@ -263,7 +266,7 @@ describe("item 3: a polluted Object.prototype.key never redirects a keyless limi
     "a MemoryStore, through getValue": async (limiter) => ({ ok: (await limiter.getValue("hourly")).value >= 1 }),
   };
   for (const [way, call] of Object.entries(ways)) {
-    it(`through ${way}, a drained 1-per-hour limit stays drained when Object.prototype.key is set`, { todo: "StateRefs without a key have no own key field: stores read ref.key through the prototype" }, async () => {
+    it(`through ${way}, a drained 1-per-hour limit stays drained when Object.prototype.key is set`, async () => {
       const store = way === "a callback store" ? new CheckedStore() : new MemoryStore();
       const limiter = new RateLimiter(store, { hourly: config }, { now: () => T });
       assert.deepEqual(await limiter.limit("hourly"), { ok: true });
