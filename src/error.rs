@@ -57,6 +57,14 @@ pub enum Error {
         /// Its length in UTF-8 bytes.
         bytes: usize,
     },
+    /// A request whose wait, read from the state, no clock could keep: a
+    /// reservation so large (without `maxReserved`) that it would never be due.
+    WaitUnbounded {
+        /// The limit's name.
+        limit: String,
+        /// Tokens asked for.
+        count: f64,
+    },
     /// No limit of that name was defined and no config was passed inline.
     UnknownLimit {
         /// The name that was asked for.
@@ -212,6 +220,7 @@ impl Error {
             Error::InvalidRequest { .. } | Error::InvalidName { .. } | Error::NameTooLong { .. } => "INVALID_REQUEST",
             Error::InvalidArgument { .. } => "INVALID_ARGUMENT",
             Error::CountExceedsMax { .. } => "COUNT_EXCEEDS_MAX",
+            Error::WaitUnbounded { .. } => "WAIT_UNBOUNDED",
             Error::UnknownLimit { .. } => "UNKNOWN_LIMIT",
             Error::CorruptState { .. } => "CORRUPT_STATE",
             Error::InvalidRandom { .. } => "INVALID_RANDOM",
@@ -226,7 +235,7 @@ impl Error {
             Error::InvalidConfig { problem, .. } | Error::InvalidRequest { problem, .. } | Error::InvalidArgument { problem, .. } => {
                 Some(&problem.field)
             }
-            Error::CountExceedsMax { .. } => Some("count"),
+            Error::CountExceedsMax { .. } | Error::WaitUnbounded { .. } => Some("count"),
             Error::InvalidName { .. } | Error::NameTooLong { .. } => Some("name"),
             _ => None,
         }
@@ -269,6 +278,10 @@ impl Error {
             }
             Error::NameTooLong { bytes } => {
                 m.text("Rate limit name must be at most 1024 bytes of UTF-8 (got ").number(*bytes as f64).text(" bytes)");
+            }
+            Error::WaitUnbounded { limit, count } => {
+                m.text("Rate limit ").shown(limit).text(": count ").number(*count);
+                m.text(" would never be due (its wait is not a finite number of ms); nothing was written");
             }
             Error::UnknownLimit { limit } => {
                 m.text("Rate limit ").shown(limit).text(" is not defined: define it in the limits or pass `config` inline.");

@@ -229,14 +229,7 @@ pub async fn decide_and_maybe_write<S: StateStore>(
 /// `setTimeout(work, Infinity)` would run the work at once (issue 18).
 pub(crate) fn check_wait(item: BatchItem<'_>, result: &RateLimitResult) -> Result<(), Error> {
     match result.retry_after_ms() {
-        Some(wait) if !wait.is_finite() => {
-            let parts = vec![
-                Part::Text("count "),
-                Part::Number(item.request.count),
-                Part::Text(" would never be due (its wait is not a finite number of ms); nothing was written"),
-            ];
-            Err(Error::request(item.name, Problem::parts("count", parts)))
-        }
+        Some(wait) if !wait.is_finite() => Err(Error::WaitUnbounded { limit: item.name.into(), count: item.request.count }),
         _ => Ok(()),
     }
 }

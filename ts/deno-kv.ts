@@ -10,6 +10,7 @@
  */
 import type { RateLimitState, RateLimitStore } from "ratebound";
 import { OptimisticStore, OptimisticTransaction, runOptimistic, type OptimisticHost, type OptimisticOptions } from "./optimistic.js";
+import { OPTIMISTIC_OPTIONS, ownCopy } from "./adapter-options.js";
 
 /** One part of a Deno KV key. */
 export type KvKeyPart = Uint8Array | string | number | bigint | boolean | symbol;
@@ -269,7 +270,8 @@ function isLockedDatabase(error: unknown): boolean {
  *   return status;
  * });
  */
-export async function kvTransaction<T>(kv: KvLike, body: (tx: KvTransaction) => T | Promise<T>, options: KvTransactionOptions = {}): Promise<T> {
+export async function kvTransaction<T>(kv: KvLike, body: (tx: KvTransaction) => T | Promise<T>, given: KvTransactionOptions = {}): Promise<T> {
+  const options = ownCopy("kvTransaction", given, ["prefix", ...OPTIMISTIC_OPTIONS]);
   return runOptimistic(() => new KvTransaction(kv, options.prefix), (tx) => commitTransaction(tx), body, driverOptions(options), KV_SETTINGS);
 }
 
@@ -300,7 +302,8 @@ const KV_SETTINGS = {
  * const limiter = new RateLimiter(kvStore(await Deno.openKv()), { post: { kind: "token bucket", rate: 10, period: MINUTE } });
  * const { ok } = await limiter.limit("post", { key: userId });
  */
-export function kvStore(kv: KvLike, options: KvTransactionOptions = {}): OptimisticStore<KvKey, string | null> {
+export function kvStore(kv: KvLike, given: KvTransactionOptions = {}): OptimisticStore<KvKey, string | null> {
+  const options = ownCopy("kvStore", given, ["prefix", ...OPTIMISTIC_OPTIONS]);
   const prefix = options.prefix ?? ["ratebound"];
   return new OptimisticStore(kvHost(kv, prefix), driverOptions(options), {
     label: KV_SETTINGS.label,

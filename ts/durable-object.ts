@@ -24,6 +24,7 @@ import {
   type ResetOptions,
   type StateRef,
 } from "ratebound";
+import { ownCopy } from "./adapter-options.js";
 
 /** The synchronous key-value API of a SQLite-backed Durable Object (`ctx.storage.kv`). */
 export interface SyncKvStorageLike {
@@ -101,7 +102,8 @@ function synchronousKv(storage: DurableObjectStorageLike, prefix: string): SyncK
  *   }
  * }
  */
-export function durableObjectStore(storage: DurableObjectStorageLike, options: DurableObjectStoreOptions = {}): RateLimitStore {
+export function durableObjectStore(storage: DurableObjectStorageLike, given: DurableObjectStoreOptions = {}): RateLimitStore {
+  const options = ownCopy("durableObjectStore", given, ["prefix"]);
   const prefix = options.prefix ?? "ratebound:";
   const kv = synchronousKv(storage, prefix);
   if (kv !== undefined) {

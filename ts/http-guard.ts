@@ -10,6 +10,7 @@
 import { rateLimitFigures, type RateLimitConfig, type RateLimiter, type RateLimitResult } from "ratebound";
 import type { RateLimiterClient } from "./durable-object.js";
 import { HEADER_DRAFTS, isPolicyName, rateLimitHeaders, type HeaderDraft, type HeaderPairs, type NamedFigures } from "./http-headers.js";
+import { ownCopy } from "./adapter-options.js";
 
 /** What a guard decides with: a `RateLimiter`, or a Durable Object's `rateLimiterClient`. */
 export type GuardedLimiter<Limits extends Record<string, RateLimitConfig>> = RateLimiter<Limits> | RateLimiterClient<Limits>;
@@ -135,7 +136,7 @@ const shown = (value: unknown) => (typeof value === "string" ? JSON.stringify(va
  * @example
  * const plan = makePlan("httpGuard", limiter, ["perUser", { name: "global", keyed: false }], { key: (r) => r.headers.get("x-user") ?? undefined });
  */
-export function makePlan<R>(who: string, limiter: unknown, names: unknown, options: HttpGuardOptions<R> = {}): Plan<R> {
+export function makePlan<R>(who: string, limiter: unknown, names: unknown, given: HttpGuardOptions<R> = {}): Plan<R> {
   if (typeof limiter !== "object" || limiter === null || typeof (limiter as { limitAll?: unknown }).limitAll !== "function") {
     throw config(`${who}(limiter, …) needs a RateLimiter (got ${limiter === null ? "null" : typeof limiter})`);
   }
@@ -150,9 +151,11 @@ export function makePlan<R>(who: string, limiter: unknown, names: unknown, optio
   const keyed = entries.map((entry) => typeof entry === "string");
   const duplicate = list.find((name, index) => list.indexOf(name) !== index);
   if (duplicate !== undefined) throw config(`${who}: the limit ${JSON.stringify(duplicate)} is named twice`);
-  if (typeof options !== "object" || options === null) throw config(`${who}: options must be an object (got ${shown(options)})`);
-  const unknown = Object.keys(options).filter((field) => !OPTIONS.includes(field));
+  if (typeof given !== "object" || given === null) throw config(`${who}: options must be an object (got ${shown(given)})`);
+  const unknown = Object.keys(given).filter((field) => !OPTIONS.includes(field));
   if (unknown.length > 0) throw config(`${who}: unknown option ${unknown.map((field) => JSON.stringify(field)).join(", ")} (known: ${OPTIONS.join(", ")})`);
+  // From here on only the caller's own fields are read: an inherited one never is.
+  const options = ownCopy(who, given, OPTIONS);
   for (const field of FUNCTIONS) {
     if (options[field] !== undefined && typeof options[field] !== "function") throw config(`${who}: options.${field} must be a function (got ${shown(options[field])})`);
   }

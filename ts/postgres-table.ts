@@ -4,6 +4,7 @@
  * @module
  */
 import { codedError, hasMethod, quotedTable } from "./sql-common.js";
+import { ownCopy } from "./adapter-options.js";
 
 /** What ratebound uses of a connection: satisfied by `pg`'s Client and PoolClient, PGlite and its transactions. */
 export interface PostgresQueryable {
@@ -38,7 +39,8 @@ export interface PostgresTableOptions {
  * @example
  * writeFileSync("migrations/001_ratebound.sql", createTableSql() + ";\n");
  */
-export function createTableSql(options: PostgresTableOptions = {}): string {
+export function createTableSql(given: PostgresTableOptions = {}): string {
+  const options = ownCopy("createTableSql", given, ["table"]);
   const table = quotedTable("postgres", options.table ?? "ratebound");
   return `CREATE TABLE IF NOT EXISTS ${table} (
   name text NOT NULL,
@@ -60,7 +62,8 @@ export function createTableSql(options: PostgresTableOptions = {}): string {
  * @example
  * await createTable(pool); // CREATE TABLE IF NOT EXISTS "ratebound" (…)
  */
-export async function createTable(db: PostgresQueryable | PostgresJsLike, options: PostgresTableOptions = {}): Promise<void> {
+export async function createTable(db: PostgresQueryable | PostgresJsLike, given: PostgresTableOptions = {}): Promise<void> {
+  const options = ownCopy("createTable", given, ["table"]);
   const sql = createTableSql(options);
   try {
     await queryable(db).query(sql, []);
@@ -79,7 +82,8 @@ export async function createTable(db: PostgresQueryable | PostgresJsLike, option
  * @example
  * setInterval(() => pruneStates(pool), HOUR);
  */
-export async function pruneStates(db: PostgresQueryable | PostgresJsLike, options: PostgresTableOptions & { now?: number } = {}): Promise<number> {
+export async function pruneStates(db: PostgresQueryable | PostgresJsLike, given: PostgresTableOptions & { now?: number } = {}): Promise<number> {
+  const options = ownCopy("pruneStates", given, ["table", "now"]);
   const table = quotedTable("postgres", options.table ?? "ratebound");
   try {
     const { rows } = await queryable(db).query(`WITH gone AS (DELETE FROM ${table} WHERE full_at <= $1 RETURNING 1) SELECT count(*)::int AS n FROM gone`, [

@@ -13,6 +13,7 @@
 import { withJitter, type RateLimitState, type RateLimitStore, type StateRef } from "ratebound";
 import { queryableOf, type PostgresJsLike, type PostgresQueryable } from "./postgres-table.js";
 import { SqlStoreError, codedError, hasMethod, oneAtATime, quotedTable, refColumns, type WriteInfo } from "./sql-common.js";
+import { ownCopy } from "./adapter-options.js";
 
 export { SqlStoreError, type WriteInfo } from "./sql-common.js";
 export { createTable, createTableSql, pruneStates, type PostgresJsLike, type PostgresQueryable, type PostgresTableOptions } from "./postgres-table.js";
@@ -169,7 +170,8 @@ const NESTED: Framing = {
  * if (ok) await client.query("INSERT INTO posts (author, body) VALUES ($1, $2)", [userId, body]);
  * await client.query("COMMIT");
  */
-export function postgresStore(db: PostgresQueryable | PostgresPoolLike | PostgresJsLike, options: PostgresStoreOptions = {}): RateLimitStore {
+export function postgresStore(db: PostgresQueryable | PostgresPoolLike | PostgresJsLike, given: PostgresStoreOptions = {}): RateLimitStore {
+  const options = ownCopy("postgresStore", given, ["table", "maxAttempts", "random", "onRetry"]);
   const postgresJs = hasMethod(db, "unsafe") && (hasMethod(db, "begin") || hasMethod(db, "savepoint")) ? (db as PostgresJsLike) : undefined;
   if (postgresJs === undefined && !hasMethod(db, "query")) {
     throw new TypeError(`ratebound/postgres: db must have a query(text, params) method, like a pg Client, Pool or PGlite (got ${db === null ? "null" : typeof db})`);

@@ -12,6 +12,7 @@
  */
 import type { RateLimitState, StateRef } from "ratebound";
 import { OptimisticStore, type OptimisticHost, type OptimisticOptions, type OptimisticTransaction } from "./optimistic.js";
+import { OPTIMISTIC_OPTIONS, ownCopy } from "./adapter-options.js";
 
 /** What ratebound uses of a node-redis client (v4/v5, single node or cluster). */
 export interface NodeRedisLike {
@@ -294,7 +295,8 @@ function redisHost(client: RedisClientLike, prefix: string, timeoutMs: number): 
  * const limiter = new RateLimiter(redisStore(client), { post: { kind: "token bucket", rate: 10, period: MINUTE } });
  * const { ok, retryAfter } = await limiter.limit("post", { key: userId });
  */
-export function redisStore(client: RedisClientLike, options: RedisStoreOptions = {}): OptimisticStore<string, string | null> {
+export function redisStore(client: RedisClientLike, given: RedisStoreOptions = {}): OptimisticStore<string, string | null> {
+  const options = ownCopy("redisStore", given, ["prefix", "timeoutMs", ...OPTIMISTIC_OPTIONS]);
   const { prefix = "ratebound:", timeoutMs = 5000, ...retry } = options;
   if (typeof prefix !== "string") throw new TypeError(`ratebound/redis: prefix must be a string (got ${typeof prefix})`);
   if (typeof timeoutMs !== "number" || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {

@@ -10,6 +10,7 @@
 import type { RateLimitState, RateLimitStore, StateRef, WriteInfo } from "ratebound";
 import { runOptimistic, type OptimisticOptions } from "./optimistic.js";
 import { codedError, quotedTable, refColumns, sqliteStatements, stateOf, upsertParams } from "./sql-common.js";
+import { OPTIMISTIC_OPTIONS, ownCopy } from "./adapter-options.js";
 
 /** What ratebound uses of a D1 prepared statement. */
 export interface D1PreparedStatementLike {
@@ -200,7 +201,8 @@ export class D1Transaction implements RateLimitStore {
  *   return status.ok;
  * });
  */
-export function d1Transaction<T>(db: D1DatabaseLike, body: (tx: D1Transaction) => T | Promise<T>, options: D1StoreOptions = {}): Promise<T> {
+export function d1Transaction<T>(db: D1DatabaseLike, body: (tx: D1Transaction) => T | Promise<T>, given: D1StoreOptions = {}): Promise<T> {
+  const options = ownCopy("d1Transaction", given, ["table", ...OPTIMISTIC_OPTIONS]);
   const table = quotedTable("sqlite", options.table ?? "ratebound");
   const commit = async (tx: D1Transaction): Promise<boolean> => {
     try {
@@ -227,7 +229,8 @@ export function d1Transaction<T>(db: D1DatabaseLike, body: (tx: D1Transaction) =
  * @example
  * const { ok } = await new RateLimiter(d1Store(env.DB), LIMITS).limit("api", { key: ip });
  */
-export function d1Store(db: D1DatabaseLike, options: D1StoreOptions = {}): RateLimitStore {
+export function d1Store(db: D1DatabaseLike, given: D1StoreOptions = {}): RateLimitStore {
+  const options = ownCopy("d1Store", given, ["table", ...OPTIMISTIC_OPTIONS]);
   quotedTable("sqlite", options.table ?? "ratebound"); // a bad name fails here, not at the first call
   return {
     transaction: (body) => d1Transaction(db, (tx) => body(tx), options),

@@ -12,6 +12,7 @@
 import type { RateLimitState, RateLimitStore, StateRef } from "ratebound";
 import { codedError, hasMethod, oneAtATime, quotedTable, refColumns, sqliteStatements, stateOf, upsertParams, type WriteInfo } from "./sql-common.js";
 import { d1Store, type D1DatabaseLike, type D1StoreOptions } from "./sqlite-d1.js";
+import { OPTIMISTIC_OPTIONS, ownCopy } from "./adapter-options.js";
 
 export { SqlStoreError, type WriteInfo } from "./sql-common.js";
 export { d1Store, d1Transaction, D1ConflictError, D1Transaction, type D1DatabaseLike, type D1PreparedStatementLike, type D1StoreOptions } from "./sqlite-d1.js";
@@ -48,7 +49,8 @@ export interface SqliteStoreOptions extends D1StoreOptions {
  * @example
  * db.exec(createTableSql()); // what createTable(db) runs
  */
-export function createTableSql(options: Pick<SqliteStoreOptions, "table"> = {}): string {
+export function createTableSql(given: Pick<SqliteStoreOptions, "table"> = {}): string {
+  const options = ownCopy("createTableSql", given, ["table"]);
   const table = quotedTable("sqlite", options.table ?? "ratebound");
   return `CREATE TABLE IF NOT EXISTS ${table} (
   name TEXT NOT NULL,
@@ -70,7 +72,8 @@ export function createTableSql(options: Pick<SqliteStoreOptions, "table"> = {}):
  * @example
  * await createTable(new Database("app.db"));
  */
-export async function createTable(db: SqliteDatabaseLike | D1DatabaseLike, options: Pick<SqliteStoreOptions, "table"> = {}): Promise<void> {
+export async function createTable(db: SqliteDatabaseLike | D1DatabaseLike, given: Pick<SqliteStoreOptions, "table"> = {}): Promise<void> {
+  const options = ownCopy("createTable", given, ["table"]);
   const sql = createTableSql(options);
   try {
     if (isD1(db)) await db.prepare(sql).run();
@@ -90,7 +93,8 @@ export async function createTable(db: SqliteDatabaseLike | D1DatabaseLike, optio
  * @example
  * setInterval(() => pruneStates(db), HOUR);
  */
-export async function pruneStates(db: SqliteDatabaseLike | D1DatabaseLike, options: Pick<SqliteStoreOptions, "table"> & { now?: number } = {}): Promise<number> {
+export async function pruneStates(db: SqliteDatabaseLike | D1DatabaseLike, given: Pick<SqliteStoreOptions, "table"> & { now?: number } = {}): Promise<number> {
+  const options = ownCopy("pruneStates", given, ["table", "now"]);
   const sql = `DELETE FROM ${quotedTable("sqlite", options.table ?? "ratebound")} WHERE full_at <= ?`;
   const now = options.now ?? Date.now();
   try {
@@ -137,7 +141,8 @@ function isD1(db: unknown): db is D1DatabaseLike {
  *   db.exec("COMMIT");
  * } catch (error) { db.exec("ROLLBACK"); throw error; }
  */
-export function sqliteStore(db: SqliteDatabaseLike | D1DatabaseLike, options: SqliteStoreOptions = {}): RateLimitStore {
+export function sqliteStore(db: SqliteDatabaseLike | D1DatabaseLike, given: SqliteStoreOptions = {}): RateLimitStore {
+  const options = ownCopy("sqliteStore", given, ["table", ...OPTIMISTIC_OPTIONS]);
   if (isD1(db)) return d1Store(db, options);
   if (!hasMethod(db, "prepare") || !hasMethod(db, "exec") || typeof (db as { inTransaction?: unknown }).inTransaction !== "boolean") {
     throw new TypeError(
