@@ -227,9 +227,9 @@ const TARGETS = {
 
 /** Known defects: targets that read a polluted prototype today (issue 18 item 3 not yet fixed there). */
 const TODO = {
-  "ratebound/deno-kv kvTransaction": "the optimistic driver reads maxAttempts (and prefix, baseDelayMs, random, onConflict) through the prototype",
-  "ratebound/deno-kv kvStore": "the optimistic driver reads maxAttempts (and kvStore its prefix) through the prototype",
-  "ratebound/redis redisStore (node-redis)": "redisStore reads prefix and the driver maxAttempts through the prototype (a TypeError, a RangeError, no code)",
+  "ratebound/deno-kv kvTransaction": "driverOptions' { prefix, ...rest } copies the own fields into a plain object, so the driver reads maxAttempts (and the backoff options) through the prototype",
+  "ratebound/deno-kv kvStore": "driverOptions' { prefix, ...rest } copies the own fields into a plain object, so the driver reads maxAttempts (and the backoff options) through the prototype",
+  "ratebound/redis redisStore (node-redis)": "the optimistic driver's options reach it as a plain object, so it reads maxAttempts through the prototype (a RangeError without a code)",
   "ratebound/convex RateLimiter": "reads store.readOnly through the prototype: a polluted readOnly refuses every write",
 };
 
