@@ -8,7 +8,8 @@
 //
 // Suites: tests/reliability_core.rs (Rust core: clocks, drift, faults,
 // regressions) and tests/reliability/*.test.mjs (the built package: no panic,
-// hostile objects, the bad input matrix, faults, clocks). Each appends JSON
+// hostile objects, the bad input matrix, faults, clocks, hostile callers and
+// the bounded store). Each appends JSON
 // lines of counts to the file named by RATEBOUND_RELIABILITY_COUNTS.
 // Fuzzing: cargo fuzz (libFuzzer) on fuzz/fuzz_targets/*, on stable Rust with
 // RUSTC_BOOTSTRAP=1, time-boxed by -max_total_time. Exits non-zero when any
@@ -58,6 +59,16 @@ function run(command, commandArgs, { env = {}, cwd = root, echo = true } = {}) {
 const heading = (text) => console.log(`\n== reliability: ${text}`);
 const rows = [];
 let failed = false;
+/** The classes of hostile input the suites count (a Tally field each), with their titles in the report. */
+const HOSTILE_CLASSES = [
+  ["hostile options", "hostile options (bad, misspelled, null, inherited, unreachable waits)"],
+  ["polluted prototypes", "polluted prototypes (an option name on Object.prototype, per call)"],
+  ["trap attempts", "trap attempts (names that once reached a WebAssembly trap)"],
+  ["waits retried", "refusals retried at now + retryAfter (no traffic between)"],
+  ["bounded = unbounded decisions", "bounded MemoryStore answers equal to an unbounded one's"],
+  ["STORE_FULL", "bounded MemoryStore calls failed closed with STORE_FULL"],
+  ["evictions", "keys the bounded MemoryStore dropped (full again)"],
+];
 
 // 1. The package must be built (a no-op when nothing changed).
 heading("build pkg/ if stale");
@@ -83,6 +94,13 @@ const js = await run(
   { env: { RATEBOUND_RELIABILITY_COUNTS: countsFile } },
 );
 const spec = existsSync(specLog) ? readFileSync(specLog, "utf8") : "";
+// Known defects are kept as todo tests (their reason after "# "): the ones that failed in this run
+// (reproduced the defect), grouped by reason for the report.
+const todoReasons = new Map();
+for (const line of new Set(spec.split("\n").filter((line) => /^\s+✖.* # /.test(line) && !/# (SKIP|test name does not match)/.test(line)))) {
+  const reason = line.slice(line.lastIndexOf(" # ") + 3).trim();
+  todoReasons.set(reason, (todoReasons.get(reason) ?? 0) + 1);
+}
 const specCount = (name) => Number(spec.match(new RegExp(`ℹ ${name} (\\d+)`))?.[1] ?? 0);
 const jsTests = { tests: specCount("tests"), pass: specCount("pass"), fail: specCount("fail"), todo: specCount("todo") };
 if (js.code !== 0) {
@@ -150,7 +168,7 @@ const suites = [...new Set(lines.map((line) => line.suite))];
 for (const suite of suites) {
   rows.push({
     suite,
-    inputs: sum(suite, "inputs tried"),
+    inputs: sum(suite, "inputs tried", "hostile options", "polluted prototypes", "trap attempts"),
     failing: sum(suite, "failing calls"),
     faults: sum(suite, "faults injected", "faults"),
     decisions: sum(suite, "decisions checked", "decisions"),
@@ -158,6 +176,16 @@ for (const suite of suites) {
     clockSteps: sum(suite, "clock steps", "clock_steps"),
   });
 }
+// Hostile and careless callers (issue 18): counts per class, and the polluted
+// prototypes per constructor and function (fields "polluted: <target>").
+const hostileRows = HOSTILE_CLASSES.map(([field, title]) => ({ title, count: sum(null, field) })).filter((row) => row.count > 0);
+const pollutedTargets = [...new Set(lines.flatMap((line) => Object.keys(line).filter((field) => field.startsWith("polluted: "))))];
+const hostileTable = [
+  "| hostile callers: class | cases |",
+  "|---|---:|",
+  ...hostileRows.map((row) => `| ${row.title} | ${row.count.toLocaleString("en")} |`),
+  ...pollutedTargets.map((field) => `| polluted prototypes: ${field.slice("polluted: ".length)} | ${sum(null, field).toLocaleString("en")} |`),
+];
 const worstDriftMs = Math.max(0, ...lines.map((line) => Number(line.worst_drift_ms) || 0));
 const worstDriftTokens = Math.max(0, ...lines.map((line) => Number(line.worst_drift_tokens) || 0));
 const fmt = (n) => (n === 0 ? "0" : n.toLocaleString("en"));
@@ -187,6 +215,10 @@ const fuzzTable = [
 console.log("\n## ratebound reliability report\n");
 console.log(table.join("\n"));
 console.log("");
+if (hostileRows.length > 0) {
+  console.log(hostileTable.join("\n"));
+  console.log("");
+}
 if (skipFuzz) console.log("(fuzzing skipped)");
 else console.log(fuzzTable.join("\n"));
 console.log("");
@@ -194,11 +226,16 @@ console.log(
   `Tests: Rust core ${rustPassed} passed, ${rustFailed} failed; JS ${jsTests.pass} passed, ${jsTests.fail} failed, ${jsTests.todo} todo (of ${jsTests.tests})` +
     (skipFuzz ? "." : `; the fuzz oracle's own checks ${rustPassedOracle} passed.`),
 );
+if (todoReasons.size > 0) {
+  console.log(`Known defects, reproduced by failing todo tests (${[...todoReasons.values()].reduce((a, b) => a + b, 0)} tests; not counted as failures):`);
+  for (const [reason, count] of todoReasons) console.log(`- ${reason} (${count})`);
+}
 console.log(`Drift over ten simulated years at 1 token a week: ${worstDriftMs} ms in grant time, ${worstDriftTokens.toExponential(1)} tokens in value.`);
 console.log(
   failed
     ? "RESULT: FAILED (see above)."
-    : "RESULT: nothing lost. Every stored state was two finite numbers, no limit admitted past its bound, every committed call replayed exactly, no failed call left a write behind (bar the documented non-transactional two-shard case, which only spends), and the fuzz targets found no crash.",
+    : (todoReasons.size > 0 ? "RESULT: no test failed, but the known defects listed above stand (their todo tests reproduce them). Apart from those: " : "RESULT: nothing lost. ") +
+      "Every stored state was two finite numbers, no limit admitted past its bound, every committed call replayed exactly, no failed call left a write behind (bar the documented non-transactional two-shard case, which only spends), and the fuzz targets found no crash.",
 );
 rmSync(work, { recursive: true, force: true });
 process.exit(failed ? 1 : 0);
