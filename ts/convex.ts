@@ -179,7 +179,8 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    */
   constructor(store: RateLimitStore, limits: Limits = {} as Limits, options: RateLimiterOptions = {}) {
     super(store, limits, options);
-    this.#readOnly = (store as Partial<ConvexRateLimitStore>).readOnly === true;
+    // Own field only: an inherited readOnly (a polluted Object.prototype) must not refuse every write.
+    this.#readOnly = Object.hasOwn(store, "readOnly") && (store as Partial<ConvexRateLimitStore>).readOnly === true;
   }
 
   #mustWrite(what: string): void {
