@@ -185,7 +185,8 @@ function compiledTransitionContender(glue, kind, config, state, now) {
   if (typeof glue.CompiledConfig?.prototype?.transition !== "function") return { reason: "the glue has no CompiledConfig.transition" };
   try {
     const compiled = new glue.CompiledConfig(config);
-    if (typeof compiled.transition(true, state.value, state.ts, now, 1) !== "number") return { reason: "CompiledConfig.transition answered in a shape this bench does not know" };
+    const answered = compiled.transition(true, state.value, state.ts, now, 1);
+    if (!(typeof answered === "number" || answered === undefined)) return { reason: "CompiledConfig.transition answered in a shape this bench does not know" };
     return { contender: contender(`CompiledConfig.transition ${kind}`, "compiledTransition", { compiled, state, now }) };
   } catch (error) {
     return { reason: `CompiledConfig.transition failed: ${error.message}` };
