@@ -7,38 +7,11 @@ import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { dirname, extname, join, normalize, sep } from "node:path";
+import { serveStatic } from "../../tests/packaging/static-server.mjs";
 
 const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
-const MIME = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm" };
 const TIMEOUT_MS = 30_000;
-
-/** A static file server for `root` on a free loopback port; records the paths it served. */
-async function serveStatic(root) {
-  const served = [];
-  const server = createServer(async (request, response) => {
-    const { pathname } = new URL(request.url, "http://127.0.0.1");
-    const path = normalize(join(root, decodeURIComponent(pathname)));
-    if (!path.startsWith(root + sep) || request.method !== "GET") return response.writeHead(403).end();
-    try {
-      const body = await readFile(path);
-      served.push(pathname);
-      response.writeHead(200, { "content-type": MIME[extname(path)] ?? "application/octet-stream" }).end(body);
-    } catch {
-      response.writeHead(404).end();
-    }
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    origin: `http://127.0.0.1:${server.address().port}`,
-    served,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(resolve);
-      }),
-  };
-}
+const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 /**
  * @param {{ bundle: string, fetched: { url: string, path: string }[] }} app What measureBrowserApp returned.

@@ -20,6 +20,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { basename, dirname, extname, join, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { serveStatic } from "./static-server.mjs";
 
 const repo = fileURLToPath(new URL("../../", import.meta.url));
 const here = fileURLToPath(new URL("./", import.meta.url));
@@ -158,33 +159,6 @@ function assertScenario(seen) {
   });
 }
 
-const MIME = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json" };
-
-/** A static file server for `root` on a free loopback port; records the paths it served. */
-async function serveStatic(root) {
-  const served = [];
-  const server = createServer(async (request, response) => {
-    const { pathname } = new URL(request.url, "http://127.0.0.1");
-    const path = normalize(join(root, decodeURIComponent(pathname)));
-    if (!path.startsWith(root + sep) || request.method !== "GET") return response.writeHead(403).end();
-    try {
-      const body = await readFile(path);
-      served.push(pathname);
-      response.writeHead(200, { "content-type": MIME[extname(path)] ?? "application/octet-stream" }).end(body);
-    } catch {
-      response.writeHead(404).end();
-    }
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    origin: `http://127.0.0.1:${server.address().port}`,
-    served,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(resolve);
-    }),
-  };
-}
 
 /**
  * Opens `page` of a static server over `root` in headless Chromium and waits for the page's
