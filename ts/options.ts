@@ -56,7 +56,7 @@ export interface BatchRequest<Name extends string = string> {
 
 export type Named<Limits> = Extract<keyof Limits, string>;
 
-export const LIMIT_OPTIONS = ["key", "count", "reserve", "throws", "config"];
+const LIMIT_OPTIONS = ["key", "count", "reserve", "throws", "config"];
 export const VALUE_OPTIONS = ["key", "sampleShards", "config"];
 export const RESET_OPTIONS = ["key", "config"];
 export const BATCH_OPTIONS = ["throws"];

@@ -175,11 +175,16 @@ impl RateLimiterCore {
         let name = request::name(raw_value(&name))?;
         let key = request::key(&name, raw_value(&key))?;
         let config = self.resolve(&name, &config)?;
-        let wanted = request::sample_shards(&name, raw_value(&sample_shards), config.shard_count)?;
+        // Checked once, by the core's getValue; only a value that is not a number is refused here.
+        let wanted = match raw_value(&sample_shards) {
+            RawValue::Undefined => None,
+            RawValue::Number(wanted) => Some(wanted),
+            got => return Err(request::sample_shards(&name, got, config.shard_count).err().map_or(JsValue::UNDEFINED, JsValue::from)),
+        };
         let now_ms = request::now(&name, raw_value(&now))?;
         let mut store = Backend::Host(Rc::new(HostStore::from_js(&store)?));
         let mut random = random_source(self.random.clone());
-        run(async move { get_value(&mut store, &name, key.as_deref(), &config, Some(f64::from(wanted)), now_ms, &mut random).await }, report_to_js)
+        run(async move { get_value(&mut store, &name, key.as_deref(), &config, wanted, now_ms, &mut random).await }, report_to_js)
     }
 
     /// Deletes every shard's state of `name` and `key`.
