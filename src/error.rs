@@ -90,6 +90,12 @@ pub enum Error {
     },
     /// The runtime has no source of random numbers (and none was injected).
     RandomUnavailable,
+    /// A grant was settled (or cancelled) already: a second settle would give
+    /// its tokens back twice.
+    GrantSettled {
+        /// The limit's name.
+        limit: String,
+    },
 }
 
 /// Where a corrupt state was found.
@@ -226,6 +232,7 @@ impl Error {
             Error::InvalidRandom { .. } => "INVALID_RANDOM",
             Error::RandomUnavailable => "RANDOM_UNAVAILABLE",
             Error::StoreFull { .. } => "STORE_FULL",
+            Error::GrantSettled { .. } => "GRANT_SETTLED",
         }
     }
 
@@ -314,6 +321,9 @@ impl Error {
             }
             Error::RandomUnavailable => {
                 m.text("No random numbers are available in this runtime; pass `random` in the limiter's options");
+            }
+            Error::GrantSettled { limit } => {
+                m.text("Rate limit ").shown(limit).text(": this grant was settled already; a grant settles (or cancels) once, and nothing was written");
             }
         }
         message.finish()

@@ -29,15 +29,21 @@ pub struct BatchItem<'a> {
 pub(crate) struct Outcome {
     pub(crate) result: RateLimitResult,
     pub(crate) writes: [Option<(u32, State)>; 2],
+    /// The tokens each write takes (the whole count, or two shares).
+    pub(crate) shares: [f64; 2],
 }
 
 impl Outcome {
-    fn single(shard: u32, decision: ShardDecision) -> Outcome {
+    fn single(shard: u32, decision: ShardDecision, count: f64) -> Outcome {
         if decision.ok {
-            Outcome { result: RateLimitResult::allowed(decision.retry_after_ms), writes: [Some((shard, decision.next)), None] }
+            Outcome { result: RateLimitResult::allowed(decision.retry_after_ms), writes: [Some((shard, decision.next)), None], shares: [count, 0.0] }
         } else {
-            Outcome { result: RateLimitResult::refused(refused_wait(decision.retry_after_ms)), writes: [None, None] }
+            Outcome::refused(decision.retry_after_ms)
         }
+    }
+
+    fn refused(retry_after_ms: Option<f64>) -> Outcome {
+        Outcome { result: RateLimitResult::refused(refused_wait(retry_after_ms)), writes: [None, None], shares: [0.0, 0.0] }
     }
 }
 
@@ -110,7 +116,7 @@ pub(crate) async fn decide_one<S: StateStore>(
     // it forever on a fresh limit, since refusals write nothing.
     let first_is_enough = alone_first.ok && (stored_first.is_none() || shard_count < MIN_CHOOSE_TWO);
     if shard_count == 1 || first_is_enough {
-        return Ok(Outcome::single(first, alone_first));
+        return Ok(Outcome::single(first, alone_first, request.count));
     }
     let second = second_shard(first, shard_count, draw(random)?);
     let state_second = match read(store, at(second)).await? {
@@ -119,19 +125,20 @@ pub(crate) async fn decide_one<S: StateStore>(
     };
     let alone_second = decide(state_second, shard_config, now_ms, request);
     Ok(match (alone_first.ok, alone_second.ok) {
-        (true, false) => Outcome::single(first, alone_first),
-        (false, true) => Outcome::single(second, alone_second),
-        (true, true) if alone_first.next.value > alone_second.next.value => Outcome::single(first, alone_first),
-        (true, true) => Outcome::single(second, alone_second),
+        (true, false) => Outcome::single(first, alone_first, request.count),
+        (false, true) => Outcome::single(second, alone_second, request.count),
+        (true, true) if alone_first.next.value > alone_second.next.value => Outcome::single(first, alone_first, request.count),
+        (true, true) => Outcome::single(second, alone_second, request.count),
         (false, false) => {
             let combined = combine([state_first, state_second], [alone_first, alone_second], shard_config, now_ms, request);
             if combined.ok {
                 Outcome {
                     result: RateLimitResult::allowed(combined.retry_after_ms),
                     writes: [Some((first, combined.next[0])), Some((second, combined.next[1]))],
+                    shares: combined.shares,
                 }
             } else {
-                Outcome { result: RateLimitResult::refused(refused_wait(combined.retry_after_ms)), writes: [None, None] }
+                Outcome::refused(combined.retry_after_ms)
             }
         }
     })
@@ -209,6 +216,17 @@ pub async fn decide_and_maybe_write<S: StateStore>(
     random: &mut impl FnMut() -> Result<f64, Error>,
     write: bool,
 ) -> Result<RateLimitResult, S::Error> {
+    Ok(decide_and_write(store, item, now_ms, random, write).await?.result)
+}
+
+/// [`decide_and_maybe_write`], keeping what was written (for a grant's handle).
+pub(crate) async fn decide_and_write<S: StateStore>(
+    store: &mut S,
+    item: BatchItem<'_>,
+    now_ms: f64,
+    random: &mut impl FnMut() -> Result<f64, Error>,
+    write: bool,
+) -> Result<Outcome, S::Error> {
     check_call(item.name, item.key, item.config, now_ms)?;
     validate_request(item.name, item.config, item.request)?;
     let outcome = decide_one(store, item, now_ms, random).await?;
@@ -216,12 +234,12 @@ pub async fn decide_and_maybe_write<S: StateStore>(
     if write {
         check_writes(item.name, outcome.writes.iter().flatten().map(|(_, state)| state))?;
         let shard_config = item.config.per_shard();
-        for (shard, state) in outcome.writes.into_iter().flatten() {
-            let info = WriteInfo { now_ms, full_at_ms: full_at(state, &shard_config) };
-            store.write(StateRef { name: item.name, key: item.key, shard }, Some(state), info).await?;
+        for (shard, state) in outcome.writes.iter().flatten() {
+            let info = WriteInfo { now_ms, full_at_ms: full_at(*state, &shard_config) };
+            store.write(StateRef { name: item.name, key: item.key, shard: *shard }, Some(*state), info).await?;
         }
     }
-    Ok(outcome.result)
+    Ok(outcome)
 }
 
 /// A wait is a promise: one that no clock can keep (a reservation of 1e308

@@ -58,6 +58,8 @@ pub struct Combined {
     pub retry_after_ms: Option<f64>,
     /// The two shards' next states, to write when `ok`.
     pub next: [State; 2],
+    /// The tokens each shard gives; they add up to the count.
+    pub shares: [f64; 2],
 }
 
 /// Splits `request.count` across two shards that each fell short alone, so
@@ -71,15 +73,16 @@ pub fn combine(states: [State; 2], alone: [ShardDecision; 2], shard_config: &Con
     // Each value already had `count` taken off; add it back once for the balance.
     let balance = alone[0].next.value + alone[1].next.value + count;
     let share = |decision: &ShardDecision| decision.next.value + count - balance / 2.0;
+    let shares = [share(&alone[0]), share(&alone[1])];
     let shared = [
-        decide_as_reference(states[0], shard_config, now_ms, Request { count: share(&alone[0]), ..request }),
-        decide_as_reference(states[1], shard_config, now_ms, Request { count: share(&alone[1]), ..request }),
+        decide_as_reference(states[0], shard_config, now_ms, Request { count: shares[0], ..request }),
+        decide_as_reference(states[1], shard_config, now_ms, Request { count: shares[1], ..request }),
     ];
     let retry_after_ms = match (shared[0].retry_after_ms, shared[1].retry_after_ms) {
         (None, None) => None,
         (first, second) => Some(first.unwrap_or(0.0).max(second.unwrap_or(0.0))),
     };
-    Combined { ok: shared[0].ok && shared[1].ok, retry_after_ms, next: [shared[0].next, shared[1].next] }
+    Combined { ok: shared[0].ok && shared[1].ok, retry_after_ms, next: [shared[0].next, shared[1].next], shares }
 }
 
 #[cfg(test)]

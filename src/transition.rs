@@ -89,16 +89,23 @@ pub fn full_at(state: State, config: &Config) -> f64 {
     if config.shard_count >= MIN_CHOOSE_TWO {
         return f64::INFINITY;
     }
-    let candidate = match (config.kind, config.start_ms) {
-        // Even a full one: its `ts` holds the phase of its windows, which a
-        // fresh state would draw anew (found by issue 18: a dropped, full
-        // window came back with new windows and admitted twice its rate).
-        (Kind::FixedWindow, None) => return f64::INFINITY,
+    // Even a full one: its `ts` holds the phase of its windows, which a
+    // fresh state would draw anew (found by issue 18: a dropped, full
+    // window came back with new windows and admitted twice its rate).
+    if config.kind == Kind::FixedWindow && config.start_ms.is_none() {
+        return f64::INFINITY;
+    }
+    filled_at(state, config)
+}
+
+/// The first instant from which `state`, with no further traffic, holds
+/// `capacity` (`+∞` when no finite instant does). Unlike [`full_at`] this
+/// says nothing about whether the state may be dropped.
+pub(crate) fn filled_at(state: State, config: &Config) -> f64 {
+    let candidate = match config.kind {
         _ if state.value >= config.capacity => state.ts,
-        (Kind::TokenBucket, _) => state.ts + (config.capacity - state.value) / (config.rate / config.period_ms),
-        (Kind::FixedWindow, Some(_)) => {
-            state.ts + ((config.capacity - state.value) / config.rate).ceil() * config.period_ms
-        }
+        Kind::TokenBucket => state.ts + (config.capacity - state.value) / (config.rate / config.period_ms),
+        Kind::FixedWindow => state.ts + ((config.capacity - state.value) / config.rate).ceil() * config.period_ms,
     };
     // Rounding may leave the projection an ulp short: step past it, and
     // never call a state full that the transition would not fill.
