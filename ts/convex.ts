@@ -22,6 +22,10 @@ import {
   RateLimiter as CoreRateLimiter,
   RateLimitError,
   type BatchRequest,
+  type GrantData,
+  type GrantResult,
+  type SettleOptions,
+  type SettleResult,
   type LimitOptions,
   type RateLimitConfig,
   type RateLimiterOptions,
@@ -33,7 +37,7 @@ import {
 } from "ratebound";
 
 export { isRateLimitError, SECOND, MINUTE, HOUR, DAY, WEEK } from "ratebound";
-export type { RateLimitConfig, RateLimitResult, RateLimitStore, RateLimitValue, StateRef } from "ratebound";
+export type { GrantData, GrantResult, RateLimitConfig, RateLimitResult, RateLimitStore, RateLimitValue, SettleResult, StateRef } from "ratebound";
 
 /** The table ratebound keeps its state in. */
 const TABLE = "rateLimits";
@@ -196,11 +200,29 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    * @example
    * await limiter.limit("sendMessage", { key: userId, throws: true }); // ConvexError when refused
    */
+  override limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
+  override limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
   override limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   override limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
-  override async limit(name: string, options: LimitOptions = {}): Promise<RateLimitResult> {
+  override async limit(name: string, options: LimitOptions = {}): Promise<RateLimitResult | GrantResult> {
     this.#mustWrite("limit");
     return asConvexError(() => super.limit(name, options as LimitOptions & Inline));
+  }
+
+  /**
+   * Settles a grant's data at what was really used; needs a mutation's `ctx.db`.
+   * A grant taken in one mutation can settle in another (a scheduled function, say).
+   *
+   * @param data The grant's data (`grant.data`).
+   * @param actual Tokens really used (0 cancels).
+   * @param options `config`, for a grant of an inline limit.
+   * @returns `{ refunded, charged, unpaid, retryAfter? }`.
+   * @example
+   * await limiter.settle(args.grant, args.usedTokens);
+   */
+  override async settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult> {
+    this.#mustWrite("settle");
+    return asConvexError(() => super.settle(data, actual, options));
   }
 
   /**

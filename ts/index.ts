@@ -7,6 +7,8 @@
 export type {
   DecideOptions,
   FixedWindowConfig,
+  GrantData,
+  GrantShard,
   RateLimitConfig,
   RateLimitDecision,
   RateLimitFigures,
@@ -16,11 +18,14 @@ export type {
   RateLimitStore,
   RateLimitTransition,
   RateLimitValue,
+  SettleResult,
   StateRef,
   TokenBucketConfig,
   WriteInfo,
 } from "./wasm/ratebound.js";
-export type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions } from "./options.js";
+export type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions, SettleOptions } from "./options.js";
+export { Grant } from "./grant.js";
+export type { GrantResult } from "./grant.js";
 export { RateLimiter } from "./limiter.js";
 export { calculateRateLimit, calculateRateLimits, decideRateLimit, rateLimitFigures, withJitter } from "./pure.js";
 export { MemoryStore } from "./memory-store.js";

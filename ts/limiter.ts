@@ -4,10 +4,13 @@
  */
 import { RateLimiterCore } from "./wasm/ratebound.js";
 import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore, RateLimitValue } from "./wasm/ratebound.js";
+import type { GrantData, SettleResult } from "./wasm/ratebound.js";
 import { MemoryStore } from "./memory-store.js";
+import { withHandle, type GrantResult } from "./grant.js";
 import {
   BATCH_OPTIONS,
   RESET_OPTIONS,
+  SETTLE_OPTIONS,
   SHORT_KEY_UNITS,
   VALUE_OPTIONS,
   checkedOptions,
@@ -23,7 +26,9 @@ import {
   type LimitOptions,
   type Named,
   type ResetOptions,
+  type SettleOptions,
 } from "./options.js";
+import { checkOptions } from "./wasm/ratebound.js";
 
 /**
  * Rate limits over a host store: every call reads at most two shard states,
@@ -103,16 +108,39 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    * Consumes `count` tokens if the limit allows, and writes its new state.
    *
    * @param name A named limit, or any name with an inline `config`.
-   * @param options `key`, `count`, `reserve`, `throws`, `config`.
-   * @returns `{ ok: true, retryAfter? }` (retryAfter when reserved) or `{ ok: false, retryAfter }`.
+   * @param options `key`, `count`, `reserve`, `throws`, `config`, and `grant: true` for a handle.
+   * @returns `{ ok: true, retryAfter? }` (retryAfter when reserved) or `{ ok: false, retryAfter }`;
+   *   with `grant: true`, a granted result also carries its {@link Grant}.
    * @example
    * const status = await limiter.limit("llmTokens", { count: 500, reserve: true });
    * if (status.ok && status.retryAfter) scheduleIn(status.retryAfter);
    */
+  limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
+  limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
   limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
-  limit(name: string, options?: LimitOptions): Promise<RateLimitResult> {
+  limit(name: string, options?: LimitOptions): Promise<RateLimitResult | GrantResult> {
     return this.#decide(name, options, true);
+  }
+
+  /**
+   * Settles a grant from its data (`grant.data`, stored or sent elsewhere) at
+   * what was really used: gives back the unused tokens, never more than the
+   * charge could still hold, or takes the extra as a reservation would. A
+   * grant settles once: a second settle is a `GRANT_SETTLED` error while it
+   * could still give tokens back.
+   *
+   * @param data The grant's data.
+   * @param actual Tokens really used, a finite number `>= 0` (0 cancels).
+   * @param options `config`, for a grant of an inline limit.
+   * @returns `{ refunded, charged, unpaid, retryAfter? }`.
+   * @example
+   * await limiter.settle(job.grant, usage.totalTokens);
+   */
+  async settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult> {
+    const checked = checkedOptions("settle", options, SETTLE_OPTIONS);
+    const config = own(checked, "config");
+    return await this.#transact((store) => this.#core.settle(store, data, actual, config, this.#now()));
   }
 
   /**
@@ -151,6 +179,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     // Promise and nothing else. Every error still arrives as a rejection.
     try {
       const given = limitFields(name, options);
+      if (given.grant !== undefined) return this.#granting(name, options, given, write);
       const onSlab = this.#onSlab(name, given, write);
       if (onSlab !== undefined) return Promise.resolve(refusal(name, onSlab, given.throws));
       const { key, count, reserve, config, throws } = given;
@@ -164,6 +193,16 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /** `limit` with `grant` given: through the store's callbacks, answering with a handle. */
+  #granting(name: string, options: LimitOptions | undefined, given: LimitFields, write: boolean): Promise<GrantResult | RateLimitResult> {
+    if (!write) checkOptions(name, options, "key,count,reserve,throws,config");
+    const { key, count, reserve, config, throws, grant } = given;
+    const core = this.#core;
+    const answer = this.#transact((store) => core.limitWithGrant(store, name, key, count, reserve, config, this.#now(), grant));
+    const settler = (data: GrantData, actual: number) => this.settle(data, actual, config === undefined ? undefined : { config: config as RateLimitConfig });
+    return answer.then((result) => withHandle(refusal(name, result, throws), settler));
   }
 
   /**

@@ -7,6 +7,7 @@
 import { checkOptions } from "./wasm/ratebound.js";
 import type { RateLimitConfig, RateLimitResult } from "./wasm/ratebound.js";
 import { RateLimitError } from "./errors.js";
+import type { Grant } from "./grant.js";
 
 /** Options of `limit` and `check`. */
 export interface LimitOptions {
@@ -19,6 +20,17 @@ export interface LimitOptions {
   /** Throw a {@link RateLimitError} instead of returning `{ ok: false }`. */
   throws?: boolean;
   /** A config for a limit not named when the limiter was made. */
+  config?: RateLimitConfig;
+  /**
+   * `limit` only: answer with a {@link Grant} handle when granted, to settle
+   * to what was really used or cancel. Off by default: plain grants stay free.
+   */
+  grant?: boolean;
+}
+
+/** Options of `settle`. */
+export interface SettleOptions {
+  /** The config, when the grant's limit was passed inline rather than named. */
   config?: RateLimitConfig;
 }
 
@@ -56,7 +68,8 @@ export interface BatchRequest<Name extends string = string> {
 
 export type Named<Limits> = Extract<keyof Limits, string>;
 
-const LIMIT_OPTIONS = ["key", "count", "reserve", "throws", "config"];
+const LIMIT_OPTIONS = ["key", "count", "reserve", "throws", "config", "grant"];
+export const SETTLE_OPTIONS = ["config"];
 export const VALUE_OPTIONS = ["key", "sampleShards", "config"];
 export const RESET_OPTIONS = ["key", "config"];
 export const BATCH_OPTIONS = ["throws"];
@@ -94,6 +107,7 @@ export class LimitFields {
   count: unknown = undefined;
   reserve: unknown = undefined;
   config: unknown = undefined;
+  grant: unknown = undefined;
   throws: boolean | undefined = undefined;
 }
 
@@ -126,6 +140,9 @@ export function limitFields(name: string, options: unknown): LimitFields {
         break;
       case "config":
         fields.config = given.config;
+        break;
+      case "grant":
+        fields.grant = given.grant;
         break;
       case "throws":
         if (given.throws !== undefined && typeof given.throws !== "boolean") checkOptions(name, options, LIMIT_OPTIONS.join(","));

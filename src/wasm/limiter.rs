@@ -31,7 +31,7 @@ use crate::wasm::slab::MemorySlab;
 pub struct RateLimiterCore {
     /// Named limits, sorted by name.
     limits: Vec<(String, Rc<Config>)>,
-    random: Option<Function>,
+    pub(super) random: Option<Function>,
     /// The MemoryStore's slab, when the store is one: decided on without callbacks.
     slab: Option<MemorySlabRef>,
     /// The block the last slab decision allocated for a new key, or -1.
@@ -85,7 +85,7 @@ impl RateLimiterCore {
     }
 
     /// The named limit's config, or the inline one compiled now.
-    fn resolve(&self, name: &str, inline_config: &JsValue) -> Result<Rc<Config>, Error> {
+    pub(super) fn resolve(&self, name: &str, inline_config: &JsValue) -> Result<Rc<Config>, Error> {
         if !inline_config.is_undefined() {
             return compile(Some(name), inline_config).map(Rc::new);
         }

@@ -8,6 +8,7 @@
 
 mod convert;
 mod error;
+mod grant;
 mod host;
 mod limiter;
 mod pure;
