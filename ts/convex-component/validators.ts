@@ -182,3 +182,55 @@ export function coreConfig<Config extends ValidatedConfig>(config: Config): With
 
 /** A config type without `applyUpdates`, kind by kind. */
 export type WithoutApplyUpdates<Config> = Config extends unknown ? Omit<Config, "applyUpdates"> : never;
+
+/** What one shard gave to a grant (ratebound's addition): as ratebound's `GrantShard`. */
+export const grantShardValidator = v.object({
+  shard: v.number(),
+  count: v.number(),
+  value: v.number(),
+  ts: v.number(),
+  refunded: v.number(),
+});
+
+/**
+ * A grant's data (ratebound's addition): `{ name, key?, id, count, chargedAt, shards }`, as
+ * `rateLimitWithGrant` answers it and `settle` takes it. Plain data: store it in a
+ * document or pass it to a scheduled function.
+ */
+export const grantDataValidator = v.object({
+  name: v.string(),
+  key: v.optional(v.string()),
+  id: v.string(),
+  count: v.number(),
+  chargedAt: v.number(),
+  shards: v.array(grantShardValidator),
+});
+
+/** A grant's data. */
+export type GrantDataReturns = Infer<typeof grantDataValidator>;
+
+/** What `rateLimitWithGrant` answers: `rateLimit`'s answer, with the grant's data when granted. */
+export const rateLimitWithGrantReturns = v.union(
+  v.object({ ok: v.literal(true), retryAfter: v.optional(v.number()), grant: grantDataValidator }),
+  v.object({ ok: v.literal(false), retryAfter: v.number() }),
+);
+
+/** The answer of `rateLimitWithGrant`. */
+export type RateLimitWithGrantReturns = Infer<typeof rateLimitWithGrantReturns>;
+
+/** The arguments of `settle`: the grant's data, the tokens really used, and the limit's config. */
+export const settleArgs = { grant: grantDataValidator, actual: v.number(), config: configValidator };
+
+/** What `settle` answers: `{ refunded, charged, unpaid, retryAfter? }`, as ratebound's `SettleResult`. */
+export const settleReturns = v.object({
+  refunded: v.number(),
+  charged: v.number(),
+  unpaid: v.number(),
+  retryAfter: v.optional(v.number()),
+});
+
+/** The answer of `settle`. */
+export type SettleReturns = Infer<typeof settleReturns>;
+
+/** The `data` of the `ConvexError` a second settle of one grant raises. */
+export type GrantSettledError = { kind: "GrantSettled"; code: "GRANT_SETTLED"; name: string; message: string };

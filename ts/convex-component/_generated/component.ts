@@ -1,5 +1,5 @@
 /* Written by hand, as `npx convex codegen` would write it: the component's API as an app sees it
-   (`components.rateLimiter`). `@convex-dev/rate-limiter` 0.4's ComponentApi, plus ratebound's batch and queued-limit functions. */
+   (`components.rateLimiter`). `@convex-dev/rate-limiter` 0.4's ComponentApi, plus ratebound's batch, queued-limit and grant functions. */
 import type { FunctionReference } from "convex/server";
 
 type ApplyUpdates = "transactionally" | "asynchronously";
@@ -10,6 +10,16 @@ type PendingUpdate =
   | { kind: "consume"; name: string; key?: string; count: number; config: Config; ts: number }
   | { kind: "reset"; name: string; key?: string };
 type Returns = { ok: true; retryAfter?: number } | { ok: false; retryAfter: number };
+type GrantData = {
+  name: string;
+  key?: string;
+  id: string;
+  count: number;
+  chargedAt: number;
+  shards: Array<{ shard: number; count: number; value: number; ts: number; refunded: number }>;
+};
+type GrantReturns = { ok: true; retryAfter?: number; grant: GrantData } | { ok: false; retryAfter: number };
+type SettleReturns = { refunded: number; charged: number; unpaid: number; retryAfter?: number };
 type LimitArgs = { config: Config; count?: number; key?: string; name: string; reserve?: boolean; throws?: boolean };
 type BatchArgs = {
   requests: Array<{ config: Config; count?: number; key?: string; name: string; reserve?: boolean }>;
@@ -42,6 +52,8 @@ export type ComponentApi<Name extends string | undefined = string | undefined> =
     >;
     rateLimit: FunctionReference<"mutation", "internal", LimitArgs, Returns, Name>;
     rateLimitAll: FunctionReference<"mutation", "internal", BatchArgs, Returns, Name>;
+    rateLimitWithGrant: FunctionReference<"mutation", "internal", LimitArgs, GrantReturns, Name>;
+    settle: FunctionReference<"mutation", "internal", { grant: GrantData; actual: number; config: Config }, SettleReturns, Name>;
     resetRateLimit: FunctionReference<"mutation", "internal", { key?: string; name: string }, null, Name>;
   };
   time: {
