@@ -1,0 +1,225 @@
+// The settle scenarios every host runs (not a test file itself): an LLM-style flow of grants
+// settled above and below their estimate and cancelled, a grant's data settled by another limiter
+// instance, N concurrent settles of one grant (exactly one wins; without the host's transaction
+// more than one refunds), and bad actuals that write nothing. Runtime-neutral (Node, Deno,
+// workerd, Convex): no imports, its own assertions.
+//
+// A harness `h` gives:
+//   kind                 "token bucket" or "fixed window";
+//   connect(limits)      a RateLimiter on the host's transactional store, on a new connection or
+//                        instance each time (the same data);
+//   bare(limits)         optional: a RateLimiter on the same data through a store without the
+//                        host's transaction (e.g. bareStore(store));
+//   clock                optional: `{ now }` the limiters read, moved by hand (else real time,
+//                        and periods of a day keep refills under `epsilon`);
+//   epsilon              tolerance of token comparisons (0 with a hand-moved clock).
+
+/** An assertion failure that names what was checked. */
+function fail(what, actual, expected) {
+  throw new Error(`${what}: got ${JSON.stringify(actual)}, expected ${JSON.stringify(expected)}`);
+}
+function equal(actual, expected, what) {
+  if (actual !== expected) fail(what, actual, expected);
+}
+function near(actual, expected, epsilon, what) {
+  if (!(Math.abs(actual - expected) <= epsilon)) fail(what, actual, expected);
+}
+async function rejectsWith(promise, code, what) {
+  try {
+    await promise;
+  } catch (error) {
+    if (error?.code !== code && error?.data?.code !== code) fail(`${what} (message: ${error?.message})`, error?.code ?? error?.data, code);
+    return error;
+  }
+  return fail(what, "fulfilled", `rejected with ${code}`);
+}
+
+let keys = 0;
+/** A key no other scenario uses. */
+export const freshKey = (what) => `${what}-${++keys}-${Math.random().toString(36).slice(2, 8)}`;
+
+/**
+ * The limits of the scenarios: `llm` (1000 tokens a period, 500 of debt), `llmSharded`
+ * (4000 a period on 4 shards: 1000 and 250 of debt each). A fixed window starts at 0.
+ */
+export function settleLimits(kind, period) {
+  const start = kind === "fixed window" ? { start: 0 } : {};
+  return {
+    llm: { kind, rate: 1000, period, maxReserved: 500, ...start },
+    llmSharded: { kind, rate: 4000, period, shards: 4, maxReserved: 1000, ...start },
+  };
+}
+
+/**
+ * A store over `store`'s own read and write, without its transaction: each read waits
+ * `delayMs` before answering, so concurrent calls decide on what they read before any writes.
+ */
+export function bareStore(store, delayMs = 5) {
+  return {
+    read: async (ref) => {
+      const state = await store.read(ref);
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      return state;
+    },
+    write: (ref, state, info) => store.write(ref, state, info),
+  };
+}
+
+const periodOf = (h) => (h.clock ? 60_000 : 86_400_000);
+const epsilonOf = (h) => h.epsilon ?? (h.clock ? 0 : 0.05);
+const valueOf = async (limiter, name, key, shards) => (await limiter.getValue(name, { key, ...(shards ? { sampleShards: shards } : {}) })).value;
+const settledOf = (result, refunded, charged, unpaid, epsilon, what) => {
+  near(result.refunded, refunded, epsilon, `${what}: refunded`);
+  near(result.charged, charged, epsilon, `${what}: charged`);
+  near(result.unpaid, unpaid, epsilon, `${what}: unpaid`);
+};
+
+/**
+ * Grant estimates, settle below (refund) and above (charge, bounded by maxReserved), cancel, and
+ * settle twice: every answer and the stored value are what the refund rule says.
+ */
+export async function llmFlow(h) {
+  const limits = settleLimits(h.kind, periodOf(h));
+  const limiter = await h.connect(limits);
+  const key = freshKey("llm");
+  const eps = epsilonOf(h);
+  const take = async (count) => {
+    const granted = await limiter.limit("llm", { key, count, reserve: true, grant: true });
+    equal(granted.ok, true, `a grant of ${count} is granted`);
+    return granted.grant;
+  };
+  const value = () => valueOf(limiter, "llm", key);
+
+  const first = await take(300);
+  near(await value(), 700, eps, "300 taken");
+  settledOf(await first.settle(100), 200, 0, 0, eps, "used 100 of 300");
+  near(await value(), 900, eps, "200 given back");
+
+  const second = await take(300);
+  settledOf(await second.settle(450), 0, 150, 0, eps, "used 450 of 300");
+  near(await value(), 450, eps, "150 more taken");
+
+  const third = await take(400);
+  settledOf(await third.cancel(), 400, 0, 0, eps, "cancelled 400");
+  near(await value(), 450, eps, "a cancel gives all of it back");
+
+  const fourth = await take(400);
+  const over = await fourth.settle(1400);
+  settledOf(over, 0, 550, 450, eps, "used 1400 of 400 with 50 left and maxReserved 500");
+  equal(typeof over.retryAfter, "number", "debt comes with retryAfter");
+  near(await value(), -500, eps, "in debt down to maxReserved");
+
+  await rejectsWith(first.settle(0), "GRANT_SETTLED", "a handle settles once");
+  await rejectsWith(limiter.settle(first.data, 0), "GRANT_SETTLED", "its data settles once too");
+  near(await value(), -500, eps, "a refused second settle writes nothing");
+
+  if (h.clock) {
+    const late = await (await h.connect(limits)).limit("llm", { key: freshKey("late"), count: 300, grant: true });
+    h.clock.now += limits.llm.period;
+    settledOf(await late.grant.cancel(), 0, 0, 0, 0, "a cancel after the limit refilled gives nothing back");
+  }
+}
+
+/**
+ * A grant's data through JSON, settled by another limiter instance: a sharded grant gives back
+ * to the shards it took from, and the first instance's handle then finds it settled.
+ */
+export async function serialisedSettle(h) {
+  const limits = settleLimits(h.kind, periodOf(h));
+  const eps = epsilonOf(h);
+  const key = freshKey("serialised");
+  const charging = await h.connect(limits);
+  const granted = await charging.limit("llmSharded", { key, count: 600, grant: true });
+  equal(granted.ok, true, "a sharded grant of 600 is granted");
+  const data = JSON.parse(JSON.stringify(granted.grant.data));
+  equal(data.shards.length >= 1 && data.shards.every(({ shard }) => shard >= 0 && shard < 4), true, "the grant names shards of the limit");
+  near(data.shards.reduce((sum, { count }) => sum + count, 0), 600, 1e-9, "the shards gave the 600");
+
+  const settling = await h.connect(limits);
+  near(await valueOf(settling, "llmSharded", key, 4), 3400, eps, "the whole limit is 600 down");
+  settledOf(await settling.settle(data, 200), 400, 0, 0, eps, "used 200 of 600, settled elsewhere");
+  near(await valueOf(settling, "llmSharded", key, 4), 3800, eps, "400 went back to the shards it came from");
+  await rejectsWith(granted.grant.settle(0), "GRANT_SETTLED", "the first instance's handle finds it settled");
+
+  const single = await charging.limit("llm", { key, count: 250, grant: true });
+  const copy = JSON.parse(JSON.stringify(single.grant.data));
+  settledOf(await (await h.connect(limits)).settle(copy, 0), 250, 0, 0, eps, "an unsharded grant cancelled elsewhere");
+  near(await valueOf(charging, "llm", key), 1000, eps, "it is full again");
+}
+
+/** A grant of 300 with 500 more taken after it (value 200), its data for `n` settles. */
+async function grantToRace(h, limits, key) {
+  const limiter = await h.connect(limits);
+  const granted = await limiter.limit("llm", { key, count: 300, grant: true });
+  equal(granted.ok, true, "a grant of 300");
+  equal((await limiter.limit("llm", { key, count: 500 })).ok, true, "500 more taken");
+  return { limiter, data: JSON.parse(JSON.stringify(granted.grant.data)) };
+}
+
+/** `n` settles of one grant's data at once, each on its own limiter; what each answered. */
+async function race(limiters, data) {
+  const outcomes = await Promise.all(limiters.map((limiter) => limiter.settle(data, 0).then((settled) => ({ settled }), (error) => ({ error }))));
+  const won = outcomes.filter(({ settled }) => settled);
+  const codes = outcomes.filter(({ error }) => error).map(({ error }) => error.code ?? error.data?.code ?? String(error));
+  return { won, codes, refunded: won.reduce((sum, { settled }) => sum + settled.refunded, 0) };
+}
+
+/**
+ * `n` callers settle the same grant at once, each on its own connection: exactly one wins and
+ * refunds the 300 once, the others get GRANT_SETTLED; the state ends at 500.
+ * @returns what the race saw.
+ */
+export async function concurrentSettles(h, n = 6) {
+  const limits = settleLimits(h.kind, periodOf(h));
+  const eps = epsilonOf(h);
+  const key = freshKey("race");
+  const { limiter, data } = await grantToRace(h, limits, key);
+  const limiters = await Promise.all(Array.from({ length: n }, () => h.connect(limits)));
+  const seen = await race(limiters, data);
+  equal(seen.won.length, 1, `one of ${n} concurrent settles wins (others: ${seen.codes.join(", ")})`);
+  equal(seen.codes.join(), Array(n - 1).fill("GRANT_SETTLED").join(), "the others are GRANT_SETTLED");
+  near(seen.refunded, 300, eps, "one refund in all");
+  near(await valueOf(limiter, "llm", key), 500, eps, "the state holds one refund");
+  return seen;
+}
+
+/**
+ * The same race through `h.bare` (no transaction): more than one settle refunds, so the test
+ * above can fail.
+ * @returns what the race saw.
+ */
+export async function concurrentSettlesWithoutTransaction(h, n = 6) {
+  const limits = settleLimits(h.kind, periodOf(h));
+  const key = freshKey("bare");
+  const { data } = await grantToRace(h, limits, key);
+  const limiters = await Promise.all(Array.from({ length: n }, () => h.bare(limits)));
+  const seen = await race(limiters, data);
+  if (!(seen.won.length > 1 && seen.refunded > 300)) fail("without the transaction, more than one settle refunds", { won: seen.won.length, refunded: seen.refunded }, "won > 1, refunded > 300");
+  return seen;
+}
+
+/** A negative, NaN or infinite actual is INVALID_REQUEST and writes nothing: the grant still settles after. */
+export async function badActualWritesNothing(h) {
+  const limits = settleLimits(h.kind, periodOf(h));
+  const eps = epsilonOf(h);
+  const limiter = await h.connect(limits);
+  const key = freshKey("bad");
+  const granted = await limiter.limit("llm", { key, count: 300, grant: true });
+  const before = await limiter.getValue("llm", { key });
+  for (const actual of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {
+    await rejectsWith(granted.grant.settle(actual), "INVALID_REQUEST", `actual ${actual} through the handle`);
+    await rejectsWith(limiter.settle(granted.grant.data, actual), "INVALID_REQUEST", `actual ${actual} through the data`);
+  }
+  const after = await limiter.getValue("llm", { key });
+  equal(after.ts, before.ts, "the state's ts is unchanged");
+  equal(after.value, before.value, "the state's value is unchanged");
+  settledOf(await granted.grant.settle(0), 300, 0, 0, eps, "the grant still cancels: nothing marked it settled");
+}
+
+/** Every scenario, by name, for hosts that register them in a loop. */
+export const SCENARIOS = {
+  "an LLM flow: estimates settled below and above (debt bounded by maxReserved), a cancel, and a second settle refused": llmFlow,
+  "a grant's data through JSON settles in another limiter instance, a sharded one on its own shards": serialisedSettle,
+  "concurrent settles of one grant on separate connections: exactly one refunds, the rest are GRANT_SETTLED": concurrentSettles,
+  "a negative, NaN or infinite actual is INVALID_REQUEST and writes nothing": badActualWritesNothing,
+};
