@@ -1,0 +1,79 @@
+// The Worker of the workerd settle suites (tests/hosts/settle-durable-object.test.mjs and
+// tests/sql/settle-d1.test.mjs): it runs a scenario of ./scenarios.mjs inside workerd, on D1
+// (d1Store: each settle one batch that re-checks what it read) or on a Durable Object (each call
+// one request to the object through rateLimiterClient), and answers what the scenario saw.
+import { RateLimiter } from "ratebound";
+import { RateLimiterObject, rateLimiterClient, rateLimiterObject } from "ratebound/durable-object";
+import { createTable, d1Store } from "ratebound/sqlite";
+import * as scenarios from "./scenarios.mjs";
+
+const DAY = 86_400_000;
+const TAG = { "token bucket": "TokenBucket", "fixed window": "FixedWindow" };
+
+/** The ready object with the scenarios' limits, one class per algorithm and storage backend. */
+export class SettleTokenBucket extends rateLimiterObject(scenarios.settleLimits("token bucket", DAY)) {}
+export class SettleFixedWindow extends rateLimiterObject(scenarios.settleLimits("fixed window", DAY)) {}
+export class SettleTokenBucketKv extends rateLimiterObject(scenarios.settleLimits("token bucket", DAY)) {}
+export class SettleFixedWindowKv extends rateLimiterObject(scenarios.settleLimits("fixed window", DAY)) {}
+
+/**
+ * The same object over storage whose reads wait on a timer before answering: a timer opens the
+ * input gate, so concurrent requests decide on what they read before any of them writes.
+ */
+function racy(kind) {
+  const limits = scenarios.settleLimits(kind, DAY);
+  return class extends RateLimiterObject {
+    constructor(ctx, env) {
+      const { storage } = ctx;
+      const slow = {
+        get: async (key) => {
+          const value = await storage.get(key);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          return value;
+        },
+        put: (key, value) => storage.put(key, value),
+        delete: (key) => storage.delete(key),
+      };
+      super({ storage: slow }, env, limits);
+    }
+  };
+}
+export class RacyTokenBucket extends racy("token bucket") {}
+export class RacyFixedWindow extends racy("fixed window") {}
+
+/** What a scenario runs on: D1, or one Durable Object per run. */
+function harness(env, { host, kind, backend }) {
+  if (host === "d1") {
+    const clock = { now: 1_700_000_000_000 };
+    const options = { now: () => clock.now };
+    return {
+      kind,
+      clock,
+      connect: (limits) => new RateLimiter(d1Store(env.DB, { maxAttempts: 100 }), limits, options),
+      bare: (limits) => new RateLimiter(scenarios.bareStore(d1Store(env.DB)), limits, options),
+    };
+  }
+  const object = `run-${crypto.randomUUID()}`;
+  const stub = (binding) => env[binding].get(env[binding].idFromName(object));
+  const binding = `SETTLE_${TAG[kind]}${backend === "kv" ? "_KV" : ""}`;
+  return {
+    kind,
+    connect: () => rateLimiterClient(stub(binding)),
+    bare: () => rateLimiterClient(stub(`RACY_${TAG[kind]}`)),
+  };
+}
+
+export default {
+  async fetch(request, env) {
+    const body = await request.json();
+    try {
+      if (body.setup) return Response.json({ result: await createTable(env.DB) ?? null });
+      const scenario = scenarios[body.scenario];
+      if (typeof scenario !== "function") throw new Error(`no scenario ${body.scenario}`);
+      const seen = await scenario(harness(env, body));
+      return Response.json({ result: seen === undefined ? null : { won: seen.won.length, codes: seen.codes, refunded: seen.refunded } });
+    } catch (error) {
+      return Response.json({ error: { message: String(error?.message ?? error), stack: String(error?.stack ?? "") } });
+    }
+  },
+};
