@@ -25,7 +25,7 @@ import {
   settleArgs,
   settleReturns,
   type GetValueReturns,
-  type GrantSettledError,
+  type SettleError,
   type RateLimitWithGrantReturns,
   type SettleReturns,
   type PendingUpdate,
@@ -80,7 +80,8 @@ export const rateLimitWithGrant = mutation({
  * gives back the unused tokens within the refund rule, or takes the extra as
  * a reservation, into debt no deeper than `maxReserved`. A second settle of
  * one grant is a `ConvexError` `{ kind: "GrantSettled", code: "GRANT_SETTLED", name, message }`
- * and writes nothing; a negative or non-finite `actual` is an error, and writes nothing.
+ * and writes nothing; any other error of the core (a negative or non-finite `actual`: code
+ * `INVALID_REQUEST`) is a `ConvexError` `{ kind: "SettleFailed", code, name, message }`, and writes nothing.
  */
 export const settle = mutation({
   args: settleArgs,
@@ -90,9 +91,10 @@ export const settle = mutation({
     try {
       return await limiterOver(ctx.db).settle(grant, actual, { config: coreConfig(config) });
     } catch (error) {
+      // A core error's code would not survive the component's boundary as a field: send it as data.
       const { code, message } = error as { code?: unknown; message?: unknown };
-      if (code !== "GRANT_SETTLED") throw error;
-      const data: GrantSettledError = { kind: "GrantSettled", code, name: grant.name, message: String(message) };
+      if (typeof code !== "string") throw error;
+      const data: SettleError = { kind: code === "GRANT_SETTLED" ? "GrantSettled" : "SettleFailed", code, name: grant.name, message: String(message) };
       throw new ConvexError(data);
     }
   },

@@ -232,5 +232,9 @@ export const settleReturns = v.object({
 /** The answer of `settle`. */
 export type SettleReturns = Infer<typeof settleReturns>;
 
-/** The `data` of the `ConvexError` a second settle of one grant raises. */
-export type GrantSettledError = { kind: "GrantSettled"; code: "GRANT_SETTLED"; name: string; message: string };
+/**
+ * The `data` of the `ConvexError` a failed settle raises: `kind: "GrantSettled"` (code
+ * `GRANT_SETTLED`) for a second settle of one grant, `"SettleFailed"` for any other error of the
+ * core, with its code (`INVALID_REQUEST` for a bad `actual` or grant).
+ */
+export type SettleError = { kind: "GrantSettled" | "SettleFailed"; code: string; name: string; message: string };

@@ -26,7 +26,7 @@ import {
   type RateLimitReturns,
   type GetValueArgs,
   type GrantDataReturns,
-  type GrantSettledError,
+  type SettleError,
   type PendingUpdate,
   type RateLimitWithGrantReturns,
   type SettleReturns,
@@ -35,7 +35,7 @@ import { consumption, runStaleQuery } from "./stale.js";
 
 export { calculateRateLimit, isRateLimitError, SECOND, MINUTE, HOUR, DAY, WEEK } from "ratebound";
 export type { ComponentApi, GetValueArgs, GetValueReturns, PendingUpdate, RateLimitArgs, RateLimitConfig, RateLimitError, RateLimitReturns };
-export type { GrantDataReturns as GrantData, GrantSettledError, RateLimitWithGrantReturns, SettleReturns as SettleResult };
+export type { GrantDataReturns as GrantData, RateLimitWithGrantReturns, SettleError, SettleReturns as SettleResult };
 
 /** A ctx that can run queries: a query's, a mutation's or an action's (`meta` tells a mutation apart). */
 export type RunQueryCtx = Pick<GenericQueryCtx<GenericDataModel>, "runQuery" | "meta">;
@@ -225,7 +225,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    * Settles a grant's data (from `limit` with `grant: true`) at `actual` tokens, in the component's
    * transaction: gives back the unused tokens, never more than the charge could still hold, or takes
    * the extra, into debt no deeper than `maxReserved`. A second settle is a `ConvexError` whose
-   * data is `{ kind: "GrantSettled", code: "GRANT_SETTLED", name, message }`.
+   * data is `{ kind: "GrantSettled", code: "GRANT_SETTLED", name, message }` ({@link SettleError}).
    *
    * @param ctx A mutation's (or action's) ctx; a scheduled function can settle a grant taken earlier.
    * @param data The grant's data. @param actual Tokens really used, a finite number `>= 0` (0 cancels).
