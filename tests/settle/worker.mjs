@@ -63,11 +63,32 @@ function harness(env, { host, kind, backend }) {
   };
 }
 
+/** The ready object's raw answers to settle ops: status, and result or error code. */
+async function statuses(env) {
+  const stub = env.SETTLE_TokenBucket.get(env.SETTLE_TokenBucket.idFromName(`raw-${crypto.randomUUID()}`));
+  const send = async (request) => {
+    const response = await stub.fetch("https://ratebound.internal/", { method: "POST", body: JSON.stringify(request) });
+    const { result, error } = await response.json();
+    return { status: response.status, result, code: error?.code };
+  };
+  const granted = await send({ op: "limit", name: "llm", options: { key: "raw", count: 300, grant: true } });
+  const grant = granted.result.grant;
+  return {
+    granted,
+    plain: await send({ op: "limit", name: "llm", options: { key: "raw", count: 1 } }),
+    badGrant: await send({ op: "settle", grant: "not data", actual: 0 }),
+    negative: await send({ op: "settle", grant, actual: -1 }),
+    settled: await send({ op: "settle", grant, actual: 100 }),
+    again: await send({ op: "settle", grant, actual: 0 }),
+  };
+}
+
 export default {
   async fetch(request, env) {
     const body = await request.json();
     try {
       if (body.setup) return Response.json({ result: await createTable(env.DB) ?? null });
+      if (body.statuses) return Response.json({ result: await statuses(env) });
       const scenario = scenarios[body.scenario];
       if (typeof scenario !== "function") throw new Error(`no scenario ${body.scenario}`);
       const seen = await scenario(harness(env, body));

@@ -29,9 +29,9 @@ const DURABLE_OBJECTS = {
 
 /**
  * Starts the Worker once and registers every scenario for each of `runs`
- * (`{ title, host, kind, backend? }`).
+ * (`{ title, host, kind, backend? }`), then `more(call)`'s own tests: `call(body)` posts to the Worker.
  */
-export function workerdSettleSuite(title, runs) {
+export function workerdSettleSuite(title, runs, more = () => {}) {
   describe(title, () => {
     let work;
     let miniflare;
@@ -46,6 +46,7 @@ export function workerdSettleSuite(title, runs) {
       await miniflare?.dispose();
       work?.remove();
     });
+    more(async (body) => (await post(miniflare, "/", body)).body);
     for (const run of runs) {
       describe(run.title, () => {
         for (const [sentence, scenario] of Object.entries(NAMED)) {
