@@ -98,6 +98,19 @@ for (const kind of ["token bucket", "fixed window"]) {
 }
 
 describe("the component's grant functions", () => {
+  test("a refused grant answers { ok: false, retryAfter } without data, or with throws: true the RateLimited ConvexError, taking nothing", async () => {
+    const t = app();
+    const ask = (options) => t.mutation(api.grants.limit, { kind: "token bucket", name: "llm", options: { key: "full", grant: true, ...options } });
+    expect((await ask({ count: 900 })).ok).toBe(true);
+    const refused = await ask({ count: 200 });
+    expect(refused.ok).toBe(false);
+    expect(refused.grant).toBeUndefined();
+    const thrown = await ask({ count: 200, throws: true }).catch((caught) => caught);
+    expect(thrown).toBeInstanceOf(ConvexError);
+    expect(thrown.data).toMatchObject({ kind: "RateLimited", name: "llm" });
+    expect((await t.query(api.grants.getValue, { kind: "token bucket", name: "llm", options: { key: "full" } })).value).toBe(100);
+  });
+
   test("rateLimitWithGrant takes rateLimit's arguments; both it and settle are public mutations", () => {
     expect(lib.rateLimitWithGrant.isMutation && lib.rateLimitWithGrant.isPublic).toBe(true);
     expect(lib.settle.isMutation && lib.settle.isPublic).toBe(true);
