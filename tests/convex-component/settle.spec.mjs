@@ -41,12 +41,12 @@ const splitStore = (t) =>
 /** The scenarios' harness: each call one mutation or query of the app, through the client. */
 function harness(kind) {
   const t = app();
-  const settle = (data, actual) => t.mutation(api.grants.settle, { kind, data, actual });
+  const settle = (data, actual) => t.mutation(api.settling.settle, { kind, data, actual });
   const client = {
     settle,
-    getValue: (name, options) => t.query(api.grants.getValue, { kind, name, options }),
+    getValue: (name, options) => t.query(api.settling.getValue, { kind, name, options }),
     async limit(name, options) {
-      const result = await t.mutation(api.grants.limit, { kind, name, options });
+      const result = await t.mutation(api.settling.limit, { kind, name, options });
       return result.grant ? { ...result, grant: new Grant(result.grant, settle) } : result;
     },
   };
@@ -64,35 +64,35 @@ for (const kind of ["token bucket", "fixed window"]) {
 
     test("a second settle is a ConvexError { kind: \"GrantSettled\", code: \"GRANT_SETTLED\", name } and writes nothing", async () => {
       const { t } = harness(kind);
-      const granted = await t.mutation(api.grants.limit, { kind, name: "llm", options: { key: "twice", count: 300, grant: true } });
+      const granted = await t.mutation(api.settling.limit, { kind, name: "llm", options: { key: "twice", count: 300, grant: true } });
       expect(granted).toMatchObject({ ok: true, grant: { name: "llm", key: "twice", count: 300, shards: [{ shard: 0, count: 300, value: 700 }] } });
-      expect(await t.mutation(api.grants.settle, { kind, data: granted.grant, actual: 100 })).toEqual({ refunded: 200, charged: 0, unpaid: 0 });
-      const error = await t.mutation(api.grants.settle, { kind, data: granted.grant, actual: 0 }).catch((caught) => caught);
+      expect(await t.mutation(api.settling.settle, { kind, data: granted.grant, actual: 100 })).toEqual({ refunded: 200, charged: 0, unpaid: 0 });
+      const error = await t.mutation(api.settling.settle, { kind, data: granted.grant, actual: 0 }).catch((caught) => caught);
       expect(error).toBeInstanceOf(ConvexError);
       expect(error.data).toMatchObject({ kind: "GrantSettled", code: "GRANT_SETTLED", name: "llm" });
-      expect((await t.query(api.grants.getValue, { kind, name: "llm", options: { key: "twice" } })).value).toBe(900);
+      expect((await t.query(api.settling.getValue, { kind, name: "llm", options: { key: "twice" } })).value).toBe(900);
     });
 
     test("a scheduled function settles the grant later, at what the job really used", async () => {
       vi.useFakeTimers();
       vi.setSystemTime(start);
       const { t } = harness(kind);
-      const granted = await t.mutation(api.grants.startJob, { kind, key: "job", estimate: 400, actual: 150, after: 1_000 });
+      const granted = await t.mutation(api.settling.startJob, { kind, key: "job", estimate: 400, actual: 150, after: 1_000 });
       expect(granted.ok).toBe(true);
-      expect((await t.query(api.grants.getValue, { kind, name: "llm", options: { key: "job" } })).value).toBe(600);
+      expect((await t.query(api.settling.getValue, { kind, name: "llm", options: { key: "job" } })).value).toBe(600);
       await t.finishAllScheduledFunctions(vi.runAllTimers);
-      const value = (await t.query(api.grants.getValue, { kind, name: "llm", options: { key: "job" } })).value;
+      const value = (await t.query(api.settling.getValue, { kind, name: "llm", options: { key: "job" } })).value;
       expect(value).toBeCloseTo(850, kind === "token bucket" ? 1 : 9);
-      const again = await t.mutation(api.grants.settle, { kind, data: granted.grant, actual: 0 }).catch((caught) => caught);
+      const again = await t.mutation(api.settling.settle, { kind, data: granted.grant, actual: 0 }).catch((caught) => caught);
       expect(again.data?.code).toBe("GRANT_SETTLED");
     });
 
     test("an app mutation that throws after settling rolls the component's settle back", async () => {
       const { t } = harness(kind);
-      const { grant } = await t.mutation(api.grants.limit, { kind, name: "llm", options: { key: "rollback", count: 300, grant: true } });
-      await expect(t.mutation(api.grants.settleThenThrow, { kind, data: grant, actual: 0 })).rejects.toThrow(/the app failed after settling/);
-      expect((await t.query(api.grants.getValue, { kind, name: "llm", options: { key: "rollback" } })).value).toBe(700);
-      expect(await t.mutation(api.grants.settle, { kind, data: grant, actual: 0 })).toEqual({ refunded: 300, charged: 0, unpaid: 0 });
+      const { grant } = await t.mutation(api.settling.limit, { kind, name: "llm", options: { key: "rollback", count: 300, grant: true } });
+      await expect(t.mutation(api.settling.settleThenThrow, { kind, data: grant, actual: 0 })).rejects.toThrow(/the app failed after settling/);
+      expect((await t.query(api.settling.getValue, { kind, name: "llm", options: { key: "rollback" } })).value).toBe(700);
+      expect(await t.mutation(api.settling.settle, { kind, data: grant, actual: 0 })).toEqual({ refunded: 300, charged: 0, unpaid: 0 });
     });
   });
 }
@@ -100,7 +100,7 @@ for (const kind of ["token bucket", "fixed window"]) {
 describe("the component's grant functions", () => {
   test("a refused grant answers { ok: false, retryAfter } without data, or with throws: true the RateLimited ConvexError, taking nothing", async () => {
     const t = app();
-    const ask = (options) => t.mutation(api.grants.limit, { kind: "token bucket", name: "llm", options: { key: "full", grant: true, ...options } });
+    const ask = (options) => t.mutation(api.settling.limit, { kind: "token bucket", name: "llm", options: { key: "full", grant: true, ...options } });
     expect((await ask({ count: 900 })).ok).toBe(true);
     const refused = await ask({ count: 200 });
     expect(refused.ok).toBe(false);
@@ -108,7 +108,7 @@ describe("the component's grant functions", () => {
     const thrown = await ask({ count: 200, throws: true }).catch((caught) => caught);
     expect(thrown).toBeInstanceOf(ConvexError);
     expect(thrown.data).toMatchObject({ kind: "RateLimited", name: "llm" });
-    expect((await t.query(api.grants.getValue, { kind: "token bucket", name: "llm", options: { key: "full" } })).value).toBe(100);
+    expect((await t.query(api.settling.getValue, { kind: "token bucket", name: "llm", options: { key: "full" } })).value).toBe(100);
   });
 
   test("rateLimitWithGrant takes rateLimit's arguments; both it and settle are public mutations", () => {
@@ -120,6 +120,6 @@ describe("the component's grant functions", () => {
   test("an asynchronous limit can't grant, and a grant can't settle as one", async () => {
     const t = app();
     const config = { ...settleLimits("token bucket", DAY).llm, applyUpdates: "asynchronously" };
-    await expect(t.mutation(api.grants.limit, { kind: "token bucket", name: "inline", options: { config, grant: true } })).rejects.toThrow(/can't grant a settle handle/);
+    await expect(t.mutation(api.settling.limit, { kind: "token bucket", name: "inline", options: { config, grant: true } })).rejects.toThrow(/can't grant a settle handle/);
   });
 });

@@ -36,7 +36,7 @@ export const startJob = mutation({
   args: { kind, key: v.string(), estimate: v.number(), actual: v.number(), after: v.number() },
   handler: async (ctx, { kind, key, estimate, actual, after }) => {
     const granted = await limiters[kind].limit(ctx, "llm", { key, count: estimate, reserve: true, grant: true });
-    if (granted.ok) await ctx.scheduler.runAfter(after, api.grants.finishJob, { kind, grant: granted.grant, actual });
+    if (granted.ok) await ctx.scheduler.runAfter(after, api.settling.finishJob, { kind, grant: granted.grant, actual });
     return granted;
   },
 });
