@@ -24,6 +24,7 @@ import {
   type Named,
   type ResetOptions,
 } from "./options.js";
+import { FailurePolicy, type FailureOptions, type LimitConfig } from "./failure-policy.js";
 
 /**
  * Rate limits over a host store: every call reads at most two shard states,
@@ -36,8 +37,10 @@ import {
  * });
  * const { ok, retryAfter } = await limiter.limit("sendMessage", { key: userId });
  */
-export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record<string, never>> {
+export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<string, never>> {
   readonly #core: RateLimiterCore;
+  /** What a call does when the store fails (`onStoreError`, `timeout`): every store call goes through it. */
+  readonly #failure: FailurePolicy;
   readonly #store: RateLimitStore;
   readonly #now: () => number;
   /** The store, when it is a MemoryStore: named limits are then decided on its slab directly. */
@@ -50,11 +53,14 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
   /**
    * @param store The host's persistence: `read(ref)` and `write(ref, state | null)`.
    * @param limits Named limit configs, validated now (a bad one throws naming it and the field).
-   * @param options `now` and `random`, for tests and replays.
+   * @param options `now` and `random`, for tests and replays; `onStoreError` and `timeout`
+   *   (see {@link FailureOptions}).
    */
-  constructor(store: RateLimitStore, limits: Limits = {} as Limits, options: RateLimiterOptions = {}) {
-    // The core checks the store's shape, every limit, and the options (own fields only).
-    this.#core = new RateLimiterCore(store, limits, options);
+  constructor(store: RateLimitStore, limits: Limits = {} as Limits, options: RateLimiterOptions & FailureOptions = {}) {
+    // The failure policy takes its fields off the limits and the options (own fields only);
+    // the core checks the store's shape, every limit, and the rest of the options.
+    this.#failure = new FailurePolicy(store, limits, options, RateLimiter);
+    this.#core = new RateLimiterCore(store, this.#failure.limits, this.#failure.options);
     this.#store = store;
     this.#now = (options === undefined ? undefined : own<() => number>(options, "now")) ?? Date.now;
     if (store instanceof MemoryStore) {
@@ -136,13 +142,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    * writes or none), else directly.
    */
   #transact<T>(call: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
-    const store = this.#store;
-    if (typeof store.transaction === "function") return store.transaction(async (tx) => await call(tx));
-    try {
-      return Promise.resolve(call(store));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return this.#failure.transact(call); // fails closed whatever the policy; bounded by the timeout
   }
 
   /** `limit` (write) or `check`: on the slab when it can, else through the store's callbacks. */
@@ -153,9 +153,9 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
       const given = limitFields(name, options);
       const onSlab = this.#onSlab(name, given, write);
       if (onSlab !== undefined) return Promise.resolve(refusal(name, onSlab, given.throws));
-      const { key, count, reserve, config, throws } = given;
+      const { key, count, reserve, throws } = given;
       const core = this.#core;
-      const answer = this.#transact((store) =>
+      const answer = this.#failure.decide(name, given, write, (store, config) =>
         write
           ? core.limit(store, name, key, count, reserve, config, this.#now())
           : core.check(store, name, key, count, reserve, config, this.#now()),
@@ -182,7 +182,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     options: { throws?: boolean } = {},
   ): Promise<RateLimitResult> {
     const throws = own<boolean>(checkedOptions("limitAll", options, BATCH_OPTIONS), "throws");
-    const result = await this.#transact((store) => this.#core.limitAll(store, requests, this.#now(), true));
+    const result = await this.#failure.batch(requests, true, (store, batch) => this.#core.limitAll(store, batch, this.#now(), true));
     return refusal(requests.map((request) => request.name).join(", "), result, throws);
   }
 
@@ -200,7 +200,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     options: { throws?: boolean } = {},
   ): Promise<RateLimitResult> {
     const throws = own<boolean>(checkedOptions("checkAll", options, BATCH_OPTIONS), "throws");
-    const result = await this.#transact((store) => this.#core.limitAll(store, requests, this.#now(), false));
+    const result = await this.#failure.batch(requests, false, (store, batch) => this.#core.limitAll(store, batch, this.#now(), false));
     return refusal(requests.map((request) => request.name).join(", "), result, throws);
   }
 

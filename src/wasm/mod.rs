@@ -10,6 +10,7 @@ mod convert;
 mod error;
 mod host;
 mod limiter;
+mod policy;
 mod pure;
 mod random;
 mod slab;

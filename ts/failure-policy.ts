@@ -1,0 +1,444 @@
+/**
+ * When the store fails: the `onStoreError` policy (for the whole limiter or
+ * per limit), the `timeout`, and the one place every store call of a
+ * `RateLimiter` goes through to apply them. No token arithmetic here: a
+ * degraded call is decided by the core too, on a local MemoryStore, or not
+ * at all ("open").
+ * @module
+ */
+import { invalidArgument, storeErrorPolicy } from "./wasm/ratebound.js";
+import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore, StateRef, RateLimitState, WriteInfo } from "./wasm/ratebound.js";
+import { MemoryStore } from "./memory-store.js";
+import type { BatchRequest, LimitFields } from "./options.js";
+
+/**
+ * What a call does when the store fails (throws, rejects, or exceeds `timeout`):
+ * - `"closed"` (default): the call rejects with the store's error, as ever.
+ * - `"open"`: the call resolves `{ ok: true, degraded, cause }`.
+ * - `{ fallback: "memory", maxKeys? }`: the call is decided on a local MemoryStore
+ *   with the same limits, so one instance never admits more than the limit's own
+ *   bound during the outage; its result carries `degraded` and `cause`.
+ *
+ * @example
+ * const policy: StoreErrorPolicy = { fallback: "memory", maxKeys: 50_000 };
+ */
+export type StoreErrorPolicy = "closed" | "open" | { fallback: "memory"; maxKeys?: number };
+
+/**
+ * The `RateLimiter` options about failures, beside `now` and `random`.
+ *
+ * @example
+ * new RateLimiter(redisStore(client), LIMITS, { onStoreError: "closed", timeout: 250 });
+ */
+export interface FailureOptions {
+  /** The policy of every limit that does not name its own (default `"closed"`). */
+  onStoreError?: StoreErrorPolicy;
+  /** Milliseconds a store call may take before it counts as a store error (`STORE_TIMEOUT`); default: no limit. */
+  timeout?: number;
+}
+
+/**
+ * A limit's config as a `RateLimiter` takes it: the core's, plus its own failure policy.
+ *
+ * @example
+ * const search: LimitConfig = { kind: "token bucket", rate: 100, period: MINUTE, onStoreError: "open" };
+ */
+export type LimitConfig = RateLimitConfig & { onStoreError?: StoreErrorPolicy };
+
+/** What a result decided without the store carries: why, and the store's error. */
+export type Degraded = {
+  /** `"store-error"` (the store threw or rejected) or `"store-timeout"` (it took longer than `timeout`). */
+  degraded: "store-error" | "store-timeout";
+  /** The store's error (a {@link StoreTimeoutError} for a timeout), to log or alert on. */
+  cause: unknown;
+};
+
+/**
+ * Whether a result was decided without the store (policy `"open"` or a fallback).
+ *
+ * @param result What `limit`, `check`, `limitAll` or `checkAll` resolved with.
+ * @returns `true` when it carries `degraded` and `cause`.
+ * @example
+ * const status = await limiter.limit("search", { key: ip });
+ * if (isDegraded(status)) log.warn("rate limit store down", status.cause);
+ */
+export function isDegraded<Result extends RateLimitResult>(result: Result): result is Result & Degraded {
+  const degraded = typeof result === "object" && result !== null && Object.hasOwn(result, "degraded") ? (result as { degraded?: unknown }).degraded : undefined;
+  return degraded === "store-error" || degraded === "store-timeout";
+}
+
+/**
+ * A store call that did not settle within the limiter's `timeout`: a store
+ * error with `code: "STORE_TIMEOUT"`. The call's later reads and writes are
+ * refused, so a transaction still running rolls back.
+ *
+ * @example
+ * catch (error) { if ((error as { code?: string }).code === "STORE_TIMEOUT") respond(503); }
+ */
+export class StoreTimeoutError extends Error {
+  /** `"STORE_TIMEOUT"`. */
+  readonly code = "STORE_TIMEOUT";
+  /** The limiter's `timeout`, in milliseconds. */
+  readonly timeoutMs: number;
+
+  /** @param timeoutMs The limiter's `timeout`, in milliseconds. */
+  constructor(timeoutMs: number) {
+    super(`ratebound: the store did not answer within ${timeoutMs} ms; the call's later reads and writes are refused`);
+    this.name = "StoreTimeoutError";
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * Codes that are never a store error, wherever they come from: the core's
+ * errors for bad input and for a corrupt stored state (an adapter that finds a
+ * corrupt row itself reports `CORRUPT_STATE` too, or hands the value to the core).
+ */
+const NEVER_STORE_ERRORS = new Set([
+  "INVALID_CONFIG",
+  "INVALID_REQUEST",
+  "INVALID_ARGUMENT",
+  "COUNT_EXCEEDS_MAX",
+  "WAIT_UNBOUNDED",
+  "UNKNOWN_LIMIT",
+  "CORRUPT_STATE",
+  "INVALID_RANDOM",
+  "RANDOM_UNAVAILABLE",
+]);
+
+/** A checked policy: `"closed"`, `"open"` or a fallback with its `maxKeys` filled in. */
+type Policy = "closed" | "open" | { fallback: "memory"; maxKeys: number };
+
+/** What the fallback needs of a `RateLimiter`. */
+interface FallbackLimiter {
+  limit(name: string, options: object): Promise<RateLimitResult>;
+  check(name: string, options: object): Promise<RateLimitResult>;
+  limitAll(requests: readonly object[]): Promise<RateLimitResult>;
+  checkAll(requests: readonly object[]): Promise<RateLimitResult>;
+}
+
+/** The `RateLimiter` class, passed in (not imported) so the two modules do not import each other. */
+export type FallbackMaker = new (store: RateLimitStore, limits: Record<string, RateLimitConfig>, options: RateLimiterOptions | undefined) => unknown;
+
+const STRICTNESS = { closed: 2, fallback: 1, open: 0 } as const;
+const strictness = (policy: Policy): number => (typeof policy === "string" ? STRICTNESS[policy] : STRICTNESS.fallback);
+
+/** `[has, value]` of an own field; `undefined` when asking throws (a hostile Proxy: the core will say what is wrong). */
+function ownField(object: unknown, field: string): [boolean, unknown] | undefined {
+  if (typeof object !== "object" || object === null) return [false, undefined];
+  try {
+    return Object.hasOwn(object, field) ? [true, (object as Record<string, unknown>)[field]] : [false, undefined];
+  } catch {
+    return undefined;
+  }
+}
+
+/** A copy of `object`'s own enumerable fields but `fields` (for the core, which refuses fields it does not know). */
+function without(object: object, fields: readonly string[]): Record<string, unknown> {
+  const copy: Record<string, unknown> = {};
+  for (const field of Object.keys(object)) if (!fields.includes(field)) copy[field] = (object as Record<string, unknown>)[field];
+  return copy;
+}
+
+/** A config without its `onStoreError`, and that policy checked (`undefined`: none of its own). */
+function splitConfig(name: string, config: unknown): [unknown, Policy | undefined] {
+  const found = ownField(config, "onStoreError");
+  if (found === undefined || !found[0]) return [config, undefined];
+  const policy = storeErrorPolicy(name, found[1]) as Policy;
+  try {
+    return [without(config as object, ["onStoreError"]), policy];
+  } catch {
+    return [config, policy]; // listing it threw: the core reports the config
+  }
+}
+
+/**
+ * A `RateLimiter`'s failure policy: reads and strips `onStoreError` and
+ * `timeout` once, at construction, and runs every store call.
+ */
+export class FailurePolicy {
+  /** The limits as the core takes them: without `onStoreError`. */
+  readonly limits: Record<string, RateLimitConfig>;
+  /** The options as the core takes them: without `onStoreError` and `timeout`. */
+  readonly options: RateLimiterOptions | undefined;
+  readonly #store: RateLimitStore;
+  readonly #default: Policy;
+  readonly #named = new Map<string, Policy>();
+  readonly #timeoutMs: number | undefined;
+  readonly #Fallback: FallbackMaker;
+  /** The largest `maxKeys` declared at construction, for the one fallback store. */
+  readonly #declaredMaxKeys: number | undefined;
+  #fallback: FallbackLimiter | undefined;
+
+  /**
+   * @param store The limiter's store.
+   * @param limits The named limits as given (checked by the core after this).
+   * @param options The limiter's options as given.
+   * @param Fallback The `RateLimiter` class, for the fallback limiter.
+   */
+  constructor(store: RateLimitStore, limits: unknown, options: unknown, Fallback: FallbackMaker) {
+    this.#store = store;
+    this.#Fallback = Fallback;
+    const [hasPolicy, policy] = ownField(options, "onStoreError") ?? [false, undefined];
+    const [hasTimeout, timeout] = ownField(options, "timeout") ?? [false, undefined];
+    this.#default = hasPolicy && policy !== undefined ? (storeErrorPolicy(undefined, policy) as Policy) : "closed";
+    if (hasTimeout && timeout !== undefined) {
+      if (typeof timeout !== "number" || !(timeout > 0) || !(timeout <= 2 ** 31 - 1)) {
+        throw invalidArgument("RateLimiter", "timeout", "a number of milliseconds > 0 and <= 2147483647", timeout);
+      }
+      this.#timeoutMs = timeout;
+    }
+    this.options = (hasPolicy || hasTimeout ? without(options as object, ["onStoreError", "timeout"]) : options) as RateLimiterOptions | undefined;
+    this.limits = limits as Record<string, RateLimitConfig>;
+    let names: string[] = [];
+    try {
+      if (typeof limits === "object" && limits !== null && !Array.isArray(limits)) names = Object.keys(limits);
+    } catch {
+      names = []; // the core reports limits it cannot list
+    }
+    let stripped: Record<string, unknown> | undefined;
+    for (const name of names) {
+      const config = (limits as Record<string, unknown>)[name];
+      const [core, own] = splitConfig(name, config);
+      if (own === undefined) continue;
+      this.#named.set(name, own);
+      stripped ??= without(limits as object, []);
+      stripped[name] = core;
+    }
+    if (stripped !== undefined) this.limits = stripped as Record<string, RateLimitConfig>;
+    const maxKeys = [this.#default, ...this.#named.values()].flatMap((each) => (typeof each === "object" ? [each.maxKeys] : []));
+    this.#declaredMaxKeys = maxKeys.length === 0 ? undefined : Math.max(...maxKeys);
+  }
+
+  /**
+   * `limit` or `check` through the store, under the limit's policy.
+   *
+   * @param name The limit's name.
+   * @param given The call's options as read by `limitFields`.
+   * @param write `limit` (true) or `check`.
+   * @param work The core's call on a store, with the config stripped of `onStoreError`.
+   * @returns The result, degraded when the store failed and the policy allows.
+   */
+  decide(name: string, given: LimitFields, write: boolean, work: (store: RateLimitStore, config: unknown) => RateLimitResult | Promise<RateLimitResult>): Promise<RateLimitResult> {
+    let config = given.config;
+    let policy = this.#named.get(name) ?? this.#default;
+    if (config !== undefined && typeof name === "string") {
+      const [core, own] = splitConfig(name, config);
+      config = core;
+      if (own !== undefined) policy = own;
+    }
+    const options = { key: given.key, count: given.count, reserve: given.reserve, config };
+    return this.#run(policy, (store) => work(store, config), (limiter) => (write ? limiter.limit(name, options) : limiter.check(name, options)));
+  }
+
+  /**
+   * `limitAll` or `checkAll` through the store, under the strictest policy of
+   * the batch (closed, then fallback, then open).
+   *
+   * @param requests The batch as given.
+   * @param write `limitAll` (true) or `checkAll`.
+   * @param work The core's call on a store, with configs stripped of `onStoreError`.
+   * @returns The batch's result, degraded when the store failed and the policy allows.
+   */
+  batch(
+    requests: ReadonlyArray<BatchRequest>,
+    write: boolean,
+    work: (store: RateLimitStore, requests: ReadonlyArray<BatchRequest>) => RateLimitResult | Promise<RateLimitResult>,
+  ): Promise<RateLimitResult> {
+    let policy: Policy | undefined;
+    let core = requests;
+    if (Array.isArray(requests)) {
+      const copies: BatchRequest[] = [];
+      for (const request of requests as unknown[]) {
+        const [, name] = ownField(request, "name") ?? [false, undefined];
+        const [, config] = ownField(request, "config") ?? [false, undefined];
+        let each = typeof name === "string" ? (this.#named.get(name) ?? this.#default) : this.#default;
+        let copy = request as BatchRequest;
+        if (config !== undefined && typeof name === "string") {
+          const [stripped, own] = splitConfig(name, config);
+          if (own !== undefined) {
+            each = own;
+            copy = { ...without(request as object, ["config"]), config: stripped } as BatchRequest;
+          }
+        }
+        copies.push(copy);
+        if (policy === undefined || strictness(each) > strictness(policy)) policy = each;
+        else if (typeof each === "object" && typeof policy === "object" && each.maxKeys < policy.maxKeys) policy = each;
+      }
+      if (copies.some((copy, index) => copy !== requests[index])) core = copies;
+    }
+    return this.#run(policy ?? this.#default, (store) => work(store, core), (limiter) => (write ? limiter.limitAll(core) : limiter.checkAll(core)));
+  }
+
+  /**
+   * A call that always fails closed (`getValue`, `reset`), bounded by the timeout.
+   *
+   * @param work The core's call on a store.
+   * @returns What the call answers.
+   */
+  transact<T>(work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
+    return this.#run("closed", work, undefined);
+  }
+
+  #run<T>(policy: Policy, work: (store: RateLimitStore) => T | Promise<T>, fallback: ((limiter: FallbackLimiter) => Promise<T>) | undefined): Promise<T> {
+    if (policy === "closed" && this.#timeoutMs === undefined) return plainCall(this.#store, work);
+    const call = new StoreCall(this.#timeoutMs);
+    const answer = call.run(this.#store, work);
+    if (policy === "closed" || fallback === undefined) return answer;
+    return answer.catch((error: unknown) => {
+      const degraded = call.degradation(error);
+      if (degraded === undefined) throw error;
+      if (policy === "open") return { ok: true, degraded, cause: error } as T;
+      return fallback(this.#fallbackLimiter(policy.maxKeys)).then(
+        (result) => ({ ...result, degraded, cause: error }),
+        (fallbackError: unknown) => {
+          // The fallback is full (STORE_FULL) or refused the call: it fails closed, saying why it was asked.
+          const found = ownField(fallbackError, "cause");
+          if (found !== undefined && !found[0] && typeof fallbackError === "object" && fallbackError !== null && Object.isExtensible(fallbackError)) {
+            Object.defineProperty(fallbackError, "cause", { value: error, configurable: true, writable: true });
+          }
+          throw fallbackError;
+        },
+      );
+    });
+  }
+
+  /** The one fallback limiter of this limiter, made at the first fallback decision (so a limit's outage state is never split). */
+  #fallbackLimiter(maxKeys: number): FallbackLimiter {
+    this.#fallback ??= new this.#Fallback(
+      new MemoryStore({ maxKeys: Math.max(maxKeys, this.#declaredMaxKeys ?? 0) }),
+      this.limits,
+      this.options,
+    ) as FallbackLimiter;
+    return this.#fallback;
+  }
+}
+
+/** A call on the store as the limiter always made it: inside `store.transaction` when the host has one. */
+function plainCall<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
+  if (typeof store.transaction === "function") return store.transaction(async (tx) => await work(tx));
+  try {
+    return Promise.resolve(work(store));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * One call on the store under a policy: the store it is handed records what
+ * the store threw (so a store error is told from the core's own errors by
+ * where it came from, never by its message), and refuses every read and
+ * write once the call has timed out.
+ */
+class StoreCall {
+  readonly #timeoutMs: number | undefined;
+  #timeout: StoreTimeoutError | undefined;
+  /** What the store's `read` and `write` threw or rejected with. */
+  readonly #storeErrors: unknown[] = [];
+  /** What the transaction's body threw or rejected with (the core's errors among them). */
+  readonly #bodyErrors: unknown[] = [];
+  #viaTransaction = false;
+
+  constructor(timeoutMs: number | undefined) {
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** Runs `work`, rejecting with a {@link StoreTimeoutError} when it has not settled within the timeout. */
+  run<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
+    const attempt = this.#attempt(store, work);
+    const timeoutMs = this.#timeoutMs;
+    if (timeoutMs === undefined) return attempt;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#timeout = new StoreTimeoutError(timeoutMs);
+        reject(this.#timeout);
+      }, timeoutMs);
+      attempt.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  #attempt<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
+    if (typeof store.transaction === "function") {
+      this.#viaTransaction = true;
+      try {
+        return Promise.resolve(store.transaction((tx) => this.#body(tx, work)));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    try {
+      return Promise.resolve(work(this.#guard(store)));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** One attempt of the transaction's body: refused once timed out, also at its end, so a late body commits nothing. */
+  async #body<T>(tx: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
+    try {
+      this.#refuseIfLate();
+      const result = await work(this.#guard(tx));
+      this.#refuseIfLate();
+      return result;
+    } catch (error) {
+      this.#bodyErrors.push(error);
+      throw error;
+    }
+  }
+
+  #refuseIfLate(): void {
+    if (this.#timeout !== undefined) throw this.#timeout;
+  }
+
+  /** `store`, recording what its `read` and `write` throw, and refusing both once the call timed out. */
+  #guard(store: RateLimitStore): RateLimitStore {
+    return {
+      read: (ref: StateRef) => this.#watch(() => store.read(ref)),
+      write: (ref: StateRef, state: RateLimitState | null, info?: WriteInfo) =>
+        this.#watch(() => (info === undefined ? store.write(ref, state) : store.write(ref, state, info))),
+    };
+  }
+
+  #watch<T>(operation: () => T): T {
+    this.#refuseIfLate();
+    const failed = (error: unknown): never => {
+      this.#storeErrors.push(error);
+      throw error;
+    };
+    try {
+      const answer = operation();
+      if (answer instanceof Promise) return answer.then(undefined, failed) as T;
+      if ((typeof answer === "object" && answer !== null) || typeof answer === "function") {
+        const then = (answer as { then?: unknown }).then;
+        if (typeof then === "function") return Promise.resolve(answer).then(undefined, failed) as T;
+      }
+      return answer;
+    } catch (error) {
+      return failed(error);
+    }
+  }
+
+  /**
+   * Whether `error`, which the call rejected with, is the store's failure:
+   * `"store-timeout"`, `"store-error"`, or `undefined` for the core's own
+   * errors (bad input, a corrupt state), which throw whatever the policy.
+   */
+  degradation(error: unknown): Degraded["degraded"] | undefined {
+    if (this.#timeout !== undefined && error === this.#timeout) return "store-timeout";
+    const code = ownField(error, "code");
+    if (code !== undefined && typeof code[1] === "string" && NEVER_STORE_ERRORS.has(code[1])) return undefined;
+    if (this.#storeErrors.includes(error)) return "store-error";
+    // The transaction itself failed (a commit, a connection, a conflict it could not resolve), not its body.
+    if (this.#viaTransaction && !this.#bodyErrors.includes(error)) return "store-error";
+    return undefined;
+  }
+}
