@@ -26,8 +26,11 @@ const DEFAULT_MAX_KEYS: f64 = 10_000.0;
 /// `INVALID_CONFIG` (for a limit) or `INVALID_ARGUMENT` (for the option),
 /// naming the field: `onStoreError`, `onStoreError.fallback`,
 /// `onStoreError.maxKeys` (an integer from 1 to 4294967294), or an unknown field.
-#[wasm_bindgen(js_name = storeErrorPolicy)]
-pub fn store_error_policy(limit: JsValue, policy: JsValue) -> Result<JsValue, JsValue> {
+#[wasm_bindgen(js_name = storeErrorPolicy, unchecked_return_type = "\"closed\" | \"open\" | { fallback: \"memory\"; maxKeys: number }")]
+pub fn store_error_policy(
+    #[wasm_bindgen(unchecked_param_type = "string | undefined")] limit: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "unknown")] policy: JsValue,
+) -> Result<JsValue, JsValue> {
     let limit = limit.as_string();
     let wrong = |problem: Problem| -> JsValue {
         match &limit {
