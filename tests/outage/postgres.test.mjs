@@ -28,6 +28,7 @@ describe("a real PostgreSQL server", () => {
   let app; // the limiter's pool, on the `app` database
   const appRow = async (name, key) => {
     const reader = new pg.Client({ connectionString: server.connectionString.replace(/\/postgres$/, "/app") });
+    reader.on("error", () => {});
     await reader.connect();
     try {
       return (await reader.query("SELECT value, ts FROM ratebound WHERE name = $1 AND key = $2", [name, key])).rows[0] ?? null;
@@ -62,10 +63,11 @@ describe("a real PostgreSQL server", () => {
   before(async () => {
     server = await startPostgres({ maxConnections: 40 });
     admin = new pg.Pool({ connectionString: server.connectionString, max: 4 });
-    admin.on("error", () => {});
+    // Killed connections emit "error" (ECONNRESET) on their client, idle or checked out: the calls report it.
+    admin.on("error", () => {}).on("connect", (client) => client.on("error", () => {}));
     await admin.query("CREATE DATABASE app");
     app = new pg.Pool({ connectionString: server.connectionString.replace(/\/postgres$/, "/app"), max: 12, connectionTimeoutMillis: 2_000 });
-    app.on("error", () => {}); // an idle connection killed by the server
+    app.on("error", () => {}).on("connect", (client) => client.on("error", () => {}));
     await createTable(app);
   });
   after(async () => {
