@@ -227,6 +227,7 @@ export class FailurePolicy {
       config = core;
       if (own !== undefined) policy = own;
     }
+    if (policy === "closed" && this.#timeoutMs === undefined) return plainCall(this.#store, (store) => work(store, config));
     const options = { key: given.key, count: given.count, reserve: given.reserve, config };
     return this.#run(policy, (store) => work(store, config), (limiter) => (write ? limiter.limit(name, options) : limiter.check(name, options)));
   }
