@@ -40,7 +40,8 @@ pub struct RateLimiterCore {
 
 type MemorySlabRef = Rc<std::cell::RefCell<crate::slab::Slab>>;
 
-const OPTIONS: [&str; 2] = ["now", "random"];
+/// `onStoreError` and `timeout` are the TypeScript layer's (ts/failure-policy.ts), which reads and removes them first.
+const OPTIONS: [&str; 4] = ["now", "random", "onStoreError", "timeout"];
 
 fn wrong_argument(problem: Problem) -> Error {
     Error::InvalidArgument { function: "RateLimiter".into(), problem }
@@ -64,7 +65,7 @@ impl RateLimiterCore {
         #[wasm_bindgen(unchecked_param_type = "RateLimiterOptions | undefined")] options: JsValue,
     ) -> Result<RateLimiterCore, JsValue> {
         HostStore::from_js(&store)?;
-        let [now, random] = own_fields(&options, &OPTIONS, wrong_argument)?;
+        let [now, random, _, _] = own_fields(&options, &OPTIONS, wrong_argument)?;
         function_or_undefined("now", now)?;
         let random = function_or_undefined("random", random)?;
         let mut compiled: Vec<(String, Rc<Config>)> = Vec::new();
