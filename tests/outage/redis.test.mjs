@@ -6,10 +6,6 @@
 // same call does commit).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { createClient } from "redis";
 import { RateLimiter } from "../../pkg/dist/node.js";
 import { redisStore } from "../../pkg/dist/redis.js";
@@ -24,37 +20,6 @@ const LIMITS = {
   feed: { ...BUCKET, onStoreError: { fallback: "memory", maxKeys: 1_000 } },
 };
 const OUTAGE_CALLS = 30;
-
-/** redis-server again on `port` (the one startRedis chose), in a fresh temporary directory; `stop()` kills it. */
-async function restartRedisOn(port) {
-  const dir = mkdtempSync(join(tmpdir(), "ratebound-redis-again-"));
-  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const stop = () => {
-    child.kill("SIGKILL");
-    rmSync(dir, { recursive: true, force: true });
-  };
-  process.on("exit", stop);
-  await new Promise((resolve, reject) => {
-    let output = "";
-    const timer = setTimeout(() => reject(new Error(`redis-server did not restart: ${output}`)), 10_000);
-    const seen = (chunk) => {
-      output += chunk;
-      if (/Ready to accept connections/.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout.setEncoding("utf8").on("data", seen);
-    child.stderr.setEncoding("utf8").on("data", seen);
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`redis-server exited with ${code}: ${output}`));
-    });
-  });
-  return { stop };
-}
 
 /** A node-redis client that fails a command at once while disconnected and reconnects every 50 ms. */
 async function connect(url) {
@@ -101,7 +66,7 @@ describe("a redis-server that goes away and comes back", () => {
     const getValue = await limiter.getValue("feed", { key: "u1" }).catch((error) => error);
     assert.equal(getValue.code, "REDIS_ERROR", "getValue fails closed");
 
-    again = await restartRedisOn(server.port);
+    again = await startRedis({ port: server.port });
     await eventually(() => client.isReady, 10_000);
     for (const name of Object.keys(LIMITS)) assert.deepEqual(await limiter.limit(name, { key: "u1" }), { ok: true }, name);
     assert.equal(await client.get("ratebound:{feed:u1}:0"), `4,${NOW}`, "the restarted (empty) Redis holds the state again");
