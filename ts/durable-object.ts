@@ -11,9 +11,14 @@
  * @module
  */
 import {
+  Grant,
   RateLimiter,
   RateLimitError,
   type BatchRequest,
+  type GrantData,
+  type GrantResult,
+  type SettleOptions,
+  type SettleResult,
   type GetValueOptions,
   type LimitOptions,
   type RateLimitConfig,
@@ -137,10 +142,14 @@ export type RateLimiterRequest =
   | { op: "limit" | "check"; name: string; options?: Omit<LimitOptions, "throws"> }
   | { op: "limitAll" | "checkAll"; requests: BatchRequest[] }
   | { op: "getValue"; name: string; options?: GetValueOptions }
-  | { op: "reset"; name: string; options?: ResetOptions };
+  | { op: "reset"; name: string; options?: ResetOptions }
+  | { op: "settle"; grant: GrantData; actual: number; options?: SettleOptions };
+
+/** What the object answers to `limit` with `grant: true`: the grant as its data. */
+export type GrantAnswer = RateLimitResult & { grant?: GrantData };
 
 /** The codes of errors that are the caller's fault: answered with status 400. */
-const CALLER_ERRORS = new Set(["INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "UNKNOWN_LIMIT"]);
+const CALLER_ERRORS = new Set(["INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "UNKNOWN_LIMIT", "GRANT_SETTLED"]);
 
 function json(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
@@ -210,14 +219,21 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
     }
   }
 
-  async #decide(body: Record<string, unknown>): Promise<RateLimitResult | RateLimitValue | void> {
+  async #decide(body: Record<string, unknown>): Promise<RateLimitResult | GrantAnswer | RateLimitValue | SettleResult | void> {
     const limiter = this.#limiter;
     const { op, name, requests } = body;
     const options = (isObject(body.options) ? body.options : {}) as unknown as LimitOptions & Inline;
     const inline = options as GetValueOptions & Inline;
     switch (op) {
-      case "limit":
-        return limiter.limit(name as string, { ...options, throws: false });
+      case "limit": {
+        const result = (await limiter.limit(name as string, { ...options, throws: false })) as RateLimitResult & { grant?: unknown };
+        // A grant crosses the wire as its data; the client wraps it in a handle again.
+        return result.grant instanceof Grant ? { ...result, grant: result.grant.data } : result;
+      }
+      case "settle": {
+        const settleOptions = (isObject(body.options) ? body.options : undefined) as SettleOptions | undefined;
+        return limiter.settle(body.grant as GrantData, body.actual as number, settleOptions);
+      }
       case "check":
         return limiter.check(name as string, { ...options, throws: false });
       case "limitAll":
@@ -231,7 +247,7 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
       case "reset":
         return limiter.reset(name as string, inline);
       default:
-        throw new TypeError(`ratebound: unknown op ${JSON.stringify(op)} (limit, check, limitAll, checkAll, getValue or reset)`);
+        throw new TypeError(`ratebound: unknown op ${JSON.stringify(op)} (limit, check, limitAll, checkAll, getValue, reset or settle)`);
     }
   }
 }
@@ -270,6 +286,9 @@ type Inline = { config: RateLimitConfig };
 
 /** The limiter's methods, answered by one Durable Object: see {@link rateLimiterClient}. */
 export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig>> {
+  /** As `RateLimiter.limit` with `grant: true`: the handle settles in the object. */
+  limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
+  limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
   /** Consumes tokens in the object: as `RateLimiter.limit`; `throws` throws a `RateLimitError` here. */
   limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
@@ -286,6 +305,8 @@ export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig
   /** As `RateLimiter.reset`. */
   reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   reset(name: string, options: ResetOptions & Inline): Promise<void>;
+  /** As `RateLimiter.settle`: settles a grant's data in the object (from an alarm, a queue…). */
+  settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult>;
 }
 
 /**
@@ -323,9 +344,14 @@ export function rateLimiterClient<Limits extends Record<string, RateLimitConfig>
     if (throws === true && !result.ok) throw new RateLimitError(name, result.retryAfter);
     return result;
   };
+  const settle = async (data: GrantData, actual: number, options?: SettleOptions) =>
+    (await send({ op: "settle", grant: data, actual, ...(options === undefined ? {} : { options }) })) as SettleResult;
   const single = (op: "limit" | "check") => async (name: string, options: LimitOptions = {}) => {
     const { throws, ...rest } = options;
-    return decide(name, (await send({ op, name, options: rest })) as RateLimitResult, throws);
+    const answer = (await decide(name, (await send({ op, name, options: rest })) as GrantAnswer, throws)) as GrantAnswer;
+    if (answer.grant === undefined) return answer;
+    const inline = rest.config === undefined ? undefined : { config: rest.config };
+    return { ...answer, grant: new Grant(answer.grant, (data, actual) => settle(data, actual, inline)) };
   };
   const batch = (op: "limitAll" | "checkAll") => async (requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean } = {}) =>
     decide(requests.map((request) => request.name).join(", "), (await send({ op, requests: [...requests] })) as RateLimitResult, options.throws);
@@ -338,5 +364,6 @@ export function rateLimiterClient<Limits extends Record<string, RateLimitConfig>
     reset: async (name: string, options: ResetOptions = {}) => {
       await send({ op: "reset", name, options });
     },
-  };
+    settle,
+  } as RateLimiterClient<Limits>;
 }
