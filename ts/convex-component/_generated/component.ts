@@ -1,5 +1,5 @@
 /* Written by hand, as `npx convex codegen` would write it: the component's API as an app sees it
-   (`components.rateLimiter`). `@convex-dev/rate-limiter` 0.4's ComponentApi, plus ratebound's batch and queued-limit functions. */
+   (`components.rateLimiter`). `@convex-dev/rate-limiter` 0.4's ComponentApi, plus ratebound's batch, queued-limit and grant functions. */
 import type { FunctionReference } from "convex/server";
 
 type ApplyUpdates = "transactionally" | "asynchronously";
@@ -11,6 +11,14 @@ type PendingUpdate =
   | { kind: "reset"; name: string; key?: string };
 type Returns = { ok: true; retryAfter?: number } | { ok: false; retryAfter: number };
 type LimitArgs = { config: Config; count?: number; key?: string; name: string; reserve?: boolean; throws?: boolean };
+type GrantData = {
+  name: string;
+  key?: string;
+  id: string;
+  count: number;
+  chargedAt: number;
+  shards: Array<{ shard: number; count: number; value: number; ts: number; refunded: number }>;
+};
 type BatchArgs = {
   requests: Array<{ config: Config; count?: number; key?: string; name: string; reserve?: boolean }>;
   throws?: boolean;
@@ -25,6 +33,22 @@ type BatchArgs = {
  * }
  */
 export type ComponentApi<Name extends string | undefined = string | undefined> = {
+  grants: {
+    rateLimitWithGrant: FunctionReference<
+      "mutation",
+      "internal",
+      LimitArgs,
+      { ok: true; retryAfter?: number; grant: GrantData } | { ok: false; retryAfter: number },
+      Name
+    >;
+    settle: FunctionReference<
+      "mutation",
+      "internal",
+      { grant: GrantData; actual: number; config: Config },
+      { refunded: number; charged: number; unpaid: number; retryAfter?: number },
+      Name
+    >;
+  };
   lib: {
     checkRateLimit: FunctionReference<"query", "internal", LimitArgs, Returns, Name>;
     checkRateLimitAll: FunctionReference<"query", "internal", BatchArgs, Returns, Name>;

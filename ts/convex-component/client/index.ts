@@ -31,7 +31,10 @@ import {
   type PendingUpdate,
 } from "../validators.js";
 
+import { limitWithGrant, settleGrant, type GrantData, type GrantReturns, type SettleReturns } from "./grants.js";
+
 export { calculateRateLimit, isRateLimitError, SECOND, MINUTE, HOUR, DAY, WEEK } from "ratebound";
+export type { GrantData, GrantReturns, SettleReturns };
 export type { ComponentApi, GetValueArgs, GetValueReturns, PendingUpdate, RateLimitArgs, RateLimitConfig, RateLimitError, RateLimitReturns };
 
 /** A ctx that can run queries: a query's, a mutation's or an action's (`meta` tells a mutation apart). */
@@ -182,11 +185,12 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     ctx: RunMutationCtx,
     name: Name,
     ...options: Name extends keyof Limits & string
-      ? [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs>?]
-      : [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs>]
-  ): Promise<RateLimitReturns> {
+      ? [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs & { grant?: boolean }>?]
+      : [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs & { grant?: boolean }>]
+  ): Promise<RateLimitReturns | GrantReturns> {
     const config = this.getConfig(options[0], name);
-    const args: RateLimitArgs = { ...options[0], name, config };
+    const args: RateLimitArgs & { grant?: boolean } = { ...options[0], name, config };
+    if (args.grant === true) return limitWithGrant(ctx, this.component, args);
     if (config.applyUpdates !== "asynchronously") return ctx.runMutation(this.component.lib.rateLimit, args);
     const headroom = this.headroom[name];
     if (headroom === undefined) {
@@ -292,6 +296,15 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     return config.applyUpdates === "asynchronously"
       ? runStaleQuery(ctx, this.component.lib.getValue, args)
       : ctx.runQuery(this.component.lib.getValue, args);
+  }
+
+  /**
+   * Settles a grant (`limit` with `grant: true`) at what was used: once; never refunds above the charge.
+   * @example
+   * await rateLimiter.settle(ctx, args.grant, usage.totalTokens);
+   */
+  async settle(ctx: RunMutationCtx, grant: GrantData, actual: number, options?: { config?: RateLimitConfig }): Promise<SettleReturns> {
+    return settleGrant(ctx, this.component, grant, actual, this.getConfig(options, grant.name));
   }
 
   /**
