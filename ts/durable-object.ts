@@ -17,6 +17,8 @@ import {
   type BatchRequest,
   type GrantData,
   type GrantResult,
+  type SettleOptions,
+  type SettleResult,
   type GetValueOptions,
   type LimitOptions,
   type RateLimitConfig,
@@ -25,7 +27,6 @@ import {
   type RateLimitStore,
   type RateLimitValue,
   type ResetOptions,
-  type SettleResult,
   type StateRef,
 } from "ratebound";
 import { ownCopy } from "./adapter-options.js";
@@ -142,15 +143,13 @@ export type RateLimiterRequest =
   | { op: "limitAll" | "checkAll"; requests: BatchRequest[] }
   | { op: "getValue"; name: string; options?: GetValueOptions }
   | { op: "reset"; name: string; options?: ResetOptions }
-  | { op: "settle"; grant: GrantData; actual: number; config?: RateLimitConfig };
+  | { op: "settle"; grant: GrantData; actual: number; options?: SettleOptions };
 
-/** What the object answers to `limit` with `grant: true`: the grant's data, not a handle. */
-export type GrantDataResult = { ok: true; retryAfter?: number; grant: GrantData } | { ok: false; retryAfter: number };
+/** What the object answers to `limit` with `grant: true`: the grant as its data. */
+export type GrantAnswer = RateLimitResult & { grant?: GrantData };
 
 /** The codes of errors that are the caller's fault: answered with status 400. */
-const CALLER_ERRORS = new Set(["INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "UNKNOWN_LIMIT"]);
-/** The codes of errors about the state of what was asked for: answered with status 409. */
-const CONFLICT_ERRORS = new Set(["GRANT_SETTLED"]);
+const CALLER_ERRORS = new Set(["INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "UNKNOWN_LIMIT", "GRANT_SETTLED"]);
 
 function json(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
@@ -159,7 +158,7 @@ function json(status: number, body: unknown): Response {
 function errorResponse(error: unknown): Response {
   const { code, message, field } = (error ?? {}) as { code?: unknown; message?: unknown; field?: unknown };
   const known = typeof code === "string";
-  const status = known && CONFLICT_ERRORS.has(code) ? 409 : (known && CALLER_ERRORS.has(code)) || error instanceof TypeError ? 400 : 500;
+  const status = (known && CALLER_ERRORS.has(code)) || error instanceof TypeError ? 400 : 500;
   return json(status, { error: { code: known ? code : status === 400 ? "INVALID_REQUEST" : "INTERNAL", message: String(message ?? error), field } });
 }
 
@@ -220,16 +219,21 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
     }
   }
 
-  async #decide(body: Record<string, unknown>): Promise<RateLimitResult | GrantDataResult | RateLimitValue | SettleResult | void> {
+  async #decide(body: Record<string, unknown>): Promise<RateLimitResult | GrantAnswer | RateLimitValue | SettleResult | void> {
     const limiter = this.#limiter;
     const { op, name, requests } = body;
     const options = (isObject(body.options) ? body.options : {}) as unknown as LimitOptions & Inline;
     const inline = options as GetValueOptions & Inline;
     switch (op) {
-      case "limit":
-        // The core checks `grant` as in-process; a handle goes back as its data.
-        if (options.grant !== undefined) return grantData(await limiter.limit(name as string, { ...options, throws: false } as LimitOptions & Inline & { grant: true }));
-        return limiter.limit(name as string, { ...options, throws: false });
+      case "limit": {
+        const result = (await limiter.limit(name as string, { ...options, throws: false })) as RateLimitResult & { grant?: unknown };
+        // A grant crosses the wire as its data; the client wraps it in a handle again.
+        return result.grant instanceof Grant ? { ...result, grant: result.grant.data } : result;
+      }
+      case "settle": {
+        const settleOptions = (isObject(body.options) ? body.options : undefined) as SettleOptions | undefined;
+        return limiter.settle(body.grant as GrantData, body.actual as number, settleOptions);
+      }
       case "check":
         return limiter.check(name as string, { ...options, throws: false });
       case "limitAll":
@@ -242,21 +246,10 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
         return limiter.getValue(name as string, inline);
       case "reset":
         return limiter.reset(name as string, inline);
-      case "settle": {
-        if (!isObject(body.grant)) throw new TypeError("ratebound: settle needs the grant's data as an object (grant)");
-        const config = body.config === undefined ? undefined : { config: body.config as RateLimitConfig };
-        return limiter.settle(body.grant as unknown as GrantData, body.actual as number, config);
-      }
       default:
         throw new TypeError(`ratebound: unknown op ${JSON.stringify(op)} (limit, check, limitAll, checkAll, getValue, reset or settle)`);
     }
   }
-}
-
-/** A granted result's handle as plain data, for the wire. */
-function grantData(result: GrantResult | RateLimitResult): GrantDataResult | RateLimitResult {
-  if (!result.ok || !("grant" in result) || result.grant === undefined) return result;
-  return { ok: true, ...(result.retryAfter === undefined ? {} : { retryAfter: result.retryAfter }), grant: result.grant.data };
 }
 
 /** A Durable Object class with named limits, as {@link rateLimiterObject} makes it. */
@@ -293,7 +286,7 @@ type Inline = { config: RateLimitConfig };
 
 /** The limiter's methods, answered by one Durable Object: see {@link rateLimiterClient}. */
 export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig>> {
-  /** As `RateLimiter.limit` with `grant: true`: the handle's `settle` and `cancel` call the object's settle op. */
+  /** As `RateLimiter.limit` with `grant: true`: the handle settles in the object. */
   limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
   limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
   /** Consumes tokens in the object: as `RateLimiter.limit`; `throws` throws a `RateLimitError` here. */
@@ -312,8 +305,8 @@ export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig
   /** As `RateLimiter.reset`. */
   reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   reset(name: string, options: ResetOptions & Inline): Promise<void>;
-  /** As `RateLimiter.settle`: settles a grant's data in the object (another request, a queue, an alarm). */
-  settle(data: GrantData, actual: number, options?: { config?: RateLimitConfig }): Promise<SettleResult>;
+  /** As `RateLimiter.settle`: settles a grant's data in the object (from an alarm, a queue…). */
+  settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult>;
 }
 
 /**
@@ -351,16 +344,14 @@ export function rateLimiterClient<Limits extends Record<string, RateLimitConfig>
     if (throws === true && !result.ok) throw new RateLimitError(name, result.retryAfter);
     return result;
   };
-  const settle = async (data: GrantData, actual: number, options: { config?: RateLimitConfig } = {}) =>
-    (await send({ op: "settle", grant: data, actual, ...(options.config === undefined ? {} : { config: options.config }) })) as SettleResult;
+  const settle = async (data: GrantData, actual: number, options?: SettleOptions) =>
+    (await send({ op: "settle", grant: data, actual, ...(options === undefined ? {} : { options }) })) as SettleResult;
   const single = (op: "limit" | "check") => async (name: string, options: LimitOptions = {}) => {
     const { throws, ...rest } = options;
-    const result = await decide(name, (await send({ op, name, options: rest })) as RateLimitResult | GrantDataResult, throws);
-    if (op !== "limit" || rest.grant === undefined || !result.ok) return result;
-    // The object answered the grant's data; its handle settles through the object.
-    const config = rest.config === undefined ? {} : { config: rest.config };
-    const { grant, ...granted } = result as GrantDataResult & { ok: true };
-    return { ...granted, grant: new Grant(grant, (data, actual) => settle(data, actual, config)) };
+    const answer = (await decide(name, (await send({ op, name, options: rest })) as GrantAnswer, throws)) as GrantAnswer;
+    if (answer.grant === undefined) return answer;
+    const inline = rest.config === undefined ? undefined : { config: rest.config };
+    return { ...answer, grant: new Grant(answer.grant, (data, actual) => settle(data, actual, inline)) };
   };
   const batch = (op: "limitAll" | "checkAll") => async (requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean } = {}) =>
     decide(requests.map((request) => request.name).join(", "), (await send({ op, requests: [...requests] })) as RateLimitResult, options.throws);

@@ -35,3 +35,5 @@ export { invalidArgument, ownOptions } from "./wasm/ratebound.js";
 export { RateLimitError, isRateLimitError } from "./errors.js";
 export type { RateLimitErrorData } from "./errors.js";
 export { SECOND, MINUTE, HOUR, DAY, WEEK } from "./time.js";
+export { StoreTimeoutError, isDegraded } from "./failure-policy.js";
+export type { Degraded, FailureOptions, LimitConfig, StoreErrorPolicy } from "./failure-policy.js";

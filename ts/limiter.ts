@@ -29,6 +29,7 @@ import {
   type SettleOptions,
 } from "./options.js";
 import { checkOptions } from "./wasm/ratebound.js";
+import { FailurePolicy, withoutPolicy, type FailureOptions, type LimitConfig } from "./failure-policy.js";
 
 /**
  * Rate limits over a host store: every call reads at most two shard states,
@@ -41,8 +42,10 @@ import { checkOptions } from "./wasm/ratebound.js";
  * });
  * const { ok, retryAfter } = await limiter.limit("sendMessage", { key: userId });
  */
-export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record<string, never>> {
+export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<string, never>> {
   readonly #core: RateLimiterCore;
+  /** What a call does when the store fails (`onStoreError`, `timeout`): every store call goes through it. */
+  readonly #failure: FailurePolicy;
   readonly #store: RateLimitStore;
   readonly #now: () => number;
   /** The store, when it is a MemoryStore: named limits are then decided on its slab directly. */
@@ -55,11 +58,14 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
   /**
    * @param store The host's persistence: `read(ref)` and `write(ref, state | null)`.
    * @param limits Named limit configs, validated now (a bad one throws naming it and the field).
-   * @param options `now` and `random`, for tests and replays.
+   * @param options `now` and `random`, for tests and replays; `onStoreError` and `timeout`
+   *   (see {@link FailureOptions}).
    */
-  constructor(store: RateLimitStore, limits: Limits = {} as Limits, options: RateLimiterOptions = {}) {
-    // The core checks the store's shape, every limit, and the options (own fields only).
-    this.#core = new RateLimiterCore(store, limits, options);
+  constructor(store: RateLimitStore, limits: Limits = {} as Limits, options: RateLimiterOptions & FailureOptions = {}) {
+    // The failure policy takes its fields off the limits and the options (own fields only);
+    // the core checks the store's shape, every limit, and the rest of the options.
+    this.#failure = new FailurePolicy(store, limits, options, RateLimiter);
+    this.#core = new RateLimiterCore(store, this.#failure.limits, this.#failure.options);
     this.#store = store;
     this.#now = (options === undefined ? undefined : own<() => number>(options, "now")) ?? Date.now;
     if (store instanceof MemoryStore) {
@@ -139,7 +145,8 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    */
   async settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult> {
     const checked = checkedOptions("settle", options, SETTLE_OPTIONS);
-    const config = own(checked, "config");
+    const inline = own(checked, "config");
+    const config = inline === undefined ? undefined : withoutPolicy(nameOf(data), inline);
     return await this.#transact((store) => this.#core.settle(store, data, actual, config, this.#now()));
   }
 
@@ -164,13 +171,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    * writes or none), else directly.
    */
   #transact<T>(call: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
-    const store = this.#store;
-    if (typeof store.transaction === "function") return store.transaction(async (tx) => await call(tx));
-    try {
-      return Promise.resolve(call(store));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return this.#failure.transact(call); // fails closed whatever the policy; bounded by the timeout
   }
 
   /** `limit` (write) or `check`: on the slab when it can, else through the store's callbacks. */
@@ -182,9 +183,9 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
       if (given.grant !== undefined) return this.#granting(name, options, given, write);
       const onSlab = this.#onSlab(name, given, write);
       if (onSlab !== undefined) return Promise.resolve(refusal(name, onSlab, given.throws));
-      const { key, count, reserve, config, throws } = given;
+      const { key, count, reserve, throws } = given;
       const core = this.#core;
-      const answer = this.#transact((store) =>
+      const answer = this.#failure.decide(name, given, write, (store, config) =>
         write
           ? core.limit(store, name, key, count, reserve, config, this.#now())
           : core.check(store, name, key, count, reserve, config, this.#now()),
@@ -198,7 +199,9 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
   /** `limit` with `grant` given: through the store's callbacks, answering with a handle. */
   #granting(name: string, options: LimitOptions | undefined, given: LimitFields, write: boolean): Promise<GrantResult | RateLimitResult> {
     if (!write) checkOptions(name, options, "key,count,reserve,throws,config");
-    const { key, count, reserve, config, throws, grant } = given;
+    const { key, count, reserve, config: givenConfig, throws, grant } = given;
+    // A grant always fails closed: one decided on a fallback could not settle against the store.
+    const config = withoutPolicy(name, givenConfig);
     const core = this.#core;
     const answer = this.#transact((store) => core.limitWithGrant(store, name, key, count, reserve, config, this.#now(), grant));
     const settler = (data: GrantData, actual: number) => this.settle(data, actual, config === undefined ? undefined : { config: config as RateLimitConfig });
@@ -221,7 +224,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     options: { throws?: boolean } = {},
   ): Promise<RateLimitResult> {
     const throws = own<boolean>(checkedOptions("limitAll", options, BATCH_OPTIONS), "throws");
-    const result = await this.#transact((store) => this.#core.limitAll(store, requests, this.#now(), true));
+    const result = await this.#failure.batch(requests, true, (store, batch) => this.#core.limitAll(store, batch, this.#now(), true));
     return refusal(requests.map((request) => request.name).join(", "), result, throws);
   }
 
@@ -239,7 +242,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     options: { throws?: boolean } = {},
   ): Promise<RateLimitResult> {
     const throws = own<boolean>(checkedOptions("checkAll", options, BATCH_OPTIONS), "throws");
-    const result = await this.#transact((store) => this.#core.limitAll(store, requests, this.#now(), false));
+    const result = await this.#failure.batch(requests, false, (store, batch) => this.#core.limitAll(store, batch, this.#now(), false));
     return refusal(requests.map((request) => request.name).join(", "), result, throws);
   }
 
@@ -259,7 +262,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     const checked = checkedOptions(name, options, VALUE_OPTIONS);
     const key = own(checked, "key");
     const sampleShards = own(checked, "sampleShards");
-    const config = own(checked, "config");
+    const config = withoutPolicy(name, own(checked, "config"));
     return await this.#transact((store) => this.#core.getValue(store, name, key, sampleShards, config, this.#now()));
   }
 
@@ -276,8 +279,17 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
   async reset(name: string, options?: ResetOptions): Promise<void> {
     const checked = checkedOptions(name, options, RESET_OPTIONS);
     const key = own(checked, "key");
-    const config = own(checked, "config");
+    const config = withoutPolicy(name, own(checked, "config"));
     await this.#transact((store) => this.#core.reset(store, name, key, config, this.#now()));
   }
 }
 
+/** A grant's limit name for messages, or "settle" when the data has none to read. */
+function nameOf(data: unknown): string {
+  try {
+    const name = typeof data === "object" && data !== null && Object.hasOwn(data, "name") ? (data as { name: unknown }).name : undefined;
+    return typeof name === "string" ? name : "settle";
+  } catch {
+    return "settle";
+  }
+}

@@ -20,7 +20,7 @@ export interface LimitOptions {
   /** Throw a {@link RateLimitError} instead of returning `{ ok: false }`. */
   throws?: boolean;
   /** A config for a limit not named when the limiter was made. */
-  config?: RateLimitConfig;
+  config?: LimitConfig;
   /**
    * `limit` only: answer with a {@link Grant} handle when granted, to settle
    * to what was really used or cancel. Off by default: plain grants stay free.
@@ -31,7 +31,7 @@ export interface LimitOptions {
 /** Options of `settle`. */
 export interface SettleOptions {
   /** The config, when the grant's limit was passed inline rather than named. */
-  config?: RateLimitConfig;
+  config?: LimitConfig;
 }
 
 /** Options of `getValue`. */
@@ -41,7 +41,7 @@ export interface GetValueOptions {
   /** How many shards to sample for a sharded limit (default 1). */
   sampleShards?: number;
   /** A config for a limit not named when the limiter was made. */
-  config?: RateLimitConfig;
+  config?: LimitConfig;
 }
 
 /** Options of `reset`. */
@@ -49,7 +49,7 @@ export interface ResetOptions {
   /** Whose limit; omit for the shared state. */
   key?: string;
   /** A config for a limit not named when the limiter was made. */
-  config?: RateLimitConfig;
+  config?: LimitConfig;
 }
 
 /** One limit of a `limitAll` / `checkAll` batch. */
@@ -63,7 +63,7 @@ export interface BatchRequest<Name extends string = string> {
   /** Reserve instead of being refused. */
   reserve?: boolean;
   /** A config for a limit not named when the limiter was made. */
-  config?: RateLimitConfig;
+  config?: LimitConfig;
 }
 
 export type Named<Limits> = Extract<keyof Limits, string>;
@@ -159,7 +159,28 @@ export function limitFields(name: string, options: unknown): LimitFields {
 export function own<T = unknown>(object: object, field: string): T | undefined {
   return Object.hasOwn(object, field) ? ((object as Record<string, unknown>)[field] as T) : undefined;
 }
-export type Inline = { config: RateLimitConfig };
+/**
+ * What a call does when the store fails (throws, rejects, or exceeds `timeout`):
+ * - `"closed"` (default): the call rejects with the store's error, as ever.
+ * - `"open"`: the call resolves `{ ok: true, degraded, cause }`.
+ * - `{ fallback: "memory", maxKeys? }`: the call is decided on a local MemoryStore
+ *   with the same limits, so one instance never admits more than the limit's own
+ *   bound during the outage; its result carries `degraded` and `cause`.
+ *
+ * @example
+ * const policy: StoreErrorPolicy = { fallback: "memory", maxKeys: 50_000 };
+ */
+export type StoreErrorPolicy = "closed" | "open" | { fallback: "memory"; maxKeys?: number };
+
+/**
+ * A limit's config as a `RateLimiter` takes it: the core's, plus its own failure policy.
+ *
+ * @example
+ * const search: LimitConfig = { kind: "token bucket", rate: 100, period: MINUTE, onStoreError: "open" };
+ */
+export type LimitConfig = RateLimitConfig & { onStoreError?: StoreErrorPolicy };
+
+export type Inline = { config: LimitConfig };
 
 export function refusal(name: string, result: RateLimitResult, throws: boolean | undefined): RateLimitResult {
   if (throws === true && !result.ok) throw new RateLimitError(name, result.retryAfter);

@@ -11,6 +11,7 @@
 
 import { RateLimiter, MemoryStore, calculateRateLimit, SECOND, MINUTE } from "../../pkg/dist/node.js";
 import { SimClock, mulberry32, maxInSlidingWindow, maxInFixedWindows, parseArgs, at, secs, int, pad } from "./measure.mjs";
+import { ASSISTANT, assistantScenario, assistantFigures } from "./settle.mjs";
 
 const args = parseArgs(process.argv.slice(2));
 if (args.help || args.error) {
@@ -34,6 +35,8 @@ const LIMITS = {
   llmTokens: { kind: "token bucket", rate: 40_000, period: MINUTE, shards: 10 },
   // Global: background batch work; the big report reserves from it.
   batchTokens: { kind: "token bucket", rate: 20_000, period: MINUTE },
+  // Per team: LLM completions taken as estimates, settled to what replies used (settle.mjs).
+  assistant: ASSISTANT,
 };
 
 const EPOCH = Date.UTC(2025, 0, 6, 9, 0, 0); // t = 0
@@ -190,6 +193,9 @@ clock.at(report.at, async () => {
   });
 });
 
+// ─── assistant: grants settled to what the model used ──────────────────────
+const assistantLog = assistantScenario({ clock, limiter, rng: mulberry32(seed ^ 0x2545f491), line, duration: DURATION });
+
 // ─── run ───────────────────────────────────────────────────────────────────
 await clock.run(DURATION);
 
@@ -263,7 +269,7 @@ const describe = (c) =>
   (c.capacity !== undefined ? `, capacity ${int(c.capacity)}` : "") +
   (c.shards ? `, ${c.shards} shards` : "") +
   (c.kind === "fixed window" && c.start === undefined ? ", random start" : "");
-const scope = { sendMessage: "key = user (alice, bob, carol)", signups: "global", llmTokens: "global", batchTokens: "global" };
+const scope = { sendMessage: "key = user (alice, bob, carol)", signups: "global", llmTokens: "global", batchTokens: "global", assistant: "key = team, settled grants" };
 
 console.log(bold(`ratebound demo · simulated time, MemoryStore · seed ${seed} (pass --seed N for another run)`));
 console.log(`t=0 is ${new Date(EPOCH).toISOString()} · ${secs(DURATION)} simulated · whole-ms clock: clients wait ⌈retryAfter⌉\n`);
@@ -315,6 +321,17 @@ for (const name of ["llmTokens", "batchTokens"]) {
   row(name, m.max, `tokens in ${secs(period)}`, capacity + rate, `${int(capacity)} + ${int(rate)}`);
 }
 
+{
+  const { rate, period, maxReserved } = ASSISTANT;
+  const figures = assistantFigures(assistantLog);
+  const m = maxInSlidingWindow(figures.admissions, period);
+  where.assistant = { ...m, figures };
+  const held = m.max <= rate + rate + maxReserved && figures.neverAbove;
+  allHeld &&= held;
+  rows.push(["assistant", figures.calls, figures.ok, figures.calls - figures.ok, `${int(m.max)} tokens kept in ${secs(period)}`,
+    `${int(rate + rate + maxReserved)} = ${int(rate)} + ${int(rate)} + ${int(maxReserved)}`, held ? green("✓") : red("✗")]);
+}
+
 const header = ["limit", "calls", "ok", "refused", "most admitted in any period", "configured bound", "held"];
 const widths = header.map((h, i) => Math.max([...h].length, ...rows.map((r) => [...String(r[i])].length)));
 const right = [false, true, true, true, false, false, false];
@@ -324,7 +341,8 @@ console.log(render(header));
 console.log(render(widths.map((w) => "─".repeat(w))));
 for (const r of rows) console.log(render(r));
 console.log(dim("bound: token bucket, capacity + rate in any window one period long (sharded: whole limit);\n" +
-  "fixed window, capacity per window. Measured from the log; a reservation counts when its work runs."));
+  "fixed window, capacity per window. Measured from the log; a reservation counts when its work runs;\n" +
+  "a settled grant counts what the limiter kept (estimate - refund + extra), plus maxReserved of debt."));
 
 // Footnotes: what else the log says.
 const perUser = ["alice", "bob", "carol"].map((key) => `${key} ${where[key].max}`).join(", ");
@@ -340,6 +358,11 @@ if (reserved) {
   console.log(`  batchTokens  reserved ${int(reserved.count)} at t=${at(reserved.t)}, told to wait ${secs(reserved.retryAfter ?? 0)}, ran at t=${at(reserved.runAt)}`);
 }
 
+{
+  const { figures } = where.assistant;
+  console.log(`  assistant    ${figures.ok} grants settled: ${int(figures.refunded)} tokens refunded, ${int(figures.charged)} charged beyond estimates; ` +
+    (figures.neverAbove ? `no refund above its charge ${green("✓")}` : `a refund above its charge ${red("✗")}`));
+}
 const soleRetries = log.filter((e) => e.sole);
 const soleFailed = soleRetries.filter((e) => !e.ok);
 const offEdge = signups.filter((e) => {

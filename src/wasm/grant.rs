@@ -9,12 +9,12 @@ use wasm_bindgen::prelude::*;
 use crate::error::{Error, Problem, Says};
 use crate::limiter::BatchItem;
 use crate::raw::RawValue;
-use crate::request::{self, Request};
+use crate::request;
 use crate::result::RateLimitResult;
 use crate::settle::{limit_with_grant, settle, Grant, GrantShard, Settled};
 use crate::wasm::convert::{is_array, object, own_fields, raw_value, result_to_js};
 use crate::wasm::host::{run, Backend, HostStore};
-use crate::wasm::limiter::RateLimiterCore;
+use crate::wasm::limiter::{LimitCall, RateLimiterCore};
 use crate::wasm::random::random_source;
 
 const GRANT_FIELDS: [&str; 6] = ["name", "key", "id", "count", "chargedAt", "shards"];
@@ -103,14 +103,11 @@ impl RateLimiterCore {
     #[wasm_bindgen(js_name = limitWithGrant, unchecked_return_type = "RateLimitResult & { grant?: GrantData } | Promise<RateLimitResult & { grant?: GrantData }>")]
     #[allow(clippy::too_many_arguments)]
     pub fn limit_with_grant(&self, #[wasm_bindgen(unchecked_param_type = "RateLimitStore")] store: JsValue, name: JsValue, key: JsValue, count: JsValue, reserve: JsValue, config: JsValue, now: JsValue, grant: JsValue) -> Result<JsValue, JsValue> {
-        let name = request::name(raw_value(&name))?;
-        let key = request::key(&name, raw_value(&key))?;
-        let request = Request { count: request::count(&name, raw_value(&count))?, reserve: request::flag(&name, "reserve", raw_value(&reserve))? };
-        if !request::flag(&name, "grant", raw_value(&grant))? {
-            return self.limit(store, name.into(), key.map_or(JsValue::UNDEFINED, JsValue::from), count, reserve, config, now);
+        let call = self.call(name, key, count, reserve, config, now)?;
+        if !request::flag(&call.name, "grant", raw_value(&grant))? {
+            return self.decide_call(store, call, true);
         }
-        let config = self.resolve(&name, &config)?;
-        let now_ms = request::now(&name, raw_value(&now))?;
+        let LimitCall { name, key, request, config, now_ms } = call;
         let mut store = Backend::Host(Rc::new(HostStore::from_js(&store)?));
         let mut random = random_source(self.random.clone());
         run(

@@ -40,7 +40,17 @@ pub struct RateLimiterCore {
 
 type MemorySlabRef = Rc<std::cell::RefCell<crate::slab::Slab>>;
 
-const OPTIONS: [&str; 2] = ["now", "random"];
+/// A `limit` call's checked arguments.
+pub(super) struct LimitCall {
+    pub(super) name: String,
+    pub(super) key: Option<String>,
+    pub(super) request: Request,
+    pub(super) config: Rc<Config>,
+    pub(super) now_ms: f64,
+}
+
+/// `onStoreError` and `timeout` are the TypeScript layer's (ts/failure-policy.ts), which reads and removes them first.
+const OPTIONS: [&str; 4] = ["now", "random", "onStoreError", "timeout"];
 
 fn wrong_argument(problem: Problem) -> Error {
     Error::InvalidArgument { function: "RateLimiter".into(), problem }
@@ -64,7 +74,7 @@ impl RateLimiterCore {
         #[wasm_bindgen(unchecked_param_type = "RateLimiterOptions | undefined")] options: JsValue,
     ) -> Result<RateLimiterCore, JsValue> {
         HostStore::from_js(&store)?;
-        let [now, random] = own_fields(&options, &OPTIONS, wrong_argument)?;
+        let [now, random, _, _] = own_fields(&options, &OPTIONS, wrong_argument)?;
         function_or_undefined("now", now)?;
         let random = function_or_undefined("random", random)?;
         let mut compiled: Vec<(String, Rc<Config>)> = Vec::new();
@@ -95,13 +105,26 @@ impl RateLimiterCore {
         }
     }
 
+    /// A `limit`/`check` call's arguments, each checked once: name, key, request, config, now.
     #[allow(clippy::too_many_arguments)]
-    fn decide(&self, store: JsValue, name: JsValue, key: JsValue, count: JsValue, reserve: JsValue, config: JsValue, now: JsValue, write: bool) -> Result<JsValue, JsValue> {
+    pub(super) fn call(&self, name: JsValue, key: JsValue, count: JsValue, reserve: JsValue, config: JsValue, now: JsValue) -> Result<LimitCall, JsValue> {
         let name = request::name(raw_value(&name))?;
         let key = request::key(&name, raw_value(&key))?;
         let request = Request { count: request::count(&name, raw_value(&count))?, reserve: request::flag(&name, "reserve", raw_value(&reserve))? };
         let config = self.resolve(&name, &config)?;
         let now_ms = request::now(&name, raw_value(&now))?;
+        Ok(LimitCall { name, key, request, config, now_ms })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn decide(&self, store: JsValue, name: JsValue, key: JsValue, count: JsValue, reserve: JsValue, config: JsValue, now: JsValue, write: bool) -> Result<JsValue, JsValue> {
+        let call = self.call(name, key, count, reserve, config, now)?;
+        self.decide_call(store, call, write)
+    }
+
+    /// `limit` (when `write`) or `check`, on checked arguments.
+    pub(super) fn decide_call(&self, store: JsValue, call: LimitCall, write: bool) -> Result<JsValue, JsValue> {
+        let LimitCall { name, key, request, config, now_ms } = call;
         let mut store = Backend::Host(Rc::new(HostStore::from_js(&store)?));
         let mut random = random_source(self.random.clone());
         run(

@@ -11,6 +11,7 @@ mod error;
 mod grant;
 mod host;
 mod limiter;
+mod policy;
 mod pure;
 mod random;
 mod slab;

@@ -13,16 +13,16 @@ workerdSettleSuite("settle on Durable Objects in workerd (Miniflare)", [
   { title: "key-value-backed, token bucket", host: "do", kind: "token bucket", backend: "kv" },
   { title: "key-value-backed, fixed window", host: "do", kind: "fixed window", backend: "kv" },
 ], (call) => {
-  test("the object's ops: limit with grant answers the data, settle answers 200, a second settle 409 GRANT_SETTLED, bad input 400 writing nothing", async () => {
+  test("the object's ops: limit with grant answers the data, settle answers 200, a second settle 400 GRANT_SETTLED, bad input 400 writing nothing", async () => {
     const { result, error } = await call({ statuses: true });
     assert.equal(error, undefined, error?.message);
     assert.equal(result.granted.status, 200);
     assert.deepEqual(Object.keys(result.granted.result.grant).sort(), ["chargedAt", "count", "id", "key", "name", "shards"]);
     assert.deepEqual(result.plain, { status: 200, result: { ok: true } }, "a limit without grant answers as before");
-    assert.deepEqual([result.badGrant.status, result.badGrant.code], [400, "INVALID_REQUEST"]);
+    assert.deepEqual([result.badGrant.status, result.badGrant.code], [400, "INVALID_ARGUMENT"], "a grant that is not data is the core's argument error");
     assert.deepEqual([result.negative.status, result.negative.code], [400, "INVALID_REQUEST"]);
     assert.equal(result.settled.status, 200);
     assert.ok(Math.abs(result.settled.result.refunded - 200) < 0.05, `refunded ${result.settled.result.refunded}: the -1 wrote nothing`);
-    assert.deepEqual([result.again.status, result.again.code], [409, "GRANT_SETTLED"]);
+    assert.deepEqual([result.again.status, result.again.code], [400, "GRANT_SETTLED"]);
   });
 });

@@ -31,11 +31,12 @@ export function freePort() {
 /**
  * Starts Debian's redis-server on 127.0.0.1 and a free port, in a fresh temporary directory,
  * without persistence (`--save '' --appendonly no`). Resolves once it accepts connections.
- * `stop()` kills it and removes the directory.
+ * `stop()` kills it and removes the directory. With `{ port }`, on that port (a server
+ * started again where a stopped one was).
  */
-export async function startRedis() {
+export async function startRedis(options = {}) {
   for (let tries = 1; ; tries++) {
-    const port = await freePort();
+    const port = options.port ?? (await freePort());
     const dir = mkdtempSync(join(tmpdir(), "ratebound-redis-"));
     const child = spawn(
       "redis-server",

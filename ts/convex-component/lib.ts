@@ -5,7 +5,7 @@
  * asynchronous limits' updates queued in `pendingUpdates` for ./worker.ts.
  * @module
  */
-import { ConvexError, v } from "convex/values";
+import { v } from "convex/values";
 import { calculateRateLimit } from "ratebound";
 import { RateLimiter, convexStore } from "ratebound/convex";
 import { api } from "./_generated/api.js";
@@ -21,13 +21,7 @@ import {
   rateLimitAllArgs,
   rateLimitArgs,
   rateLimitReturns,
-  rateLimitWithGrantReturns,
-  settleArgs,
-  settleReturns,
   type GetValueReturns,
-  type SettleError,
-  type RateLimitWithGrantReturns,
-  type SettleReturns,
   type PendingUpdate,
   type RateLimitReturns,
 } from "./validators.js";
@@ -52,51 +46,6 @@ export const rateLimit = mutation({
   handler: async (ctx, { name, config, ...options }): Promise<RateLimitReturns> => {
     mustApplyTransactionally(name, config);
     return limiterOver(ctx.db).limit(name, { ...options, config: coreConfig(config) });
-  },
-});
-
-/**
- * `rateLimit` that answers the grant's data when granted (ratebound's addition):
- * settle it later, in this mutation or another (a scheduled function), with
- * `settle`. An asynchronous limit can't grant: a grant settles against the
- * state it took from, which only a transactional limit writes at once.
- */
-export const rateLimitWithGrant = mutation({
-  args: rateLimitArgs,
-  returns: rateLimitWithGrantReturns,
-  handler: async (ctx, { name, config, ...options }): Promise<RateLimitWithGrantReturns> => {
-    if (config.applyUpdates === "asynchronously") {
-      throw new Error(`Rate limit config for ${name} has \`applyUpdates: "asynchronously"\` and can't grant a settle handle.`);
-    }
-    const result = await limiterOver(ctx.db).limit(name, { ...options, config: coreConfig(config), grant: true });
-    if (!result.ok) return result;
-    return { ok: true, ...(result.retryAfter === undefined ? {} : { retryAfter: result.retryAfter }), grant: result.grant.data };
-  },
-});
-
-/**
- * Settles a grant's data at `actual` tokens, in this mutation's transaction
- * (ratebound's addition; the reference's `credit`, bounded by the charge):
- * gives back the unused tokens within the refund rule, or takes the extra as
- * a reservation, into debt no deeper than `maxReserved`. A second settle of
- * one grant is a `ConvexError` `{ kind: "GrantSettled", code: "GRANT_SETTLED", name, message }`
- * and writes nothing; any other error of the core (a negative or non-finite `actual`: code
- * `INVALID_REQUEST`) is a `ConvexError` `{ kind: "SettleFailed", code, name, message }`, and writes nothing.
- */
-export const settle = mutation({
-  args: settleArgs,
-  returns: settleReturns,
-  handler: async (ctx, { grant, actual, config }): Promise<SettleReturns> => {
-    mustApplyTransactionally(grant.name, config);
-    try {
-      return await limiterOver(ctx.db).settle(grant, actual, { config: coreConfig(config) });
-    } catch (error) {
-      // A core error's code would not survive the component's boundary as a field: send it as data.
-      const { code, message } = error as { code?: unknown; message?: unknown };
-      if (typeof code !== "string") throw error;
-      const data: SettleError = { kind: code === "GRANT_SETTLED" ? "GrantSettled" : "SettleFailed", code, name: grant.name, message: String(message) };
-      throw new ConvexError(data);
-    }
   },
 });
 

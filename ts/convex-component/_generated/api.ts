@@ -1,11 +1,12 @@
 /* Written by hand, as `npx convex codegen` would write it (codegen needs a deployment): references to the component's own functions and to the components it uses. */
+import type * as grants from "../grants.js";
 import type * as lib from "../lib.js";
 import type * as time from "../time.js";
 import type * as worker from "../worker.js";
 import type { ApiFromModules, FilterApi, FunctionReference } from "convex/server";
 import { anyApi, componentsGeneric } from "convex/server";
 
-declare const fullApi: ApiFromModules<{ lib: typeof lib; time: typeof time; worker: typeof worker }>;
+declare const fullApi: ApiFromModules<{ grants: typeof grants; lib: typeof lib; time: typeof time; worker: typeof worker }>;
 
 /** References to the component's public functions, e.g. `api.lib.clearAll`. */
 export const api: FilterApi<typeof fullApi, FunctionReference<any, "public">> = anyApi as any;

@@ -10,6 +10,7 @@ type PendingUpdate =
   | { kind: "consume"; name: string; key?: string; count: number; config: Config; ts: number }
   | { kind: "reset"; name: string; key?: string };
 type Returns = { ok: true; retryAfter?: number } | { ok: false; retryAfter: number };
+type LimitArgs = { config: Config; count?: number; key?: string; name: string; reserve?: boolean; throws?: boolean };
 type GrantData = {
   name: string;
   key?: string;
@@ -18,9 +19,6 @@ type GrantData = {
   chargedAt: number;
   shards: Array<{ shard: number; count: number; value: number; ts: number; refunded: number }>;
 };
-type GrantReturns = { ok: true; retryAfter?: number; grant: GrantData } | { ok: false; retryAfter: number };
-type SettleReturns = { refunded: number; charged: number; unpaid: number; retryAfter?: number };
-type LimitArgs = { config: Config; count?: number; key?: string; name: string; reserve?: boolean; throws?: boolean };
 type BatchArgs = {
   requests: Array<{ config: Config; count?: number; key?: string; name: string; reserve?: boolean }>;
   throws?: boolean;
@@ -35,6 +33,22 @@ type BatchArgs = {
  * }
  */
 export type ComponentApi<Name extends string | undefined = string | undefined> = {
+  grants: {
+    rateLimitWithGrant: FunctionReference<
+      "mutation",
+      "internal",
+      LimitArgs,
+      { ok: true; retryAfter?: number; grant: GrantData } | { ok: false; retryAfter: number },
+      Name
+    >;
+    settle: FunctionReference<
+      "mutation",
+      "internal",
+      { grant: GrantData; actual: number; config: Config },
+      { refunded: number; charged: number; unpaid: number; retryAfter?: number },
+      Name
+    >;
+  };
   lib: {
     checkRateLimit: FunctionReference<"query", "internal", LimitArgs, Returns, Name>;
     checkRateLimitAll: FunctionReference<"query", "internal", BatchArgs, Returns, Name>;
@@ -52,8 +66,6 @@ export type ComponentApi<Name extends string | undefined = string | undefined> =
     >;
     rateLimit: FunctionReference<"mutation", "internal", LimitArgs, Returns, Name>;
     rateLimitAll: FunctionReference<"mutation", "internal", BatchArgs, Returns, Name>;
-    rateLimitWithGrant: FunctionReference<"mutation", "internal", LimitArgs, GrantReturns, Name>;
-    settle: FunctionReference<"mutation", "internal", { grant: GrantData; actual: number; config: Config }, SettleReturns, Name>;
     resetRateLimit: FunctionReference<"mutation", "internal", { key?: string; name: string }, null, Name>;
   };
   time: {

@@ -9,6 +9,9 @@ import {
   mutationGeneric,
   queryGeneric,
   type Expand,
+  type FunctionArgs,
+  type FunctionReference,
+  type FunctionReturnType,
   type GenericActionCtx,
   type GenericDataModel,
   type GenericMutationCtx,
@@ -25,17 +28,14 @@ import {
   type RateLimitError,
   type RateLimitReturns,
   type GetValueArgs,
-  type GrantDataReturns,
-  type SettleError,
   type PendingUpdate,
-  type RateLimitWithGrantReturns,
-  type SettleReturns,
 } from "../validators.js";
-import { consumption, runStaleQuery } from "./stale.js";
+
+import { limitWithGrant, settleGrant, type GrantData, type GrantReturns, type SettleReturns } from "./grants.js";
 
 export { calculateRateLimit, isRateLimitError, SECOND, MINUTE, HOUR, DAY, WEEK } from "ratebound";
+export type { GrantData, GrantReturns, SettleReturns };
 export type { ComponentApi, GetValueArgs, GetValueReturns, PendingUpdate, RateLimitArgs, RateLimitConfig, RateLimitError, RateLimitReturns };
-export type { GrantDataReturns as GrantData, RateLimitWithGrantReturns, SettleError, SettleReturns as SettleResult };
 
 /** A ctx that can run queries: a query's, a mutation's or an action's (`meta` tells a mutation apart). */
 export type RunQueryCtx = Pick<GenericQueryCtx<GenericDataModel>, "runQuery" | "meta">;
@@ -175,8 +175,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    *
    * @param ctx A mutation's (or action's) ctx, with `runMutation`.
    * @param name A defined limit, or any name with an inline `config`.
-   * @param options `key`, `count`, `reserve`, `throws` (and `config` for an undefined name); `grant: true`
-   *   (ratebound's, transactional limits only) answers the grant's data too, for {@link RateLimiter.settle}.
+   * @param options `key`, `count`, `reserve`, `throws` (and `config` for an undefined name).
    * @returns `{ ok: true, retryAfter? }` (retryAfter: reserved, run the work then) or `{ ok: false, retryAfter }`.
    * @example
    * const status = await rateLimiter.limit(ctx, "llmTokens", { count: 500, reserve: true });
@@ -185,20 +184,13 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
   async limit<Name extends string = keyof Limits & string>(
     ctx: RunMutationCtx,
     name: Name,
-    options: WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs> & { grant: true },
-  ): Promise<RateLimitWithGrantReturns>;
-  async limit<Name extends string = keyof Limits & string>(
-    ctx: RunMutationCtx,
-    name: Name,
     ...options: Name extends keyof Limits & string
-      ? [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs>?]
-      : [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs>]
-  ): Promise<RateLimitReturns>;
-  async limit(ctx: RunMutationCtx, name: string, ...options: [(Partial<RateLimitArgs> & { grant?: boolean })?]): Promise<RateLimitReturns> {
+      ? [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs & { grant?: boolean }>?]
+      : [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs & { grant?: boolean }>]
+  ): Promise<RateLimitReturns | GrantReturns> {
     const config = this.getConfig(options[0], name);
-    const { grant, ...given } = options[0] ?? {};
-    const args: RateLimitArgs = { ...given, name, config };
-    if (grant === true) return ctx.runMutation(this.component.lib.rateLimitWithGrant, args);
+    const args: RateLimitArgs & { grant?: boolean } = { ...options[0], name, config };
+    if (args.grant === true) return limitWithGrant(ctx, this.component, args);
     if (config.applyUpdates !== "asynchronously") return ctx.runMutation(this.component.lib.rateLimit, args);
     const headroom = this.headroom[name];
     if (headroom === undefined) {
@@ -219,24 +211,6 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
       return { ok: true };
     }
     return ctx.runMutation(this.component.lib.queuedRateLimit, args);
-  }
-
-  /**
-   * Settles a grant's data (from `limit` with `grant: true`) at `actual` tokens, in the component's
-   * transaction: gives back the unused tokens, never more than the charge could still hold, or takes
-   * the extra, into debt no deeper than `maxReserved`. A second settle is a `ConvexError` whose
-   * data is `{ kind: "GrantSettled", code: "GRANT_SETTLED", name, message }` ({@link SettleError}).
-   *
-   * @param ctx A mutation's (or action's) ctx; a scheduled function can settle a grant taken earlier.
-   * @param data The grant's data. @param actual Tokens really used, a finite number `>= 0` (0 cancels).
-   * @param options `config`, for a grant of a limit not defined in this client.
-   * @returns `{ refunded, charged, unpaid, retryAfter? }`.
-   * @example
-   * await rateLimiter.settle(ctx, args.grant, usage.totalTokens);
-   */
-  async settle(ctx: RunMutationCtx, data: GrantDataReturns, actual: number, options?: { config?: RateLimitConfig }): Promise<SettleReturns> {
-    const config = this.getConfig(options, data.name);
-    return ctx.runMutation(this.component.lib.settle, { grant: data, actual, config });
   }
 
   /**
@@ -325,6 +299,15 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
   }
 
   /**
+   * Settles a grant (`limit` with `grant: true`) at what was used: once; never refunds above the charge.
+   * @example
+   * await rateLimiter.settle(ctx, args.grant, usage.totalTokens);
+   */
+  async settle(ctx: RunMutationCtx, grant: GrantData, actual: number, options?: { config?: RateLimitConfig }): Promise<SettleReturns> {
+    return settleGrant(ctx, this.component, grant, actual, this.getConfig(options, grant.name));
+  }
+
+  /**
    * A public query (`getRateLimit`) that reports a limit's value to the browser,
    * and a mutation (`getServerTime`) for the browser to measure its clock's
    * offset: export both from a module of your app.
@@ -397,3 +380,21 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
 }
 
 export default RateLimiter;
+
+/** The queued consumption of a granted asynchronous call, at the caller's clock. */
+function consumption({ name, key, count, config }: RateLimitArgs): PendingUpdate {
+  return { kind: "consume", name, key, count: count ?? 1, config, ts: Date.now() };
+}
+
+/**
+ * Runs a query; inside a mutation, on a stale snapshot, so that the mutation
+ * records no read of the limit and never conflicts with its other callers.
+ */
+async function runStaleQuery<Query extends FunctionReference<"query", "internal">>(
+  ctx: RunQueryCtx,
+  query: Query,
+  args: FunctionArgs<Query>,
+): Promise<FunctionReturnType<Query>> {
+  const { type } = await ctx.meta.getFunctionMetadata();
+  return type === "mutation" ? (ctx as RunMutationCtx).runQuery(query, args, { useStaleSnapshot: true }) : ctx.runQuery(query, args);
+}

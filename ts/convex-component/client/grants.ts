@@ -1,0 +1,38 @@
+/**
+ * The client's side of grants: a limit taken with `grant: true` runs the
+ * component's `rateLimitWithGrant`, and `settle` its `settle` mutation.
+ * @module
+ */
+import type { GenericDataModel, GenericMutationCtx } from "convex/server";
+import type { ComponentApi } from "../_generated/component.js";
+import type { RateLimitArgs, RateLimitConfig } from "../validators.js";
+
+type RunMutationCtx = Pick<GenericMutationCtx<GenericDataModel>, "runMutation">;
+
+/** A grant's data, as the component answers it: keep it to settle later (it is plain JSON). */
+export type GrantData = {
+  name: string;
+  key?: string;
+  id: string;
+  count: number;
+  chargedAt: number;
+  shards: Array<{ shard: number; count: number; value: number; ts: number; refunded: number }>;
+};
+
+/** What `limit` answers with `grant: true`. */
+export type GrantReturns = { ok: true; retryAfter?: number; grant: GrantData } | { ok: false; retryAfter: number };
+
+/** What `settle` answers: tokens given back, taken beyond the estimate, left unpaid by `maxReserved`, and the debt's wait. */
+export type SettleReturns = { refunded: number; charged: number; unpaid: number; retryAfter?: number };
+
+/** Runs `rateLimitWithGrant` with the limit's arguments (without the `grant` flag itself). */
+export function limitWithGrant(ctx: RunMutationCtx, component: ComponentApi, args: RateLimitArgs & { grant?: boolean }): Promise<GrantReturns> {
+  const { grant, ...limitArgs } = args;
+  void grant;
+  return ctx.runMutation(component.grants.rateLimitWithGrant, limitArgs);
+}
+
+/** Runs `settle` for a grant's data under the limit's config. */
+export function settleGrant(ctx: RunMutationCtx, component: ComponentApi, grant: GrantData, actual: number, config: RateLimitConfig): Promise<SettleReturns> {
+  return ctx.runMutation(component.grants.settle, { grant, actual, config });
+}

@@ -1,0 +1,252 @@
+/**
+ * When the store fails: the `onStoreError` policy (for the whole limiter or
+ * per limit), the `timeout`, and the one place every store call of a
+ * `RateLimiter` goes through to apply them. No token arithmetic here: a
+ * degraded call is decided by the core too, on a local MemoryStore, or not
+ * at all ("open").
+ * @module
+ */
+import { invalidArgument, storeErrorPolicy } from "./wasm/ratebound.js";
+import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore } from "./wasm/ratebound.js";
+import { MemoryStore } from "./memory-store.js";
+import type { BatchRequest, LimitConfig, LimitFields, StoreErrorPolicy } from "./options.js";
+export type { LimitConfig, StoreErrorPolicy } from "./options.js";
+import { StoreCall, ownField, plainCall, type Degraded } from "./store-call.js";
+
+export { StoreTimeoutError, type Degraded } from "./store-call.js";
+
+/**
+ * The `RateLimiter` options about failures, beside `now` and `random`.
+ *
+ * @example
+ * new RateLimiter(redisStore(client), LIMITS, { onStoreError: "closed", timeout: 250 });
+ */
+export interface FailureOptions {
+  /** The policy of every limit that does not name its own (default `"closed"`). */
+  onStoreError?: StoreErrorPolicy;
+  /** Milliseconds a store call may take before it counts as a store error (`STORE_TIMEOUT`); default: no limit. */
+  timeout?: number;
+}
+
+
+
+/**
+ * Whether a result was decided without the store (policy `"open"` or a fallback).
+ *
+ * @param result What `limit`, `check`, `limitAll` or `checkAll` resolved with.
+ * @returns `true` when it carries `degraded` and `cause`.
+ * @example
+ * const status = await limiter.limit("search", { key: ip });
+ * if (isDegraded(status)) log.warn("rate limit store down", status.cause);
+ */
+export function isDegraded<Result extends RateLimitResult>(result: Result): result is Result & Degraded {
+  const degraded = typeof result === "object" && result !== null && Object.hasOwn(result, "degraded") ? (result as { degraded?: unknown }).degraded : undefined;
+  return degraded === "store-error" || degraded === "store-timeout";
+}
+
+/** A checked policy: `"closed"`, `"open"` or a fallback with its `maxKeys` filled in. */
+type Policy = "closed" | "open" | { fallback: "memory"; maxKeys: number };
+
+/** What the fallback needs of a `RateLimiter`. */
+interface FallbackLimiter {
+  limit(name: string, options: object): Promise<RateLimitResult>;
+  check(name: string, options: object): Promise<RateLimitResult>;
+  limitAll(requests: readonly object[]): Promise<RateLimitResult>;
+  checkAll(requests: readonly object[]): Promise<RateLimitResult>;
+}
+
+/** The `RateLimiter` class, passed in (not imported) so the two modules do not import each other. */
+export type FallbackMaker = new (store: RateLimitStore, limits: Record<string, RateLimitConfig>, options: RateLimiterOptions | undefined) => unknown;
+
+const STRICTNESS = { closed: 2, fallback: 1, open: 0 } as const;
+const strictness = (policy: Policy): number => (typeof policy === "string" ? STRICTNESS[policy] : STRICTNESS.fallback);
+
+/** A copy of `object`'s own enumerable fields but `fields` (for the core, which refuses fields it does not know). */
+function without(object: object, fields: readonly string[]): Record<string, unknown> {
+  const copy: Record<string, unknown> = {};
+  for (const field of Object.keys(object)) if (!fields.includes(field)) copy[field] = (object as Record<string, unknown>)[field];
+  return copy;
+}
+
+/** A config without its `onStoreError`, and that policy checked (`undefined`: none of its own). */
+/**
+ * An inline config as the core takes it: `onStoreError` checked and removed.
+ * For calls that always fail closed (grants, settle, getValue, reset).
+ */
+export function withoutPolicy(name: string, config: unknown): unknown {
+  return splitConfig(name, config)[0];
+}
+
+function splitConfig(name: string, config: unknown): [unknown, Policy | undefined] {
+  const found = ownField(config, "onStoreError");
+  if (found === undefined || !found[0]) return [config, undefined];
+  const policy = storeErrorPolicy(name, found[1]) as Policy;
+  try {
+    return [without(config as object, ["onStoreError"]), policy];
+  } catch {
+    return [config, policy]; // listing it threw: the core reports the config
+  }
+}
+
+/**
+ * A `RateLimiter`'s failure policy: reads and strips `onStoreError` and
+ * `timeout` once, at construction, and runs every store call.
+ */
+export class FailurePolicy {
+  /** The limits as the core takes them: without `onStoreError`. */
+  readonly limits: Record<string, RateLimitConfig>;
+  /** The options as the core takes them: without `onStoreError` and `timeout`. */
+  readonly options: RateLimiterOptions | undefined;
+  readonly #store: RateLimitStore;
+  readonly #default: Policy;
+  readonly #named = new Map<string, Policy>();
+  readonly #timeoutMs: number | undefined;
+  readonly #Fallback: FallbackMaker;
+  /** The largest `maxKeys` declared at construction, for the one fallback store. */
+  readonly #declaredMaxKeys: number | undefined;
+  #fallback: FallbackLimiter | undefined;
+
+  /**
+   * @param store The limiter's store.
+   * @param limits The named limits as given (checked by the core after this).
+   * @param options The limiter's options as given.
+   * @param Fallback The `RateLimiter` class, for the fallback limiter.
+   */
+  constructor(store: RateLimitStore, limits: unknown, options: unknown, Fallback: FallbackMaker) {
+    this.#store = store;
+    this.#Fallback = Fallback;
+    const [hasPolicy, policy] = ownField(options, "onStoreError") ?? [false, undefined];
+    const [hasTimeout, timeout] = ownField(options, "timeout") ?? [false, undefined];
+    this.#default = hasPolicy && policy !== undefined ? (storeErrorPolicy(undefined, policy) as Policy) : "closed";
+    if (hasTimeout && timeout !== undefined) {
+      if (typeof timeout !== "number" || !(timeout > 0) || !(timeout <= 2 ** 31 - 1)) {
+        throw invalidArgument("RateLimiter", "timeout", "a number of milliseconds > 0 and <= 2147483647", timeout);
+      }
+      this.#timeoutMs = timeout;
+    }
+    this.options = (hasPolicy || hasTimeout ? without(options as object, ["onStoreError", "timeout"]) : options) as RateLimiterOptions | undefined;
+    this.limits = limits as Record<string, RateLimitConfig>;
+    let names: string[] = [];
+    try {
+      if (typeof limits === "object" && limits !== null && !Array.isArray(limits)) names = Object.keys(limits);
+    } catch {
+      names = []; // the core reports limits it cannot list
+    }
+    let stripped: Record<string, unknown> | undefined;
+    for (const name of names) {
+      const config = (limits as Record<string, unknown>)[name];
+      const [core, own] = splitConfig(name, config);
+      if (own === undefined) continue;
+      this.#named.set(name, own);
+      stripped ??= without(limits as object, []);
+      stripped[name] = core;
+    }
+    if (stripped !== undefined) this.limits = stripped as Record<string, RateLimitConfig>;
+    const maxKeys = [this.#default, ...this.#named.values()].flatMap((each) => (typeof each === "object" ? [each.maxKeys] : []));
+    this.#declaredMaxKeys = maxKeys.length === 0 ? undefined : Math.max(...maxKeys);
+  }
+
+  /**
+   * `limit` or `check` through the store, under the limit's policy.
+   *
+   * @param name The limit's name.
+   * @param given The call's options as read by `limitFields`.
+   * @param write `limit` (true) or `check`.
+   * @param work The core's call on a store, with the config stripped of `onStoreError`.
+   * @returns The result, degraded when the store failed and the policy allows.
+   */
+  decide(name: string, given: LimitFields, write: boolean, work: (store: RateLimitStore, config: unknown) => RateLimitResult | Promise<RateLimitResult>): Promise<RateLimitResult> {
+    let config = given.config;
+    let policy = this.#named.get(name) ?? this.#default;
+    if (config !== undefined && typeof name === "string") {
+      const [core, own] = splitConfig(name, config);
+      config = core;
+      if (own !== undefined) policy = own;
+    }
+    if (policy === "closed" && this.#timeoutMs === undefined) return plainCall(this.#store, (store) => work(store, config));
+    const options = { key: given.key, count: given.count, reserve: given.reserve, config };
+    return this.#run(policy, (store) => work(store, config), (limiter) => (write ? limiter.limit(name, options) : limiter.check(name, options)));
+  }
+
+  /**
+   * `limitAll` or `checkAll` through the store, under the strictest policy of
+   * the batch (closed, then fallback, then open).
+   *
+   * @param requests The batch as given.
+   * @param write `limitAll` (true) or `checkAll`.
+   * @param work The core's call on a store, with configs stripped of `onStoreError`.
+   * @returns The batch's result, degraded when the store failed and the policy allows.
+   */
+  batch(
+    requests: ReadonlyArray<BatchRequest>,
+    write: boolean,
+    work: (store: RateLimitStore, requests: ReadonlyArray<BatchRequest>) => RateLimitResult | Promise<RateLimitResult>,
+  ): Promise<RateLimitResult> {
+    let policy: Policy | undefined;
+    let core = requests;
+    if (Array.isArray(requests)) {
+      const copies: BatchRequest[] = [];
+      for (const request of requests as unknown[]) {
+        const [, name] = ownField(request, "name") ?? [false, undefined];
+        const [, config] = ownField(request, "config") ?? [false, undefined];
+        let each = typeof name === "string" ? (this.#named.get(name) ?? this.#default) : this.#default;
+        let copy = request as BatchRequest;
+        if (config !== undefined && typeof name === "string") {
+          const [stripped, own] = splitConfig(name, config);
+          if (own !== undefined) {
+            each = own;
+            copy = { ...without(request as object, ["config"]), config: stripped } as BatchRequest;
+          }
+        }
+        copies.push(copy);
+        if (policy === undefined || strictness(each) > strictness(policy)) policy = each;
+        else if (typeof each === "object" && typeof policy === "object" && each.maxKeys < policy.maxKeys) policy = each;
+      }
+      if (copies.some((copy, index) => copy !== requests[index])) core = copies;
+    }
+    return this.#run(policy ?? this.#default, (store) => work(store, core), (limiter) => (write ? limiter.limitAll(core) : limiter.checkAll(core)));
+  }
+
+  /**
+   * A call that always fails closed (`getValue`, `reset`), bounded by the timeout.
+   *
+   * @param work The core's call on a store.
+   * @returns What the call answers.
+   */
+  transact<T>(work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
+    return this.#run("closed", work, undefined);
+  }
+
+  #run<T>(policy: Policy, work: (store: RateLimitStore) => T | Promise<T>, fallback: ((limiter: FallbackLimiter) => Promise<T>) | undefined): Promise<T> {
+    if (policy === "closed" && this.#timeoutMs === undefined) return plainCall(this.#store, work);
+    const call = new StoreCall(this.#timeoutMs);
+    const answer = call.run(this.#store, work);
+    if (policy === "closed" || fallback === undefined) return answer;
+    return answer.catch((error: unknown) => {
+      const degraded = call.degradation(error);
+      if (degraded === undefined) throw error;
+      if (policy === "open") return { ok: true, degraded, cause: error } as T;
+      return fallback(this.#fallbackLimiter(policy.maxKeys)).then(
+        (result) => ({ ...result, degraded, cause: error }),
+        (fallbackError: unknown) => {
+          // The fallback is full (STORE_FULL) or refused the call: it fails closed, saying why it was asked.
+          const found = ownField(fallbackError, "cause");
+          if (found !== undefined && !found[0] && typeof fallbackError === "object" && fallbackError !== null && Object.isExtensible(fallbackError)) {
+            Object.defineProperty(fallbackError, "cause", { value: error, configurable: true, writable: true });
+          }
+          throw fallbackError;
+        },
+      );
+    });
+  }
+
+  /** The one fallback limiter of this limiter, made at the first fallback decision (so a limit's outage state is never split). */
+  #fallbackLimiter(maxKeys: number): FallbackLimiter {
+    this.#fallback ??= new this.#Fallback(
+      new MemoryStore({ maxKeys: Math.max(maxKeys, this.#declaredMaxKeys ?? 0) }),
+      this.limits,
+      this.options,
+    ) as FallbackLimiter;
+    return this.#fallback;
+  }
+}

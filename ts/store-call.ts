@@ -1,0 +1,194 @@
+/**
+ * One store call under a failure policy: the store handed to the core records
+ * what the store threw (so a store error is told from the core's own errors
+ * by where it came from, never by its message), and the call's timeout
+ * refuses every later read and write, so a late transaction commits nothing.
+ * @module
+ */
+import type { RateLimitState, RateLimitStore, StateRef, WriteInfo } from "./wasm/ratebound.js";
+
+/** What a result decided without the store carries: why, and the store's error. */
+export type Degraded = {
+  /** `"store-error"` (the store threw or rejected) or `"store-timeout"` (it took longer than `timeout`). */
+  degraded: "store-error" | "store-timeout";
+  /** The store's error (a {@link StoreTimeoutError} for a timeout), to log or alert on. */
+  cause: unknown;
+};
+
+/**
+ * A store call that did not settle within the limiter's `timeout`: a store
+ * error with `code: "STORE_TIMEOUT"`. The call's later reads and writes are
+ * refused, so a transaction still running rolls back.
+ *
+ * @example
+ * catch (error) { if ((error as { code?: string }).code === "STORE_TIMEOUT") respond(503); }
+ */
+export class StoreTimeoutError extends Error {
+  /** `"STORE_TIMEOUT"`. */
+  readonly code = "STORE_TIMEOUT";
+  /** The limiter's `timeout`, in milliseconds. */
+  readonly timeoutMs: number;
+
+  /** @param timeoutMs The limiter's `timeout`, in milliseconds. */
+  constructor(timeoutMs: number) {
+    super(`ratebound: the store did not answer within ${timeoutMs} ms; the call's later reads and writes are refused`);
+    this.name = "StoreTimeoutError";
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * Codes that are never a store error, wherever they come from: the core's
+ * errors for bad input and for a corrupt stored state (an adapter that finds a
+ * corrupt row itself reports `CORRUPT_STATE` too, or hands the value to the core).
+ */
+const NEVER_STORE_ERRORS = new Set([
+  "INVALID_CONFIG",
+  "INVALID_REQUEST",
+  "INVALID_ARGUMENT",
+  "COUNT_EXCEEDS_MAX",
+  "WAIT_UNBOUNDED",
+  "UNKNOWN_LIMIT",
+  "CORRUPT_STATE",
+  "INVALID_RANDOM",
+  "RANDOM_UNAVAILABLE",
+]);
+
+/** `[has, value]` of an own field; `undefined` when asking throws (a hostile Proxy: the core will say what is wrong). */
+export function ownField(object: unknown, field: string): [boolean, unknown] | undefined {
+  if (typeof object !== "object" || object === null) return [false, undefined];
+  try {
+    return Object.hasOwn(object, field) ? [true, (object as Record<string, unknown>)[field]] : [false, undefined];
+  } catch {
+    return undefined;
+  }
+}
+
+/** A call on the store as the limiter always made it: inside `store.transaction` when the host has one. */
+export function plainCall<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
+  if (typeof store.transaction === "function") return store.transaction(async (tx) => await work(tx));
+  try {
+    return Promise.resolve(work(store));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * One call on the store under a policy: the store it is handed records what
+ * the store threw (so a store error is told from the core's own errors by
+ * where it came from, never by its message), and refuses every read and
+ * write once the call has timed out.
+ */
+export class StoreCall {
+  readonly #timeoutMs: number | undefined;
+  #timeout: StoreTimeoutError | undefined;
+  /** What the store's `read` and `write` threw or rejected with. */
+  readonly #storeErrors: unknown[] = [];
+  /** What the transaction's body threw or rejected with (the core's errors among them). */
+  readonly #bodyErrors: unknown[] = [];
+  #viaTransaction = false;
+
+  constructor(timeoutMs: number | undefined) {
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** Runs `work`, rejecting with a {@link StoreTimeoutError} when it has not settled within the timeout. */
+  run<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
+    const attempt = this.#attempt(store, work);
+    const timeoutMs = this.#timeoutMs;
+    if (timeoutMs === undefined) return attempt;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#timeout = new StoreTimeoutError(timeoutMs);
+        reject(this.#timeout);
+      }, timeoutMs);
+      attempt.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  #attempt<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
+    if (typeof store.transaction === "function") {
+      this.#viaTransaction = true;
+      try {
+        return Promise.resolve(store.transaction((tx) => this.#body(tx, work)));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    try {
+      return Promise.resolve(work(this.#guard(store)));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** One attempt of the transaction's body: refused once timed out, also at its end, so a late body commits nothing. */
+  async #body<T>(tx: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
+    try {
+      this.#refuseIfLate();
+      const result = await work(this.#guard(tx));
+      this.#refuseIfLate();
+      return result;
+    } catch (error) {
+      this.#bodyErrors.push(error);
+      throw error;
+    }
+  }
+
+  #refuseIfLate(): void {
+    if (this.#timeout !== undefined) throw this.#timeout;
+  }
+
+  /** `store`, recording what its `read` and `write` throw, and refusing both once the call timed out. */
+  #guard(store: RateLimitStore): RateLimitStore {
+    return {
+      read: (ref: StateRef) => this.#watch(() => store.read(ref)),
+      write: (ref: StateRef, state: RateLimitState | null, info?: WriteInfo) =>
+        this.#watch(() => (info === undefined ? store.write(ref, state) : store.write(ref, state, info))),
+    };
+  }
+
+  #watch<T>(operation: () => T): T {
+    this.#refuseIfLate();
+    const failed = (error: unknown): never => {
+      this.#storeErrors.push(error);
+      throw error;
+    };
+    try {
+      const answer = operation();
+      if (answer instanceof Promise) return answer.then(undefined, failed) as T;
+      if ((typeof answer === "object" && answer !== null) || typeof answer === "function") {
+        const then = (answer as { then?: unknown }).then;
+        if (typeof then === "function") return Promise.resolve(answer).then(undefined, failed) as T;
+      }
+      return answer;
+    } catch (error) {
+      return failed(error);
+    }
+  }
+
+  /**
+   * Whether `error`, which the call rejected with, is the store's failure:
+   * `"store-timeout"`, `"store-error"`, or `undefined` for the core's own
+   * errors (bad input, a corrupt state), which throw whatever the policy.
+   */
+  degradation(error: unknown): Degraded["degraded"] | undefined {
+    if (this.#timeout !== undefined && error === this.#timeout) return "store-timeout";
+    const code = ownField(error, "code");
+    if (code !== undefined && typeof code[1] === "string" && NEVER_STORE_ERRORS.has(code[1])) return undefined;
+    if (this.#storeErrors.includes(error)) return "store-error";
+    // The transaction itself failed (a commit, a connection, a conflict it could not resolve), not its body.
+    if (this.#viaTransaction && !this.#bodyErrors.includes(error)) return "store-error";
+    return undefined;
+  }
+}
