@@ -44,9 +44,6 @@ echo "== Outages: onStoreError (closed, open, memory fallback) and timeout on th
 node --test --test-reporter=spec tests/outage/
 node_modules/.bin/tsc -p tests/outage/types
 
-echo "== Grants that settle: the same LLM flow, concurrent settles and bad actuals on MemoryStore, Redis (3 clients), PostgreSQL (server, PGlite), better-sqlite3 and Deno KV"
-node --test --test-reporter=spec tests/settle/
-
 echo "== Convex component: ratebound/convex-component in convex-test (against @convex-dev/rate-limiter 0.3.2), its example, its types, the packed files"
 node_modules/.bin/vitest run --config tests/convex-component/vitest.config.mjs
 echo "== Convex component: @convex-dev/rate-limiter 0.3.2's and 0.4.0's own published tests (component, worker, client, react, shared) on ratebound's"

@@ -87,19 +87,6 @@ for (const { storage, binding, probe } of BACKENDS) {
       assert.ok(taken <= 20 && taken >= 15, `admitted ${taken}`);
     });
 
-    test("a grant taken through the client settles in the object once; 6 concurrent settles of its data refund once", async () => {
-      const { body } = await post(miniflare, "/grant-flow", { binding, object: freshObject(), n: 6 });
-      assert.deepEqual(Object.keys(body.data).sort(), ["chargedAt", "count", "id", "key", "name", "shards"]);
-      // The object runs on workerd's clock: a few ms of refill since the charge may trim the refund.
-      const near = (value, expected) => typeof value === "number" && Math.abs(value - expected) < 0.01;
-      assert.ok(near(body.settled.refunded, 4) && body.settled.charged === 0, JSON.stringify(body.settled));
-      assert.deepEqual(body.again, Array(6).fill("GRANT_SETTLED"));
-      assert.equal(body.bad, "INVALID_REQUEST");
-      assert.equal(body.racing.filter((outcome) => near(outcome, 5)).length, 1, JSON.stringify(body.racing));
-      assert.equal(body.racing.filter((outcome) => outcome === "GRANT_SETTLED").length, 5);
-      assert.ok(Math.abs(body.llm - 8) < 0.01 && Math.abs(body.llm2 - 10) < 0.01, `llm ${body.llm}, llm2 ${body.llm2}`);
-    });
-
     test("two limits in one limitAll are all-or-nothing", async () => {
       const object = freshObject();
       const batch = (user) => ({ op: "limitAll", requests: [{ name: "perUser", key: user }, { name: "global" }] });

@@ -39,19 +39,6 @@ describe("Cloudflare D1 in workerd (Miniflare)", () => {
     work?.remove();
   });
 
-  test("a grant's data settled by 8 requests at once refunds once (GRANT_SETTLED for the rest); a bad actual writes nothing", async () => {
-    const { result } = await route("settleRace", { n: 8, key: "settle" });
-    assert.deepEqual(result.outcomes.filter((outcome) => outcome === 4), [4]);
-    assert.deepEqual(result.outcomes.filter((outcome) => outcome === "GRANT_SETTLED").length, 7);
-    assert.equal(result.value, 10);
-    assert.equal(result.bad, "INVALID_REQUEST");
-  });
-
-  test("the same settles through the bare read and write, without the batch re-check, refund more than once (so the test above can fail)", async () => {
-    const { result } = await route("settleRace", { n: 8, key: "settle-bare", bare: true });
-    assert.ok(result.outcomes.filter((outcome) => outcome === 4).length > 1, JSON.stringify(result.outcomes));
-  });
-
   test("createTable is idempotent and makes the table with its primary key", async () => {
     const columns = await sql("SELECT name, type, pk FROM pragma_table_info('ratebound')");
     assert.deepEqual(

@@ -87,24 +87,6 @@ export default {
     const body = await request.json();
     const { binding = "LIMITER", object = "test" } = body;
     switch (pathname) {
-      case "/grant-flow": {
-        // A grant taken through rateLimiterClient, settled by its handle, then its data settled again
-        // by n clients at once (as retried queue consumers would): each answer, in order.
-        const client = rateLimiterClient(stubOf(env, binding, object));
-        const taken = await client.limit("daily", { key: "llm", count: 6, grant: true });
-        const settled = await taken.grant.settle(2);
-        const again = await Promise.allSettled(
-          Array.from({ length: body.n }, () => rateLimiterClient(stubOf(env, binding, object)).settle(taken.grant.data, 0)),
-        );
-        const bad = await client.settle(taken.grant.data, -1).catch((error) => error.code);
-        const fresh = await client.limit("daily", { key: "llm2", count: 5, grant: true });
-        const racing = await Promise.allSettled(
-          Array.from({ length: body.n }, () => rateLimiterClient(stubOf(env, binding, object)).settle(JSON.parse(JSON.stringify(fresh.grant.data)), 0)),
-        );
-        const value = async (key) => (await client.getValue("daily", { key })).value;
-        const outcome = (result) => (result.status === "fulfilled" ? result.value.refunded : result.reason.code);
-        return Response.json({ data: taken.grant.data, settled, again: again.map(outcome), bad, racing: racing.map(outcome), llm: await value("llm"), llm2: await value("llm2") });
-      }
       case "/call": // one call through rateLimiterClient
         return Response.json(await call(rateLimiterClient(stubOf(env, binding, object)), body));
       case "/burst": {

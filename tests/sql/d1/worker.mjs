@@ -66,24 +66,6 @@ const routes = {
     const outcomes = await Promise.all(Array.from({ length: n }, () => limiterOn(bare ? racy : store).limit("daily", { key }).catch(asData)));
     return { admitted: outcomes.filter((outcome) => outcome.ok === true).length, errors: outcomes.filter((outcome) => outcome.error) };
   },
-  /** A grant, then its data settled by `n` requests at once (`bare`: without the store's transaction); each refund or code. */
-  settleRace: async (env, { n, key, bare = false }) => {
-    const store = d1Store(env.DB, { maxAttempts: 100 });
-    const racy = {
-      read: async (ref) => {
-        const state = await store.read(ref);
-        await new Promise((resolve) => setTimeout(resolve, 1)); // other requests run meanwhile
-        return state;
-      },
-      write: (ref, state, info) => store.write(ref, state, info),
-    };
-    const { grant } = await limiterOn(store).limit("daily", { key, count: 4, grant: true });
-    const data = JSON.parse(JSON.stringify(grant.data));
-    const outcomes = await Promise.all(
-      Array.from({ length: n }, () => limiterOn(bare ? racy : d1Store(env.DB, { maxAttempts: 100 })).settle(data, 0).then((settled) => settled.refunded, (error) => error.code)),
-    );
-    return { outcomes, value: (await limiterOn(store).getValue("daily", { key })).value, bad: await limiterOn(store).settle(data, -1).catch((error) => error.code) };
-  },
   /** Every attempt loses the race: a rival changes the state read before the batch commits. */
   contended: (env, { key }) =>
     d1Transaction(
