@@ -1,6 +1,7 @@
 /* Written by hand, as `npx convex codegen` would write it: the component's API as an app sees it
    (`components.rateLimiter`). `@convex-dev/rate-limiter` 0.4's ComponentApi, plus ratebound's batch, queued-limit and grant functions. */
 import type { FunctionReference } from "convex/server";
+import type { GrantData, SettleResult } from "ratebound";
 
 type ApplyUpdates = "transactionally" | "asynchronously";
 type Config =
@@ -11,14 +12,6 @@ type PendingUpdate =
   | { kind: "reset"; name: string; key?: string };
 type Returns = { ok: true; retryAfter?: number } | { ok: false; retryAfter: number };
 type LimitArgs = { config: Config; count?: number; key?: string; name: string; reserve?: boolean; throws?: boolean };
-type GrantData = {
-  name: string;
-  key?: string;
-  id: string;
-  count: number;
-  chargedAt: number;
-  shards: Array<{ shard: number; count: number; value: number; ts: number; refunded: number }>;
-};
 type BatchArgs = {
   requests: Array<{ config: Config; count?: number; key?: string; name: string; reserve?: boolean }>;
   throws?: boolean;
@@ -45,7 +38,7 @@ export type ComponentApi<Name extends string | undefined = string | undefined> =
       "mutation",
       "internal",
       { grant: GrantData; actual: number; config: Config },
-      { refunded: number; charged: number; unpaid: number; retryAfter?: number },
+      SettleResult,
       Name
     >;
   };

@@ -5,25 +5,18 @@
  */
 import type { GenericDataModel, GenericMutationCtx } from "convex/server";
 import type { ComponentApi } from "../_generated/component.js";
+import type { GrantData, SettleResult } from "ratebound";
 import type { RateLimitArgs, RateLimitConfig } from "../validators.js";
 
-type RunMutationCtx = Pick<GenericMutationCtx<GenericDataModel>, "runMutation">;
+export type { GrantData };
 
-/** A grant's data, as the component answers it: keep it to settle later (it is plain JSON). */
-export type GrantData = {
-  name: string;
-  key?: string;
-  id: string;
-  count: number;
-  chargedAt: number;
-  shards: Array<{ shard: number; count: number; value: number; ts: number; refunded: number }>;
-};
+type RunMutationCtx = Pick<GenericMutationCtx<GenericDataModel>, "runMutation">;
 
 /** What `limit` answers with `grant: true`. */
 export type GrantReturns = { ok: true; retryAfter?: number; grant: GrantData } | { ok: false; retryAfter: number };
 
 /** What `settle` answers: tokens given back, taken beyond the estimate, left unpaid by `maxReserved`, and the debt's wait. */
-export type SettleReturns = { refunded: number; charged: number; unpaid: number; retryAfter?: number };
+export type SettleReturns = SettleResult;
 
 /** Runs `rateLimitWithGrant` with the limit's arguments (without the `grant` flag itself). */
 export function limitWithGrant(ctx: RunMutationCtx, component: ComponentApi, args: RateLimitArgs & { grant?: boolean }): Promise<GrantReturns> {
