@@ -118,6 +118,13 @@ describe("the component's grant functions", () => {
     expect(JSON.parse(grants.rateLimitWithGrant.exportArgs())).toEqual(JSON.parse(lib.rateLimit.exportArgs()));
   });
 
+  test("grant: false is a plain limit: no data, the same answer as without it", async () => {
+    const t = app();
+    const plain = await t.mutation(api.settling.limit, { kind: "token bucket", name: "llm", options: { key: "plain", count: 300, grant: false } });
+    expect(plain).toEqual({ ok: true });
+    expect((await t.query(api.settling.getValue, { kind: "token bucket", name: "llm", options: { key: "plain" } })).value).toBe(700);
+  });
+
   test("an asynchronous limit can't grant", async () => {
     const t = app();
     const config = { ...settleLimits("token bucket", DAY).llm, applyUpdates: "asynchronously" };

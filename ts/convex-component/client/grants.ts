@@ -18,11 +18,9 @@ export type GrantReturns = { ok: true; retryAfter?: number; grant: GrantData } |
 /** What `settle` answers: tokens given back, taken beyond the estimate, left unpaid by `maxReserved`, and the debt's wait. */
 export type SettleReturns = SettleResult;
 
-/** Runs `rateLimitWithGrant` with the limit's arguments (without the `grant` flag itself). */
-export function limitWithGrant(ctx: RunMutationCtx, component: ComponentApi, args: RateLimitArgs & { grant?: boolean }): Promise<GrantReturns> {
-  const { grant, ...limitArgs } = args;
-  void grant;
-  return ctx.runMutation(component.grants.rateLimitWithGrant, limitArgs);
+/** Runs `rateLimitWithGrant` with the limit's arguments. */
+export function limitWithGrant(ctx: RunMutationCtx, component: ComponentApi, args: RateLimitArgs): Promise<GrantReturns> {
+  return ctx.runMutation(component.grants.rateLimitWithGrant, args);
 }
 
 /** Runs `settle` for a grant's data under the limit's config. */

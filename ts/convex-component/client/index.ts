@@ -189,8 +189,10 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
       : [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs & { grant?: boolean }>]
   ): Promise<RateLimitReturns | GrantReturns> {
     const config = this.getConfig(options[0], name);
-    const args: RateLimitArgs & { grant?: boolean } = { ...options[0], name, config };
-    if (args.grant === true) return limitWithGrant(ctx, this.component, args);
+    // `grant` picks the mutation; it is not one of the component's limit arguments.
+    const { grant, ...given } = options[0] ?? {};
+    const args: RateLimitArgs = { ...given, name, config };
+    if (grant === true) return limitWithGrant(ctx, this.component, args);
     if (config.applyUpdates !== "asynchronously") return ctx.runMutation(this.component.lib.rateLimit, args);
     const headroom = this.headroom[name];
     if (headroom === undefined) {
