@@ -68,7 +68,6 @@ function without(object: object, fields: readonly string[]): Record<string, unkn
   return copy;
 }
 
-/** A config without its `onStoreError`, and that policy checked (`undefined`: none of its own). */
 /**
  * An inline config as the core takes it: `onStoreError` checked and removed.
  * For calls that always fail closed (grants, settle, getValue, reset).
@@ -77,6 +76,7 @@ export function withoutPolicy(name: string, config: unknown): unknown {
   return splitConfig(name, config)[0];
 }
 
+/** A config without its `onStoreError`, and that policy checked (`undefined`: none of its own). */
 function splitConfig(name: string, config: unknown): [unknown, Policy | undefined] {
   const found = ownField(config, "onStoreError");
   if (found === undefined || !found[0]) return [config, undefined];

@@ -30,6 +30,7 @@ import {
 } from "./options.js";
 import { checkOptions } from "./wasm/ratebound.js";
 import { FailurePolicy, withoutPolicy, type FailureOptions, type LimitConfig } from "./failure-policy.js";
+import { ownField } from "./store-call.js";
 
 /**
  * Rate limits over a host store: every call reads at most two shard states,
@@ -146,7 +147,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   async settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult> {
     const checked = checkedOptions("settle", options, SETTLE_OPTIONS);
     const inline = own(checked, "config");
-    const config = inline === undefined ? undefined : withoutPolicy(nameOf(data), inline);
+    const named = ownField(data, "name")?.[1];
+    const config = inline === undefined ? undefined : withoutPolicy(typeof named === "string" ? named : "settle", inline);
     return await this.#transact((store) => this.#core.settle(store, data, actual, config, this.#now()));
   }
 
@@ -281,15 +283,5 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const key = own(checked, "key");
     const config = withoutPolicy(name, own(checked, "config"));
     await this.#transact((store) => this.#core.reset(store, name, key, config, this.#now()));
-  }
-}
-
-/** A grant's limit name for messages, or "settle" when the data has none to read. */
-function nameOf(data: unknown): string {
-  try {
-    const name = typeof data === "object" && data !== null && Object.hasOwn(data, "name") ? (data as { name: unknown }).name : undefined;
-    return typeof name === "string" ? name : "settle";
-  } catch {
-    return "settle";
   }
 }
