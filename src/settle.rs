@@ -287,8 +287,9 @@ pub async fn settle<S: StateStore>(
         };
         let give = (unused * proportion).min(part.count).min(bound);
         let mut next = State { value: raised(now.value, give, shard_config.capacity), ts: now.ts };
-        settled.refunded += next.value - now.value;
-        let mut changed = next.value != now.value;
+        let given_back = next.value - now.value;
+        settled.refunded += given_back;
+        let mut changed = given_back > 0.0;
         let wanted = extra * proportion;
         if wanted > 0.0 {
             let take = match shard_config.max_reserved {
@@ -310,8 +311,8 @@ pub async fn settle<S: StateStore>(
         if changed {
             writes.push((part.shard, next));
         }
-        if let (Some(state), true) = (ledger_state, next.value > now.value) {
-            ledgers.push((part.shard, State { value: state.value + (next.value - now.value), ts: state.ts }));
+        if let (Some(state), true) = (ledger_state, given_back > 0.0) {
+            ledgers.push((part.shard, State { value: state.value + given_back, ts: state.ts }));
         }
     }
     settled.unpaid = (extra - settled.charged).max(0.0);
