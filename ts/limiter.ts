@@ -221,13 +221,11 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * await limiter.limitAll([{ name: "perUser", key: userId }, { name: "global" }], { throws: true });
    */
-  async limitAll(
+  limitAll(
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
     options: { throws?: boolean } = {},
   ): Promise<RateLimitResult> {
-    const throws = own<boolean>(checkedOptions("limitAll", options, BATCH_OPTIONS), "throws");
-    const result = await this.#failure.batch(requests, true, (store, batch) => this.#core.limitAll(store, batch, this.#now(), true));
-    return refusal(requests.map((request) => request.name).join(", "), result, throws);
+    return this.#batch(requests, options, true);
   }
 
   /**
@@ -239,12 +237,17 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * const { ok, retryAfter } = await limiter.checkAll([{ name: "x" }, { name: "y", count: 10 }]);
    */
-  async checkAll(
+  checkAll(
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
     options: { throws?: boolean } = {},
   ): Promise<RateLimitResult> {
-    const throws = own<boolean>(checkedOptions("checkAll", options, BATCH_OPTIONS), "throws");
-    const result = await this.#failure.batch(requests, false, (store, batch) => this.#core.limitAll(store, batch, this.#now(), false));
+    return this.#batch(requests, options, false);
+  }
+
+  /** `limitAll` (write) or `checkAll`, under the batch's failure policy. */
+  async #batch(requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean }, write: boolean): Promise<RateLimitResult> {
+    const throws = own<boolean>(checkedOptions(write ? "limitAll" : "checkAll", options, BATCH_OPTIONS), "throws");
+    const result = await this.#failure.batch(requests, write, (store, batch) => this.#core.limitAll(store, batch, this.#now(), write));
     return refusal(requests.map((request) => request.name).join(", "), result, throws);
   }
 
