@@ -23,17 +23,17 @@ export type {
   TokenBucketConfig,
   WriteInfo,
 } from "./wasm/ratebound.js";
-export type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions, SettleOptions } from "./options.js";
-export { Grant } from "./grant.js";
-export type { GrantResult } from "./grant.js";
-export { RateLimiter } from "./limiter.js";
-export { calculateRateLimit, calculateRateLimits, decideRateLimit, rateLimitFigures, withJitter } from "./pure.js";
-export { MemoryStore } from "./memory-store.js";
+export type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions, SettleOptions } from "./core/options.js";
+export { Grant } from "./core/grant.js";
+export type { GrantResult } from "./core/grant.js";
+export { RateLimiter } from "./core/limiter.js";
+export { calculateRateLimit, calculateRateLimits, decideRateLimit, rateLimitFigures, withJitter } from "./core/pure.js";
+export { MemoryStore } from "./stores/memory.js";
 // For adapters and the package's subpath modules: options read by their own
 // fields, and argument errors in the core's one shape (TypeError, code INVALID_ARGUMENT).
 export { invalidArgument, ownOptions } from "./wasm/ratebound.js";
-export { RateLimitError, isRateLimitError } from "./errors.js";
-export type { RateLimitErrorData } from "./errors.js";
-export { SECOND, MINUTE, HOUR, DAY, WEEK } from "./time.js";
-export { StoreTimeoutError, isDegraded } from "./failure-policy.js";
-export type { Degraded, FailureOptions, LimitConfig, StoreErrorPolicy } from "./failure-policy.js";
+export { RateLimitError, isRateLimitError } from "./core/errors.js";
+export type { RateLimitErrorData } from "./core/errors.js";
+export { SECOND, MINUTE, HOUR, DAY, WEEK } from "./core/time.js";
+export { StoreTimeoutError, isDegraded } from "./core/failure-policy.js";
+export type { Degraded, FailureOptions, LimitConfig, StoreErrorPolicy } from "./core/failure-policy.js";

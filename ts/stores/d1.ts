@@ -8,9 +8,9 @@
  * @module
  */
 import type { RateLimitState, RateLimitStore, StateRef, WriteInfo } from "ratebound";
-import { runOptimistic, type OptimisticOptions } from "./optimistic.js";
-import { codedError, quotedTable, refColumns, sqliteStatements, stateOf, upsertParams } from "./sql-common.js";
-import { OPTIMISTIC_OPTIONS, ownCopy } from "./adapter-options.js";
+import { runOptimistic, type OptimisticOptions } from "./shared/optimistic.js";
+import { codedError, quotedTable, refColumns, sqliteStatements, stateOf, upsertParams } from "./shared/sql.js";
+import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
 
 /** What ratebound uses of a D1 prepared statement. */
 export interface D1PreparedStatementLike {

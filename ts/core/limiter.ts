@@ -2,10 +2,10 @@
  * The `RateLimiter` class: named limits over a host store, decided by the core.
  * @module
  */
-import { RateLimiterCore } from "./wasm/ratebound.js";
-import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore, RateLimitValue } from "./wasm/ratebound.js";
-import type { GrantData, SettleResult } from "./wasm/ratebound.js";
-import { MemoryStore } from "./memory-store.js";
+import { RateLimiterCore } from "../wasm/ratebound.js";
+import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore, RateLimitValue } from "../wasm/ratebound.js";
+import type { GrantData, SettleResult } from "../wasm/ratebound.js";
+import { MemoryStore } from "../stores/memory.js";
 import { withHandle, type GrantResult } from "./grant.js";
 import {
   BATCH_OPTIONS,
@@ -28,7 +28,7 @@ import {
   type ResetOptions,
   type SettleOptions,
 } from "./options.js";
-import { checkOptions } from "./wasm/ratebound.js";
+import { checkOptions } from "../wasm/ratebound.js";
 import { FailurePolicy, withoutPolicy, type FailureOptions, type LimitConfig } from "./failure-policy.js";
 import { ownField } from "./store-call.js";
 

@@ -3,8 +3,8 @@
  * connections they take. Re-exported by `ratebound/postgres`.
  * @module
  */
-import { codedError, hasMethod, quotedTable } from "./sql-common.js";
-import { ownCopy } from "./adapter-options.js";
+import { codedError, hasMethod, quotedTable } from "./shared/sql.js";
+import { ownCopy } from "./shared/options.js";
 
 /** What ratebound uses of a connection: satisfied by `pg`'s Client and PoolClient, PGlite and its transactions. */
 export interface PostgresQueryable {

@@ -6,7 +6,7 @@
  * @module
  */
 import type { RateLimitConfig } from "ratebound";
-import { decide, makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./http-guard.js";
+import { decide, makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./guard.js";
 
 /** What the Hono middleware uses of Hono's `Context`. */
 export interface HonoContextLike {

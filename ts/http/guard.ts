@@ -8,9 +8,9 @@
  * @module
  */
 import { rateLimitFigures, type RateLimitConfig, type RateLimiter, type RateLimitResult } from "ratebound";
-import type { RateLimiterClient } from "./durable-object.js";
-import { HEADER_DRAFTS, isPolicyName, rateLimitHeaders, type HeaderDraft, type HeaderPairs, type NamedFigures } from "./http-headers.js";
-import { ownCopy } from "./adapter-options.js";
+import type { RateLimiterClient } from "../stores/durable-object.js";
+import { HEADER_DRAFTS, isPolicyName, rateLimitHeaders, type HeaderDraft, type HeaderPairs, type NamedFigures } from "./headers.js";
+import { ownCopy } from "../stores/shared/options.js";
 
 /** What a guard decides with: a `RateLimiter`, or a Durable Object's `rateLimiterClient`. */
 export type GuardedLimiter<Limits extends Record<string, RateLimitConfig>> = RateLimiter<Limits> | RateLimiterClient<Limits>;

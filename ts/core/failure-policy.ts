@@ -6,9 +6,9 @@
  * at all ("open").
  * @module
  */
-import { invalidArgument, storeErrorPolicy } from "./wasm/ratebound.js";
-import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore } from "./wasm/ratebound.js";
-import { MemoryStore } from "./memory-store.js";
+import { invalidArgument, storeErrorPolicy } from "../wasm/ratebound.js";
+import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore } from "../wasm/ratebound.js";
+import { MemoryStore } from "../stores/memory.js";
 import type { BatchRequest, LimitConfig, LimitFields, StoreErrorPolicy } from "./options.js";
 export type { LimitConfig, StoreErrorPolicy } from "./options.js";
 import { StoreCall, ownField, plainCall, type Degraded } from "./store-call.js";

@@ -1,5 +1,5 @@
-import { MemorySlab } from "./wasm/ratebound.js";
-import type { RateLimitState, RateLimitStore, StateRef, WriteInfo } from "./wasm/ratebound.js";
+import { MemorySlab } from "../wasm/ratebound.js";
+import type { RateLimitState, RateLimitStore, StateRef, WriteInfo } from "../wasm/ratebound.js";
 
 /**
  * A {@link RateLimitStore} in process memory: for tests, single-process

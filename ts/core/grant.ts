@@ -2,8 +2,8 @@
  * A grant's handle: settle it to what was really used, or cancel it.
  * @module
  */
-import { RateLimiterCore } from "./wasm/ratebound.js";
-import type { GrantData, RateLimitResult, SettleResult } from "./wasm/ratebound.js";
+import { RateLimiterCore } from "../wasm/ratebound.js";
+import type { GrantData, RateLimitResult, SettleResult } from "../wasm/ratebound.js";
 
 /** Settles a grant's data at `actual` tokens (the limiter's `settle`, bound to it). */
 export type Settler = (data: GrantData, actual: number) => Promise<SettleResult>;

@@ -5,7 +5,7 @@
  * refuses every later read and write, so a late transaction commits nothing.
  * @module
  */
-import type { RateLimitState, RateLimitStore, StateRef, WriteInfo } from "./wasm/ratebound.js";
+import type { RateLimitState, RateLimitStore, StateRef, WriteInfo } from "../wasm/ratebound.js";
 
 /** What a result decided without the store carries: why, and the store's error. */
 export type Degraded = {

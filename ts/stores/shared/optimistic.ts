@@ -13,7 +13,7 @@
  * @module
  */
 import { withJitter, type RateLimitState, type RateLimitStore, type StateRef, type WriteInfo } from "ratebound";
-import { OPTIMISTIC_OPTIONS } from "./adapter-options.js";
+import { OPTIMISTIC_OPTIONS } from "./options.js";
 
 export type { WriteInfo };
 

@@ -4,8 +4,8 @@
  * MemoryStore fast path read back into a result.
  * @module
  */
-import { checkOptions } from "./wasm/ratebound.js";
-import type { RateLimitConfig, RateLimitResult } from "./wasm/ratebound.js";
+import { checkOptions } from "../wasm/ratebound.js";
+import type { RateLimitConfig, RateLimitResult } from "../wasm/ratebound.js";
 import { RateLimitError } from "./errors.js";
 import type { Grant } from "./grant.js";
 

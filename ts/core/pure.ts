@@ -8,7 +8,7 @@ import {
   calculateRateLimit as coreCalculateRateLimit,
   rateLimitFigures as coreRateLimitFigures,
   withJitter as coreWithJitter,
-} from "./wasm/ratebound.js";
+} from "../wasm/ratebound.js";
 import type {
   DecideOptions,
   RateLimitConfig,
@@ -17,7 +17,7 @@ import type {
   RateLimitState,
   RateLimitTransition,
   RateLimitValue,
-} from "./wasm/ratebound.js";
+} from "../wasm/ratebound.js";
 /** A config object's compiled form and the fields it was compiled from. */
 type Compiled = { compiled: CompiledConfig; fields: unknown[]; fieldCount: number };
 

@@ -1,0 +1,369 @@
+/**
+ * ratebound in a Cloudflare Durable Object: the object's own storage holds the
+ * state, and the object decides one request at a time, so concurrent requests
+ * to one object can never admit more than the bound.
+ *
+ * - {@link durableObjectStore} is the host callback over `ctx.storage`, for
+ *   your own Durable Object class.
+ * - {@link rateLimiterObject} makes a ready Durable Object class to export from
+ *   your Worker, and {@link rateLimiterClient} calls it from the Worker. Route
+ *   one object per key (`idFromName(userId)`) or per key range.
+ * @module
+ */
+import {
+  Grant,
+  RateLimiter,
+  RateLimitError,
+  type BatchRequest,
+  type GrantData,
+  type GrantResult,
+  type SettleOptions,
+  type SettleResult,
+  type GetValueOptions,
+  type LimitOptions,
+  type RateLimitConfig,
+  type RateLimitResult,
+  type RateLimitState,
+  type RateLimitStore,
+  type RateLimitValue,
+  type ResetOptions,
+  type StateRef,
+} from "ratebound";
+import { ownCopy } from "./shared/options.js";
+
+/** The synchronous key-value API of a SQLite-backed Durable Object (`ctx.storage.kv`). */
+export interface SyncKvStorageLike {
+  /** The stored value, or `undefined`. */
+  get(key: string): unknown;
+  /** Stores a structured-cloneable value. */
+  put(key: string, value: unknown): void;
+  /** Deletes the key. */
+  delete(key: string): unknown;
+}
+
+/** What ratebound uses of a Durable Object's `ctx.storage`. */
+export interface DurableObjectStorageLike {
+  /** Present on SQLite-backed objects: then every decision runs synchronously. */
+  readonly kv?: SyncKvStorageLike;
+  /** The stored value, or `undefined`. */
+  get(key: string): Promise<unknown>;
+  /** Stores a structured-cloneable value. */
+  put(key: string, value: unknown): Promise<void>;
+  /** Deletes the key. */
+  delete(key: string): Promise<unknown>;
+}
+
+/** Options of {@link durableObjectStore}. */
+export interface DurableObjectStoreOptions {
+  /** Prepended to every storage key, to keep ratebound's keys apart from the object's own; default `"ratebound:"`. */
+  prefix?: string;
+}
+
+/**
+ * The storage key of a ref: the prefix, then the JSON array `[name, shard]` or
+ * `[name, shard, key]`. JSON quotes and escapes every string, so distinct
+ * `(name, key, shard)` triples never share a key (`"a:b"` + `"c"` and `"a"` +
+ * `"b:c"` stay apart, and so do no key and `""`).
+ */
+function storageKey(prefix: string, ref: StateRef): string {
+  return prefix + JSON.stringify(ref.key === undefined ? [ref.name, ref.shard] : [ref.name, ref.shard, ref.key]);
+}
+
+/**
+ * `storage.kv` on a SQLite-backed object; `undefined` on a key-value-backed one, where
+ * `storage.kv` exists but every call throws (so one harmless read tells them apart).
+ */
+function synchronousKv(storage: DurableObjectStorageLike, prefix: string): SyncKvStorageLike | undefined {
+  try {
+    const kv = storage.kv;
+    kv?.get(prefix);
+    return kv;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The host callback over a Durable Object's `ctx.storage`.
+ *
+ * On a SQLite-backed object it uses the synchronous `ctx.storage.kv`: a
+ * decision reads and writes without yielding, so no other request can run in
+ * between, and its writes commit together. On a key-value-backed object it
+ * reads with `get` (the object's input gate holds other requests back while a
+ * read is pending) and issues its writes without awaiting them, so they are
+ * coalesced into one atomic batch and confirmed before any response leaves.
+ *
+ * @param storage The object's `ctx.storage`.
+ * @param options `prefix` for ratebound's storage keys.
+ * @returns A {@link RateLimitStore} for `new RateLimiter(store, limits)`.
+ * @example
+ * import { DurableObject } from "cloudflare:workers";
+ * export class Uploads extends DurableObject {
+ *   limiter = new RateLimiter(durableObjectStore(this.ctx.storage), { upload: { kind: "fixed window", rate: 10, period: HOUR } });
+ *   async upload(userId: string, file: ArrayBuffer) {
+ *     const { ok, retryAfter } = await this.limiter.limit("upload", { key: userId });
+ *     if (!ok) return { retryAfter };
+ *     // … store the file
+ *   }
+ * }
+ */
+export function durableObjectStore(storage: DurableObjectStorageLike, given: DurableObjectStoreOptions = {}): RateLimitStore {
+  const options = ownCopy("durableObjectStore", given, ["prefix"]);
+  const prefix = options.prefix ?? "ratebound:";
+  const kv = synchronousKv(storage, prefix);
+  if (kv !== undefined) {
+    return {
+      read: (ref) => (kv.get(storageKey(prefix, ref)) ?? null) as RateLimitState | null,
+      write(ref, state) {
+        if (state === null) kv.delete(storageKey(prefix, ref));
+        else kv.put(storageKey(prefix, ref), { value: state.value, ts: state.ts });
+      },
+    };
+  }
+  return {
+    read: async (ref) => ((await storage.get(storageKey(prefix, ref))) ?? null) as RateLimitState | null,
+    write(ref, state) {
+      // Not awaited: writes made in one turn are committed as one batch, and the
+      // output gate holds every response until they are durable.
+      if (state === null) void storage.delete(storageKey(prefix, ref));
+      else void storage.put(storageKey(prefix, ref), { value: state.value, ts: state.ts });
+    },
+  };
+}
+
+/** What a Durable Object's constructor receives first (`ctx`), as far as ratebound uses it. */
+export interface DurableObjectStateLike {
+  /** The object's storage. */
+  readonly storage: DurableObjectStorageLike;
+}
+
+/** The body of a request to a {@link RateLimiterObject}, one per operation. */
+export type RateLimiterRequest =
+  | { op: "limit" | "check"; name: string; options?: Omit<LimitOptions, "throws"> }
+  | { op: "limitAll" | "checkAll"; requests: BatchRequest[] }
+  | { op: "getValue"; name: string; options?: GetValueOptions }
+  | { op: "reset"; name: string; options?: ResetOptions }
+  | { op: "settle"; grant: GrantData; actual: number; options?: SettleOptions };
+
+/** What the object answers to `limit` with `grant: true`: the grant as its data. */
+export type GrantAnswer = RateLimitResult & { grant?: GrantData };
+
+/** The codes of errors that are the caller's fault: answered with status 400. */
+const CALLER_ERRORS = new Set(["INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "UNKNOWN_LIMIT", "GRANT_SETTLED"]);
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+}
+
+function errorResponse(error: unknown): Response {
+  const { code, message, field } = (error ?? {}) as { code?: unknown; message?: unknown; field?: unknown };
+  const known = typeof code === "string";
+  const status = (known && CALLER_ERRORS.has(code)) || error instanceof TypeError ? 400 : 500;
+  return json(status, { error: { code: known ? code : status === 400 ? "INVALID_REQUEST" : "INTERNAL", message: String(message ?? error), field } });
+}
+
+function badRequest(message: string): Response {
+  return json(400, { error: { code: "INVALID_REQUEST", message } });
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A ready Durable Object that keeps rate limits in its own storage and answers
+ * `POST` requests whose JSON body is a {@link RateLimiterRequest}: `200 { result }`,
+ * or `400 { error: { code, message } }` for a bad config or request (nothing
+ * changes), `500` when its storage fails. Call it with {@link rateLimiterClient};
+ * get a class with named limits from {@link rateLimiterObject}.
+ *
+ * @typeParam Limits The named limits it knows; others must come with an inline `config`.
+ * @example
+ * // worker.ts: inline configs only
+ * export { RateLimiterObject } from "ratebound/durable-object";
+ */
+export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = Record<string, never>> {
+  readonly #limiter: RateLimiter<Record<string, RateLimitConfig>>;
+
+  /**
+   * @param ctx The object's state; its `storage` holds the limits.
+   * @param env The Worker's bindings (unused).
+   * @param limits Named limit configs, validated now.
+   */
+  constructor(ctx: DurableObjectStateLike, env?: unknown, limits: Limits = {} as Limits) {
+    void env;
+    this.#limiter = new RateLimiter(durableObjectStore(ctx.storage), limits);
+  }
+
+  /**
+   * Decides one {@link RateLimiterRequest}.
+   *
+   * @param request A `POST` with a JSON {@link RateLimiterRequest} body.
+   * @returns `200 { result }`, `400 { error }` for a bad request, `500 { error }` when storage fails.
+   * @example
+   * const response = await stub.fetch("https://ratebound/", { method: "POST", body: JSON.stringify({ op: "check", name: "api" }) });
+   */
+  async fetch(request: Request): Promise<Response> {
+    if (request.method !== "POST") return json(405, { error: { code: "INVALID_REQUEST", message: "ratebound: POST a JSON body" } });
+    let body: unknown;
+    try {
+      body = await request.json();
+    } catch {
+      return badRequest("ratebound: the request body is not JSON");
+    }
+    if (!isObject(body)) return badRequest("ratebound: the request body must be a JSON object");
+    try {
+      return json(200, { result: (await this.#decide(body)) ?? null });
+    } catch (error) {
+      return errorResponse(error);
+    }
+  }
+
+  async #decide(body: Record<string, unknown>): Promise<RateLimitResult | GrantAnswer | RateLimitValue | SettleResult | void> {
+    const limiter = this.#limiter;
+    const { op, name, requests } = body;
+    const options = (isObject(body.options) ? body.options : {}) as unknown as LimitOptions & Inline;
+    const inline = options as GetValueOptions & Inline;
+    switch (op) {
+      case "limit": {
+        const result = (await limiter.limit(name as string, { ...options, throws: false })) as RateLimitResult & { grant?: unknown };
+        // A grant crosses the wire as its data; the client wraps it in a handle again.
+        return result.grant instanceof Grant ? { ...result, grant: result.grant.data } : result;
+      }
+      case "settle": {
+        const settleOptions = (isObject(body.options) ? body.options : undefined) as SettleOptions | undefined;
+        return limiter.settle(body.grant as GrantData, body.actual as number, settleOptions);
+      }
+      case "check":
+        return limiter.check(name as string, { ...options, throws: false });
+      case "limitAll":
+      case "checkAll": {
+        if (!Array.isArray(requests)) throw new TypeError(`ratebound: ${op} needs an array of requests`);
+        const batch = requests as (BatchRequest & Inline)[];
+        return op === "limitAll" ? limiter.limitAll(batch) : limiter.checkAll(batch);
+      }
+      case "getValue":
+        return limiter.getValue(name as string, inline);
+      case "reset":
+        return limiter.reset(name as string, inline);
+      default:
+        throw new TypeError(`ratebound: unknown op ${JSON.stringify(op)} (limit, check, limitAll, checkAll, getValue, reset or settle)`);
+    }
+  }
+}
+
+/** A Durable Object class with named limits, as {@link rateLimiterObject} makes it. */
+export interface RateLimiterObjectClass<Limits extends Record<string, RateLimitConfig>> {
+  new (ctx: DurableObjectStateLike, env?: unknown): RateLimiterObject<Limits>;
+}
+
+/**
+ * A Durable Object class that knows your named limits: export it from your
+ * Worker (and name it in `wrangler.toml`), then call it with {@link rateLimiterClient}.
+ *
+ * @param limits Named limit configs, validated when an object starts.
+ * @returns The class to export.
+ * @example
+ * export const LIMITS = { api: { kind: "token bucket", rate: 100, period: MINUTE } } as const;
+ * export class ApiLimiter extends rateLimiterObject(LIMITS) {}
+ */
+export function rateLimiterObject<Limits extends Record<string, RateLimitConfig>>(limits: Limits): RateLimiterObjectClass<Limits> {
+  return class extends RateLimiterObject<Limits> {
+    constructor(ctx: DurableObjectStateLike, env?: unknown) {
+      super(ctx, env, limits);
+    }
+  };
+}
+
+/** What {@link rateLimiterClient} needs of a Durable Object stub: its `fetch`. */
+export interface DurableObjectStubLike {
+  /** Sends a request to the object. */
+  fetch(input: string, init: { method: string; headers: Record<string, string>; body: string }): Promise<Response>;
+}
+
+type Named<Limits> = Extract<keyof Limits, string>;
+type Inline = { config: RateLimitConfig };
+
+/** The limiter's methods, answered by one Durable Object: see {@link rateLimiterClient}. */
+export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig>> {
+  /** As `RateLimiter.limit` with `grant: true`: the handle settles in the object. */
+  limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
+  limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
+  /** Consumes tokens in the object: as `RateLimiter.limit`; `throws` throws a `RateLimitError` here. */
+  limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
+  limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
+  /** As `RateLimiter.check`: what `limit` would answer, writing nothing. */
+  check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
+  check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
+  /** As `RateLimiter.limitAll`: several limits of this object, all or none. */
+  limitAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>, options?: { throws?: boolean }): Promise<RateLimitResult>;
+  /** As `RateLimiter.checkAll`. */
+  checkAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>, options?: { throws?: boolean }): Promise<RateLimitResult>;
+  /** As `RateLimiter.getValue`. */
+  getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
+  getValue(name: string, options: GetValueOptions & Inline): Promise<RateLimitValue>;
+  /** As `RateLimiter.reset`. */
+  reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
+  reset(name: string, options: ResetOptions & Inline): Promise<void>;
+  /** As `RateLimiter.settle`: settles a grant's data in the object (from an alarm, a queue…). */
+  settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult>;
+}
+
+/**
+ * Calls a {@link RateLimiterObject} through its stub, with the limiter's own
+ * methods. A `400`/`500` answer becomes a thrown `Error` with the object's
+ * `code` (`INVALID_CONFIG`, `COUNT_EXCEEDS_MAX`, …); `throws: true` turns a
+ * refusal into a `RateLimitError`, as in-process.
+ *
+ * @param stub The object's stub, e.g. `env.LIMITER.get(env.LIMITER.idFromName(userId))`.
+ * @returns The limiter's methods, each one request to the object.
+ * @example
+ * const limiter = rateLimiterClient<typeof LIMITS>(env.LIMITER.get(env.LIMITER.idFromName(userId)));
+ * const { ok, retryAfter } = await limiter.limit("api", { key: userId });
+ * if (!ok) return new Response("Too many requests", { status: 429, headers: { "retry-after": String(Math.ceil(retryAfter / 1000)) } });
+ */
+export function rateLimiterClient<Limits extends Record<string, RateLimitConfig> = Record<string, never>>(
+  stub: DurableObjectStubLike,
+): RateLimiterClient<Limits> {
+  async function send(request: RateLimiterRequest): Promise<unknown> {
+    const response = await stub.fetch("https://ratebound.internal/", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(request),
+    });
+    const body = (await response.json()) as { result?: unknown; error?: { code?: string; message?: string; field?: string } };
+    if (response.ok) return body.result;
+    const error = body.error ?? {};
+    throw Object.assign(new Error(error.message ?? `ratebound: the rate limiter object answered ${response.status}`), {
+      code: error.code,
+      field: error.field,
+      status: response.status,
+    });
+  }
+  const decide = async (name: string, result: RateLimitResult, throws: boolean | undefined): Promise<RateLimitResult> => {
+    if (throws === true && !result.ok) throw new RateLimitError(name, result.retryAfter);
+    return result;
+  };
+  const settle = async (data: GrantData, actual: number, options?: SettleOptions) =>
+    (await send({ op: "settle", grant: data, actual, ...(options === undefined ? {} : { options }) })) as SettleResult;
+  const single = (op: "limit" | "check") => async (name: string, options: LimitOptions = {}) => {
+    const { throws, ...rest } = options;
+    const answer = (await decide(name, (await send({ op, name, options: rest })) as GrantAnswer, throws)) as GrantAnswer;
+    if (answer.grant === undefined) return answer;
+    const inline = rest.config === undefined ? undefined : { config: rest.config };
+    return { ...answer, grant: new Grant(answer.grant, (data, actual) => settle(data, actual, inline)) };
+  };
+  const batch = (op: "limitAll" | "checkAll") => async (requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean } = {}) =>
+    decide(requests.map((request) => request.name).join(", "), (await send({ op, requests: [...requests] })) as RateLimitResult, options.throws);
+  return {
+    limit: single("limit"),
+    check: single("check"),
+    limitAll: batch("limitAll"),
+    checkAll: batch("checkAll"),
+    getValue: async (name: string, options: GetValueOptions = {}) => (await send({ op: "getValue", name, options })) as RateLimitValue,
+    reset: async (name: string, options: ResetOptions = {}) => {
+      await send({ op: "reset", name, options });
+    },
+    settle,
+  } as RateLimiterClient<Limits>;
+}

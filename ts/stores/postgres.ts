@@ -1,0 +1,318 @@
+/**
+ * ratebound over PostgreSQL: the limit's reads and writes run in a SQL
+ * transaction, the caller's own when it has one, so the app's writes and
+ * the limit commit or roll back together. Works with `pg` (Client, PoolClient,
+ * Pool), PGlite, and anything with `query(text, params) → { rows }`.
+ *
+ * A decision locks each state it reads before reading it: a stored row with
+ * `SELECT … FOR UPDATE`, a state that does not exist yet with a
+ * transaction-scoped advisory lock on the ref. Under READ COMMITTED two
+ * transactions never both decide on the same state.
+ * @module
+ */
+import { withJitter, type RateLimitState, type RateLimitStore, type StateRef } from "ratebound";
+import { queryableOf, type PostgresJsLike, type PostgresQueryable } from "./postgres-table.js";
+import { SqlStoreError, codedError, hasMethod, oneAtATime, quotedTable, refColumns, type WriteInfo } from "./shared/sql.js";
+import { ownCopy } from "./shared/options.js";
+
+export { SqlStoreError, type WriteInfo } from "./shared/sql.js";
+export { createTable, createTableSql, pruneStates, type PostgresJsLike, type PostgresQueryable, type PostgresTableOptions } from "./postgres-table.js";
+
+/** A pool (`pg.Pool`, or one with its shape): each call takes a connection of its own. */
+export interface PostgresPoolLike extends PostgresQueryable {
+  /** Takes a connection from the pool. */
+  connect(): Promise<PostgresQueryable & { release(destroy?: boolean | Error): void }>;
+  /** How many connections the pool holds (what tells a pool from a client). */
+  readonly totalCount: number;
+}
+
+/** Options of {@link postgresStore}, {@link createTable} and {@link pruneStates}. */
+export interface PostgresStoreOptions {
+  /** The table, `name` or `schema.name`; default `"ratebound"`. */
+  table?: string;
+  /** How many times a call runs when a second state it needs is locked by another transaction; default 20. */
+  maxAttempts?: number;
+  /** Numbers in `[0, 1)` for the backoff's jitter; default: the runtime's cryptographic source. */
+  random?: () => number;
+  /**
+   * Called after each attempt that will run again, with the attempt (1-based) and why: `"locked"`
+   * when a second state was locked by another transaction, else the SQLSTATE (`40001`, `40P01`).
+   */
+  onRetry?: (attempt: number, reason: string) => void;
+}
+
+/** Thrown inside an attempt when a second state is locked by another transaction: the attempt is rolled back and run again. */
+class LockBusy extends Error {}
+
+/**
+ * One attempt of one call on one connection that is inside a transaction. It locks each state
+ * before deciding on it: a stored row with `SELECT … FOR UPDATE` (one statement: it waits for the
+ * row, then reads its latest version), and a state that does not exist yet with a
+ * transaction-scoped advisory lock on the ref, then reads again (and locks the row, should
+ * another transaction have created it meanwhile). Only a transaction holding that advisory lock
+ * creates the row, so two transactions never both see the state missing.
+ *
+ * An attempt waits for a state only when it is greater (by {@link refOrder}) than every state
+ * the attempt holds; any other is only tried (`NOWAIT`, `pg_try_advisory_xact_lock`), and when it
+ * is taken the attempt is rolled back and runs again. Waits thus always go up the order, so two
+ * calls never wait on each other in a cycle.
+ */
+class Attempt implements RateLimitStore {
+  /** The greatest ref (by {@link refOrder}) this attempt has locked; `undefined` before the first. */
+  #greatest: [string, string, number] | undefined;
+  constructor(
+    readonly connection: PostgresQueryable,
+    readonly table: string,
+  ) {}
+
+  async #query(text: string, params: unknown[], tryOnly = false): Promise<unknown[]> {
+    let answer: { rows: unknown[] };
+    try {
+      answer = await this.connection.query(text, params);
+    } catch (error) {
+      // Another transaction holds a row this attempt only tried (NOWAIT): run the attempt again.
+      // (The same code from a statement that waited is the app's lock_timeout: that fails the call.)
+      if (tryOnly && (error as { code?: unknown }).code === "55P03") throw new LockBusy();
+      throw codedError("postgres", error);
+    }
+    if (typeof answer !== "object" || answer === null || !Array.isArray(answer.rows)) {
+      throw new SqlStoreError("SQL_BAD_ROW", "ratebound/postgres: query() did not answer with { rows: [...] }; nothing was written");
+    }
+    return answer.rows;
+  }
+
+  async read(ref: StateRef): Promise<RateLimitState | null> {
+    // Waiting for a ref greater than every one held cannot close a cycle; any other is only tried.
+    const columns = refColumns(ref);
+    const wait = this.#greatest === undefined || refOrder(columns, this.#greatest) > 0;
+    if (wait) this.#greatest = columns;
+    const select = `SELECT value, ts FROM ${this.table} WHERE name = $1 AND key = $2 AND shard = $3 FOR UPDATE${wait ? "" : " NOWAIT"}`;
+    let rows = await this.#query(select, columns, !wait);
+    if (rows.length === 0) {
+      const lockKey = JSON.stringify([this.table, ref.name, ref.key ?? null, ref.shard]);
+      if (wait) {
+        await this.#query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [lockKey]);
+      } else {
+        const [row] = (await this.#query("SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked", [lockKey])) as { locked: unknown }[];
+        if (row?.locked !== true) throw new LockBusy();
+      }
+      // A statement of its own, after the lock: under READ COMMITTED it sees every commit made before the lock was ours.
+      rows = await this.#query(select, columns, !wait);
+    }
+    if (rows.length === 0) return null;
+    // Whatever the row holds goes to the core, which names the ref when it is not two finite numbers.
+    const row = rows[0] as { value?: unknown; ts?: unknown };
+    return { value: row.value, ts: row.ts } as RateLimitState;
+  }
+
+  async write(ref: StateRef, state: RateLimitState | null, info?: WriteInfo): Promise<void> {
+    const columns = refColumns(ref);
+    if (state === null) {
+      await this.#query(`DELETE FROM ${this.table} WHERE name = $1 AND key = $2 AND shard = $3`, columns);
+      return;
+    }
+    await this.#query(
+      `INSERT INTO ${this.table} (name, key, shard, value, ts, full_at) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (name, key, shard) DO UPDATE SET value = excluded.value, ts = excluded.ts, full_at = excluded.full_at`,
+      [...columns, state.value, state.ts, info?.fullAt ?? Infinity],
+    );
+  }
+}
+
+/** A total order on refs' columns (name, then key, then shard), the same in every process. */
+function refOrder(a: [string, string, number], b: [string, string, number]): number {
+  if (a[0] !== b[0]) return a[0] < b[0] ? -1 : 1;
+  if (a[1] !== b[1]) return a[1] < b[1] ? -1 : 1;
+  return a[2] - b[2];
+}
+
+/** SQLSTATEs after which a transaction of our own is safely run again: serialization failure, deadlock. */
+const RETRYABLE = new Set(["40001", "40P01"]);
+
+/** How a connection's transaction starts, commits and rolls back. */
+type Framing = { begin: string; commit: string; rollback: string[] };
+const OWN: Framing = { begin: "BEGIN", commit: "COMMIT", rollback: ["ROLLBACK"] };
+const NESTED: Framing = {
+  begin: "SAVEPOINT ratebound_call",
+  commit: "RELEASE SAVEPOINT ratebound_call",
+  rollback: ["ROLLBACK TO SAVEPOINT ratebound_call", "RELEASE SAVEPOINT ratebound_call"],
+};
+
+/**
+ * A {@link RateLimitStore} over PostgreSQL. Pass it to `new RateLimiter(store, limits)`; every
+ * call (`limit`, `check`, `limitAll`, `checkAll`, `getValue`, `reset`) is then one transaction:
+ *
+ * - **A client or a transaction** (`pg` Client or PoolClient, a PGlite transaction): when the
+ *   connection is inside a transaction, the call joins it (in a savepoint, so a failed call
+ *   leaves the caller's transaction as it was and usable); the app's writes and the limit
+ *   commit or roll back together. Outside one, the call is a transaction of its own. Calls on
+ *   one connection run one at a time.
+ * - **A pool** (`pg.Pool`): each call takes a connection and runs `BEGIN … COMMIT` on it.
+ * - **PGlite itself**: each call runs in `db.transaction()`.
+ * - **postgres.js**: its `sql` runs each call in `sql.begin()`; a transaction's `sql` (the `tx`
+ *   of `sql.begin(async (tx) => …)`) runs it in `tx.savepoint()`, inside the app's transaction.
+ *
+ * Each state a call reads is locked first (its row `FOR UPDATE`; a state with no row yet through
+ * a transaction-scoped advisory lock on the ref), so under READ COMMITTED concurrent calls never
+ * over-admit or lose an update. Under REPEATABLE READ and SERIALIZABLE a call still never
+ * over-admits: a decision on a stale snapshot fails with SQLSTATE `40001`, which a call of its
+ * own retries and a call in the caller's transaction passes on.
+ *
+ * A failure rejects the call with an `Error` carrying a string `code` (the SQLSTATE, a Node
+ * socket code, or {@link SqlStoreError}'s), having written nothing.
+ *
+ * @param db A `pg` Client, PoolClient or Pool, PGlite or a PGlite transaction, a postgres.js `sql`, or any {@link PostgresQueryable}.
+ * @param options `table` (default `"ratebound"`), `maxAttempts` (default 20), `random`, `onRetry`.
+ * @returns The store.
+ * @example
+ * await client.query("BEGIN");
+ * const { ok } = await new RateLimiter(postgresStore(client), LIMITS).limit("post", { key: userId });
+ * if (ok) await client.query("INSERT INTO posts (author, body) VALUES ($1, $2)", [userId, body]);
+ * await client.query("COMMIT");
+ */
+export function postgresStore(db: PostgresQueryable | PostgresPoolLike | PostgresJsLike, given: PostgresStoreOptions = {}): RateLimitStore {
+  const options = ownCopy("postgresStore", given, ["table", "maxAttempts", "random", "onRetry"]);
+  const postgresJs = hasMethod(db, "unsafe") && (hasMethod(db, "begin") || hasMethod(db, "savepoint")) ? (db as PostgresJsLike) : undefined;
+  if (postgresJs === undefined && !hasMethod(db, "query")) {
+    throw new TypeError(`ratebound/postgres: db must have a query(text, params) method, like a pg Client, Pool or PGlite (got ${db === null ? "null" : typeof db})`);
+  }
+  const table = quotedTable("postgres", options.table ?? "ratebound");
+  const maxAttempts = options.maxAttempts ?? 20;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
+    throw new RangeError(`ratebound/postgres: maxAttempts must be an integer >= 1 (got ${String(maxAttempts)})`);
+  }
+  const isPool = postgresJs === undefined && hasMethod(db, "connect") && !hasMethod(db, "release") && typeof (db as { totalCount?: unknown }).totalCount === "number";
+  const isPGlite = !isPool && hasMethod(db, "transaction") && !hasMethod(db, "connect");
+
+  /** Runs `body` until an attempt commits; `frame` starts an attempt on a connection, commits it, or rolls it back. */
+  async function attempts<T>(frame: Frame<T>, body: (store: RateLimitStore) => Promise<T>, retrySqlstate: boolean): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await frame((connection) => body(new Attempt(connection, table)));
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        const again = error instanceof LockBusy || (retrySqlstate && typeof code === "string" && RETRYABLE.has(code));
+        if (!again) throw error;
+        if (attempt < maxAttempts) options.onRetry?.(attempt, error instanceof LockBusy ? "locked" : String(code));
+        if (attempt >= maxAttempts) {
+          throw new SqlStoreError(
+            "SQL_LOCK_CONTENDED",
+            `ratebound/postgres: another transaction held a state this call needed, ${attempt} times in a row; nothing was written. ` +
+              "Retry later, or shard the limit less (a sharded decision locks two shards).",
+            error instanceof LockBusy ? undefined : error,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, withJitter(0, Math.min(100, 2 ** (attempt + 1)), options.random)));
+      }
+    }
+  }
+
+  async function transaction<T>(body: (store: RateLimitStore) => Promise<T>): Promise<T> {
+    if (isPool) {
+      // A connection per attempt: a call backing off before its next attempt holds none.
+      return attempts(async (attempt) => {
+        let connection: Awaited<ReturnType<PostgresPoolLike["connect"]>>;
+        try {
+          connection = await (db as PostgresPoolLike).connect();
+        } catch (error) {
+          throw codedError("postgres", error);
+        }
+        const health = { broken: false };
+        try {
+          return await framed(connection, OWN, () => attempt(connection), health);
+        } finally {
+          // A connection that could not even roll back is destroyed, not handed to the next call.
+          connection.release(health.broken ? new Error("ratebound/postgres: the connection failed") : undefined);
+        }
+      }, body, true);
+    }
+    if (postgresJs?.begin !== undefined) {
+      const sql = postgresJs as Required<PostgresJsLike>;
+      return attempts((attempt) => wrapped(() => sql.begin((tx: PostgresJsLike) => attempt(queryableOf(tx)))), body, true);
+    }
+    if (postgresJs?.savepoint !== undefined) {
+      const sql = postgresJs as Required<PostgresJsLike>;
+      return oneAtATime(sql, () =>
+        attempts((attempt) => wrapped(() => sql.savepoint((tx: PostgresJsLike) => attempt(queryableOf(tx)))), body, false),
+      );
+    }
+    if (isPGlite) {
+      const pglite = db as PostgresQueryable & { transaction<R>(run: (tx: PostgresQueryable) => Promise<R>): Promise<R> };
+      return attempts((attempt) => wrapped(() => pglite.transaction((tx) => attempt(tx))), body, true);
+    }
+    const connection = db as PostgresQueryable;
+    return oneAtATime(connection, async () => {
+      // SAVEPOINT fails (SQLSTATE 25P01) outside a transaction block, and changes nothing there.
+      const inCallersTransaction = await run(connection, NESTED.begin).then(
+        () => true,
+        (error: unknown) => {
+          if ((error as { code?: unknown }).code === "25P01") return false;
+          throw error;
+        },
+      );
+      const health = { broken: false };
+      if (!inCallersTransaction) return attempts((attempt) => framed(connection, OWN, () => attempt(connection), health), body, true);
+      // The first attempt runs in the savepoint just taken, a later one in a fresh one. A failure
+      // in the caller's transaction is the caller's to retry: only a busy lock runs it again here.
+      let begun = true;
+      return attempts(
+        (attempt) => {
+          const framing = begun ? { ...NESTED, begin: "" } : NESTED;
+          begun = false;
+          return framed(connection, framing, () => attempt(connection), health);
+        },
+        body,
+        false,
+      );
+    });
+  }
+
+  return {
+    transaction,
+    read: (ref) => transaction((store) => Promise.resolve(store.read(ref))),
+    write: (ref, state, info?: WriteInfo) => transaction(async (store) => void (await (store as Attempt).write(ref, state, info))),
+  };
+}
+
+/** Starts an attempt on a connection, commits it, or rolls it back. */
+type Frame<T> = (attempt: (connection: PostgresQueryable) => Promise<T>) => Promise<T>;
+
+/** A driver failure of `work` becomes an `Error` with a `code`; the store's own errors pass. */
+async function wrapped<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof LockBusy || error instanceof SqlStoreError) throw error;
+    throw codedError("postgres", error);
+  }
+}
+
+/** Runs one statement of a transaction's framing. */
+async function run(connection: PostgresQueryable, statement: string): Promise<void> {
+  try {
+    await connection.query(statement, []);
+  } catch (error) {
+    throw codedError("postgres", error);
+  }
+}
+
+/**
+ * `begin` (unless empty), the attempt, `commit`; on failure the rollback, then the failure.
+ * A rollback that fails marks the connection broken (the database rolls back on its own).
+ */
+async function framed<T>(connection: PostgresQueryable, framing: Framing, attempt: () => Promise<T>, health: { broken: boolean }): Promise<T> {
+  if (framing.begin !== "") await run(connection, framing.begin);
+  let result: T;
+  try {
+    result = await attempt();
+  } catch (error) {
+    try {
+      for (const statement of framing.rollback) await run(connection, statement);
+    } catch {
+      health.broken = true;
+    }
+    throw error;
+  }
+  await run(connection, framing.commit);
+  return result;
+}
