@@ -1,89 +1,203 @@
-//! `limitAll` and `checkAll`: several limits decided together, all consumed or none.
+//! Several decisions over one read: `limitAll` and `checkAll` (all consumed
+//! or none), and calls on the same keys coalesced into one transaction (each
+//! decided in arrival order, as if one after the other). Items name their
+//! states by slot, so two items on the same limit and key share one state
+//! and the later one sees what the earlier one took.
 
+use crate::config::Config;
 use crate::error::Error;
-use crate::limiter::{check_wait, check_writes, decide_one, refused_wait, BatchItem};
-use crate::request::{check_call, validate_request};
+use crate::limiter::{decide_planned, prepare, refused_wait, write_info, Outcome};
+use crate::plan::plan;
+use crate::request::Request;
 use crate::result::RateLimitResult;
-use crate::state::{State, StateRef, StateStore, WriteInfo};
-use crate::transition::full_at;
+use crate::state::State;
+#[cfg(not(target_arch = "wasm32"))]
+use crate::state::{StateRef, StateStore};
 
-/// Reads through to a store, but keeps writes to itself so that later
-/// decisions of a batch see the earlier ones before anything is written.
-struct Pending<'s, S> {
-    store: &'s mut S,
-    writes: Vec<(String, Option<String>, u32, State, WriteInfo)>,
+/// One decision of a batch.
+#[derive(Debug, Clone, Copy)]
+pub struct Item<'a> {
+    /// The limit's validated config.
+    pub config: &'a Config,
+    /// What is asked of it.
+    pub request: Request,
+    /// Whether a grant is written (`limit`) or only answered (`check`).
+    pub write: bool,
+    /// The random numbers its plan draws ([`draws_needed`](crate::draws_needed) of them).
+    pub draws: &'a [f64],
+    /// The slots of the shards its plan reads (the second unused when it reads one).
+    pub slots: [usize; 2],
+    /// The call's clock, in ms (one for a whole all-or-nothing batch).
+    pub now_ms: f64,
 }
 
-impl<S: StateStore> StateStore for Pending<'_, S> {
-    type Error = S::Error;
+/// One state of a batch: as read, and as the batch's decisions so far left it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Slot {
+    /// What the store held (`None`: nothing).
+    pub stored: Option<State>,
+    /// What this batch will write there, if anything.
+    pub pending: Option<State>,
+    /// When `pending` is full again (see [`crate::full_at`]).
+    pub full_at_ms: f64,
+}
 
-    async fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, S::Error> {
-        let pending = self.writes.iter().rev().find(|(name, key, shard, _, _)| {
-            name == at.name && key.as_deref() == at.key && *shard == at.shard
-        });
-        match pending {
-            Some((_, _, _, state, _)) => Ok(Some(*state)),
-            None => self.store.read(at).await,
-        }
-    }
-
-    async fn write(&mut self, at: StateRef<'_>, state: Option<State>, info: WriteInfo) -> Result<(), S::Error> {
-        if let Some(state) = state {
-            self.writes.push((at.name.into(), at.key.map(Into::into), at.shard, state, info));
-        }
-        Ok(())
+impl Slot {
+    /// The state the next decision sees.
+    pub fn current(&self) -> Option<State> {
+        self.pending.or(self.stored)
     }
 }
 
-/// Decides several limits together: all are consumed, or none is.
+/// How a batch's answers combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `limitAll`: every item is consumed, or none is; one answer.
+    AllOrNothing,
+    /// Coalesced calls: each item is its own call, decided after the ones before it.
+    Each,
+}
+
+/// Decides `items` in order over `slots`, as `mode` says, each at its own `now_ms`.
+/// `answer(index, outcome)` hears every item's own outcome; the slots' `pending`
+/// states are then what to write (all cleared when an all-or-nothing batch
+/// refuses). Returns the batch's answer (in `Each` mode, the last item's).
 ///
-/// Every item is decided against the states the earlier items would leave
-/// (two items on the same limit and key add up). When any is refused nothing
-/// is written and the answer is refused with the largest wait of the batch,
-/// so a caller never holds some limits while waiting for others. When all are
-/// granted, `retryAfter` is the largest reservation wait, if any. With
-/// `write = false` this is `checkAll`.
+/// Every item is decided against the states the earlier items would leave.
+/// All or nothing: when any is refused nothing is written and the answer is
+/// refused with the largest wait of the batch, so a caller never holds some
+/// limits while waiting for others; when all are granted, `retryAfter` is
+/// the largest reservation wait, if any.
 ///
 /// # Errors
-/// As [`limit`], for any item; validation runs for all items before any read.
-pub async fn limit_all<S: StateStore>(
-    store: &mut S,
-    items: &[BatchItem<'_>],
-    now_ms: f64,
-    random: &mut impl FnMut() -> Result<f64, Error>,
-    write: bool,
-) -> Result<RateLimitResult, S::Error> {
-    for item in items {
-        check_call(item.name, item.key, item.config, now_ms)?;
-        validate_request(item.name, item.config, item.request)?;
+/// All or nothing: the first item's error, after every item was prepared
+/// (bad input fails before any decision). In `Each` mode, an item's error is
+/// its own answer and the batch goes on.
+pub fn decide_batch(
+    items: &[Item<'_>],
+    slots: &mut [Slot],
+    mode: Mode,
+    mut answer: impl FnMut(usize, &Result<Outcome, Error>),
+) -> Result<RateLimitResult, Error> {
+    if mode == Mode::AllOrNothing {
+        for item in items {
+            prepare(item.config, item.request, item.now_ms)?;
+        }
     }
-    let mut pending = Pending { store, writes: Vec::new() };
     let mut all_ok = true;
     let mut longest_wait: Option<f64> = None;
-    for item in items {
-        let outcome = decide_one(&mut pending, *item, now_ms, random).await?;
-        check_wait(*item, &outcome.result)?;
+    let mut last = RateLimitResult::allowed(None);
+    for (index, item) in items.iter().enumerate() {
+        let decided = decide_item(item, slots, mode);
+        let outcome = decided.map(|(outcome, _)| outcome);
+        answer(index, &outcome);
+        let (outcome, shards) = match (decided, mode) {
+            (Ok(decided), _) => decided,
+            (Err(error), Mode::AllOrNothing) => {
+                clear(slots);
+                return Err(error);
+            }
+            (Err(_), Mode::Each) => continue,
+        };
+        last = outcome.result;
         all_ok &= outcome.result.is_ok();
         if let Some(wait) = outcome.result.retry_after_ms() {
             longest_wait = Some(longest_wait.map_or(wait, |longest| longest.max(wait)));
         }
-        let shard_config = item.config.per_shard();
-        for (shard, state) in outcome.writes.into_iter().flatten() {
-            let info = WriteInfo { now_ms, full_at_ms: full_at(state, &shard_config) };
-            pending.write(StateRef { name: item.name, key: item.key, shard }, Some(state), info).await?;
+        if item.write || mode == Mode::AllOrNothing {
+            for (shard, state) in outcome.writes.iter().flatten() {
+                let slot = &mut slots[item.slots[usize::from(*shard != shards[0])]];
+                slot.pending = Some(*state);
+                slot.full_at_ms = write_info(item.config, *state, item.now_ms).full_at_ms;
+            }
         }
+    }
+    if mode == Mode::Each {
+        return Ok(last);
     }
     if !all_ok {
+        clear(slots);
         return Ok(RateLimitResult::refused(refused_wait(longest_wait)));
     }
-    if write {
-        let Pending { store, writes } = pending;
-        for (name, _, _, state, _) in &writes {
-            check_writes(name, [state])?;
-        }
-        for (name, key, shard, state, info) in &writes {
-            store.write(StateRef { name, key: key.as_deref(), shard: *shard }, Some(*state), *info).await?;
-        }
+    if !items.iter().any(|item| item.write) {
+        clear(slots);
     }
     Ok(RateLimitResult::allowed(longest_wait))
+}
+
+fn clear(slots: &mut [Slot]) {
+    for slot in slots {
+        slot.pending = None;
+    }
+}
+
+/// An item's outcome, and the shards its plan read.
+fn decide_item(item: &Item<'_>, slots: &[Slot], mode: Mode) -> Result<(Outcome, [u32; 2]), Error> {
+    let now_ms = item.now_ms;
+    if mode == Mode::Each {
+        prepare(item.config, item.request, now_ms)?;
+    }
+    let planned = plan(item.config, now_ms, item.draws)?;
+    let mut stored = [None, None];
+    for (index, state) in stored.iter_mut().enumerate().take(planned.reads) {
+        *state = slots[item.slots[index]].current();
+    }
+    Ok((decide_planned(item.config, item.request, now_ms, &planned, stored)?, planned.shards))
+}
+
+/// One limit of a [`limit_all`] batch, for the reference driver.
+#[cfg(not(target_arch = "wasm32"))]
+#[derive(Debug, Clone, Copy)]
+pub struct BatchItem<'a> {
+    /// The limit's name.
+    pub name: &'a str,
+    /// The key, or `None` for the shared state.
+    pub key: Option<&'a str>,
+    /// The limit's validated config.
+    pub config: &'a Config,
+    /// What is asked of it.
+    pub request: Request,
+    /// Its random numbers.
+    pub draws: &'a [f64],
+}
+
+/// `limitAll` (when `write`) or `checkAll` over `store`: plans every item,
+/// reads each distinct state once, decides them together, and writes all
+/// or nothing.
+///
+/// # Errors
+/// As [`decide_batch`], or the store's error; in every case nothing is written.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn limit_all<S: StateStore>(store: &mut S, items: &[BatchItem<'_>], now_ms: f64, write: bool) -> Result<RateLimitResult, S::Error> {
+    for item in items {
+        prepare(item.config, item.request, now_ms)?;
+    }
+    let mut refs: Vec<(&str, Option<&str>, u32)> = Vec::new();
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut batch = Vec::with_capacity(items.len());
+    for item in items {
+        let planned = plan(item.config, now_ms, item.draws)?;
+        let mut item_slots = [0, 0];
+        for (index, slot_index) in item_slots.iter_mut().enumerate().take(planned.reads) {
+            let at = (item.name, item.key, planned.shards[index]);
+            *slot_index = match refs.iter().position(|known| *known == at) {
+                Some(known) => known,
+                None => {
+                    let stored = store.read(StateRef { name: at.0, key: at.1, shard: at.2 })?;
+                    refs.push(at);
+                    slots.push(Slot { stored, ..Slot::default() });
+                    refs.len() - 1
+                }
+            };
+        }
+        batch.push(Item { config: item.config, request: item.request, write, draws: item.draws, slots: item_slots, now_ms });
+    }
+    let result = decide_batch(&batch, &mut slots, Mode::AllOrNothing, |_, _| {})?;
+    for ((name, key, shard), slot) in refs.iter().zip(&slots) {
+        if let Some(state) = slot.pending {
+            let info = crate::state::WriteInfo { now_ms, full_at_ms: slot.full_at_ms };
+            store.write(StateRef { name, key: *key, shard: *shard }, Some(state), info)?;
+        }
+    }
+    Ok(result)
 }

@@ -22,8 +22,8 @@ pub struct ShardDecision {
 /// reserve, or reserves past `maxReserved` (`Some(0)` allows no debt at all).
 ///
 /// ```
-/// use ratebound::{decide, Config, RawConfig, Request, State};
-/// let config = Config::try_from(&RawConfig::fixed_window(2.0, 1000.0).with("maxReserved", 0.0)).unwrap();
+/// use ratebound::{decide, Config, ConfigInput, Request, State};
+/// let config = Config::try_from(&ConfigInput::fixed_window(2.0, 1000.0).with("maxReserved", 0.0)).unwrap();
 /// let empty = State { value: 0.0, ts: 0.0 };
 /// let refused = decide(empty, &config, 400.0, Request { count: 1.0, reserve: true });
 /// assert_eq!((refused.ok, refused.retry_after_ms), (false, Some(600.0)));
@@ -107,10 +107,10 @@ fn honest_wait(replay: impl Fn(f64) -> f64, config: &Config, now_ms: f64, mut wa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::RawConfig;
+    use crate::config::ConfigInput;
     use crate::request::validate_request;
 
-    fn config(raw: RawConfig) -> Config {
+    fn config(raw: ConfigInput) -> Config {
         Config::try_from(&raw).unwrap()
     }
 
@@ -119,10 +119,10 @@ mod tests {
         // Found by the property tests: 0.5 + 0.15108… rounds so that
         // `count <= capacity + maxReserved` held while a debt check of
         // `count - capacity > maxReserved` refused it, forever.
-        let limit = config(RawConfig::token_bucket(0.5, 1000.0).with("maxReserved", 0.3021644355286205 * 0.5));
+        let limit = config(ConfigInput::token_bucket(0.5, 1000.0).with("maxReserved", 0.3021644355286205 * 0.5));
         let max_reserved = limit.max_reserved.unwrap();
         for count in [limit.capacity + max_reserved, 0.5 + 0.15108221776431025] {
-            match validate_request("r", &limit, Request { count, reserve: true }) {
+            match validate_request(&limit, Request { count, reserve: true }) {
                 Ok(()) => {
                     let full = State { value: limit.capacity, ts: 0.0 };
                     assert!(decide(full, &limit, 0.0, Request { count, reserve: true }).ok, "count {count}");
@@ -134,15 +134,15 @@ mod tests {
 
     #[test]
     fn max_reserved_zero_means_no_reservation_at_all() {
-        let limit = config(RawConfig::token_bucket(10.0, 1000.0).with("maxReserved", 0.0));
+        let limit = config(ConfigInput::token_bucket(10.0, 1000.0).with("maxReserved", 0.0));
         let empty = State { value: 0.0, ts: 0.0 };
         assert!(!decide(empty, &limit, 0.0, Request { count: 1.0, reserve: true }).ok);
-        assert!(validate_request("r", &limit, Request { count: 11.0, reserve: true }).is_err());
+        assert!(validate_request(&limit, Request { count: 11.0, reserve: true }).is_err());
     }
 
     #[test]
     fn reservation_goes_into_debt_and_says_when_to_run() {
-        let limit = config(RawConfig::token_bucket(10.0, 1000.0));
+        let limit = config(ConfigInput::token_bucket(10.0, 1000.0));
         let empty = State { value: 0.0, ts: 0.0 };
         let reserved = decide(empty, &limit, 0.0, Request { count: 5.0, reserve: true });
         assert_eq!((reserved.ok, reserved.retry_after_ms, reserved.next.value), (true, Some(500.0), -5.0));

@@ -2,19 +2,15 @@
 //! quota, what remains of it, when it resets, and how long to wait, in the
 //! whole units headers use and rounded so that no client is told too early.
 
-use serde::Serialize;
-use tsify::Tsify;
-
 use crate::config::{Config, Kind};
 use crate::state::State;
-use crate::transition::{advance, full_at};
+use crate::transition::{advance, filled_at};
 
 /// A limit's figures at one instant, for headers.
 ///
 /// Whole-limit figures: for a sharded limit they rest on the shards sampled
 /// (`getValue`'s report), so they are an estimate, and `sampled` says of how many.
-#[derive(Tsify, Serialize, Debug, Clone, Copy, PartialEq)]
-#[tsify(rename = "RateLimitFigures")]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Figures {
     /// The quota `q`: the most tokens the limit holds (its capacity).
     pub limit: f64,
@@ -27,8 +23,6 @@ pub struct Figures {
     pub window: f64,
     /// `Retry-After`: whole seconds until a refused request can succeed,
     /// rounded up (never early); absent when nothing was refused.
-    #[serde(rename = "retryAfter", skip_serializing_if = "Option::is_none")]
-    #[tsify(optional)]
     pub retry_after: Option<f64>,
     /// How many shards the figures rest on (the limit's shard count when all were read).
     pub sampled: u32,
@@ -42,7 +36,7 @@ pub struct Figures {
 /// assert_eq!(ratebound::whole_seconds(0.0), 0.0);
 /// ```
 pub fn whole_seconds(wait_ms: f64) -> f64 {
-    let seconds = (wait_ms.max(0.0) / 1000.0).ceil();
+    let seconds = crate::math::ceil(wait_ms.max(0.0) / 1000.0);
     // Division may round down across a whole second: never report a shorter wait.
     if seconds * 1000.0 < wait_ms { seconds + 1.0 } else { seconds }
 }
@@ -51,15 +45,17 @@ pub fn whole_seconds(wait_ms: f64) -> f64 {
 /// per-shard) `config`, at `now_ms`; `retry_after_ms` is a refusal's wait.
 ///
 /// ```
-/// use ratebound::{figures, Config, RawConfig, State};
-/// let config = Config::try_from(&RawConfig::token_bucket(10.0, 60_000.0)).unwrap();
+/// use ratebound::{figures, Config, ConfigInput, State};
+/// let config = Config::try_from(&ConfigInput::token_bucket(10.0, 60_000.0)).unwrap();
 /// let shown = figures(State { value: 4.5, ts: 0.0 }, &config, 0.0, Some(1_500.0), 1);
 /// assert_eq!((shown.limit, shown.remaining, shown.reset, shown.window, shown.retry_after), (10.0, 4.0, 33.0, 60.0, Some(2.0)));
 /// ```
 pub fn figures(state: State, config: &Config, now_ms: f64, retry_after_ms: Option<f64>, sampled: u32) -> Figures {
     let now = advance(state, config, now_ms, 0.0);
     let reset_at_ms = match config.kind {
-        Kind::TokenBucket => full_at(State { value: now.value, ts: now.ts }, config),
+        // Until full, whatever may drop the state: a 3+-shard bucket's shards are never
+        // dropped, but they still fill (issue 24: its reset read one period).
+        Kind::TokenBucket => filled_at(State { value: now.value, ts: now.ts }, config),
         // The window that holds `now` ends one period after its start.
         Kind::FixedWindow => now.ts + config.period_ms,
     };
@@ -70,7 +66,7 @@ pub fn figures(state: State, config: &Config, now_ms: f64, retry_after_ms: Optio
     };
     Figures {
         limit: config.capacity,
-        remaining: now.value.max(0.0).floor(),
+        remaining: crate::math::floor(now.value.max(0.0)),
         reset,
         window: whole_seconds(config.period_ms),
         retry_after: retry_after_ms.map(whole_seconds),
@@ -81,18 +77,18 @@ pub fn figures(state: State, config: &Config, now_ms: f64, retry_after_ms: Optio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::RawConfig;
+    use crate::config::ConfigInput;
 
     #[test]
     fn a_fixed_window_resets_when_its_window_ends() {
-        let config = Config::try_from(&RawConfig::fixed_window(5.0, 10_000.0).with("start", 0.0)).unwrap();
+        let config = Config::try_from(&ConfigInput::fixed_window(5.0, 10_000.0).with("start", 0.0)).unwrap();
         let shown = figures(State { value: 2.0, ts: 0.0 }, &config, 2_500.0, None, 1);
         assert_eq!((shown.remaining, shown.reset, shown.window), (2.0, 8.0, 10.0));
     }
 
     #[test]
     fn a_debt_shows_zero_remaining_and_retry_after_is_never_early() {
-        let config = Config::try_from(&RawConfig::token_bucket(1.0, 1_000.0)).unwrap();
+        let config = Config::try_from(&ConfigInput::token_bucket(1.0, 1_000.0)).unwrap();
         let shown = figures(State { value: -0.5, ts: 0.0 }, &config, 0.0, Some(1_000.001), 1);
         assert_eq!((shown.remaining, shown.retry_after), (0.0, Some(2.0)));
     }

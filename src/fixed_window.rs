@@ -9,12 +9,12 @@ use crate::state::{State, Transition};
 ///
 /// The operations run in the reference's order so results match it bit for bit.
 pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) -> Transition {
-    let windows_passed = ((now_ms - state.ts) / config.period_ms).floor();
+    let windows_passed = crate::math::floor((now_ms - state.ts) / config.period_ms);
     let windows_passed = if windows_passed > 0.0 { windows_passed } else { 0.0 };
     let value = js_min(state.value + config.rate * windows_passed, config.capacity) - count;
     let ts = state.ts + windows_passed * config.period_ms;
     let retry_after_ms = (value < 0.0).then(|| {
-        let windows_needed = (-value / config.rate).ceil();
+        let windows_needed = crate::math::ceil(-value / config.rate);
         ts + config.period_ms * windows_needed - now_ms
     });
     Transition { value, ts, retry_after_ms, window_start_ms: Some(state.ts) }
@@ -23,10 +23,10 @@ pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::RawConfig;
+    use crate::config::ConfigInput;
 
     fn window(rate: f64, period_ms: f64, capacity: f64) -> Config {
-        Config::try_from(&RawConfig::fixed_window(rate, period_ms).with("capacity", capacity)).unwrap()
+        Config::try_from(&ConfigInput::fixed_window(rate, period_ms).with("capacity", capacity)).unwrap()
     }
 
     #[test]

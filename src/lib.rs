@@ -1,47 +1,60 @@
 //! ratebound: rate limits stored as two numbers per key, `{ value, ts }`.
 //!
-//! The core is pure: time, counts and random numbers are arguments, and
-//! persistence is whatever implements [`StateStore`]. The `wasm` module is
-//! the only one that knows about JavaScript, and nothing here imports it.
+//! The core is pure and does no I/O. Every call has two halves: a plan
+//! (validate the call, draw its random numbers, name every state it reads)
+//! and a decision on the states read, which returns the answer and the
+//! writes as data. Hosts read and write in batches around it; the reference
+//! drivers here do so over a [`StateStore`]. Time and randomness are
+//! arguments. The `wasm` module is the only one that knows about
+//! WebAssembly, and nothing here imports it.
+//!
+//! On WebAssembly the crate has no standard library: no allocator and no
+//! formatter can reach the `.wasm`. Errors are data; the package words them.
+
+#![cfg_attr(target_arch = "wasm32", no_std)]
 
 mod batch;
 mod config;
 mod decision;
-mod figures;
 mod error;
+mod figures;
 mod fixed_window;
 mod js_math;
 mod limiter;
-mod message;
+mod math;
+mod plan;
 mod random;
-mod raw;
-pub mod request;
+mod records;
+mod request;
 mod result;
 mod settle;
 mod shard;
-mod slab;
 mod state;
 mod token_bucket;
 mod transition;
 mod value;
-/// The JavaScript boundary (wasm32 only): what the npm package calls.
+/// The WebAssembly boundary (wasm32 only): numbers in, numbers out.
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-pub use batch::limit_all;
-pub use config::{Config, FixedWindowConfig, Kind, RateLimitConfig, TokenBucketConfig, MAX_INSTANT_MS, MAX_SHARDS, MIN_CHOOSE_TWO};
+pub use batch::{decide_batch, Item, Mode, Slot};
+#[cfg(not(target_arch = "wasm32"))]
+pub use batch::{limit_all, BatchItem};
+pub use config::{Config, ConfigInput, Given, GivenKind, Kind, MAX_INSTANT_MS, MAX_SHARDS, MIN_CHOOSE_TWO};
 pub use decision::{decide, ShardDecision};
-pub use error::{Error, Part, Place, Problem, Says};
+pub use error::{Error, Field, Problem, Rule};
 pub use figures::{figures, whole_seconds, Figures};
-pub use limiter::{check, decide_and_maybe_write, limit, BatchItem};
-pub use message::{js_number, Message, NumberFormat, RustNumbers};
-pub use random::{unit_random, with_jitter};
-pub use raw::{RawConfig, RawValue};
-pub use request::{validate_request, Request, MAX_KEY_BYTES};
-pub use result::{RateLimitResult, ValueReport};
-pub use settle::{limit_with_grant, refund_bound, settle, Grant, GrantShard, Settled};
-pub use shard::{combine, first_shard, sample_shards, second_shard};
-pub use slab::{Slab, SlabBlock};
+pub use limiter::{decide_call, decide_planned, prepare, write_info, Outcome};
+pub use plan::{draws_needed, plan, unit_random, Plan};
+pub use random::with_jitter;
+pub use records::{grant_record_shard, ledger_shard, GrantRecord, GRANT_BASE, GRANT_SLOTS, LEDGER_BASE, MAX_GRANT_TAG};
+pub use request::{check_count, check_now, sample_shards, validate_request, Request, MAX_KEY_BYTES};
+pub use result::RateLimitResult;
+pub use settle::{
+    charge_planned, charge_reads, limit_with_grant, plan_charge, refund_bound, settle, settle_draws_needed, settle_planned, settle_reads, Grant,
+    GrantShard, Settled, Writes,
+};
+pub use shard::{combine, first_shard, second_shard, Combined};
 pub use state::{State, StateRef, StateStore, Transition, WriteInfo};
-pub use transition::{calculate_rate_limit, full_at, initial_state};
-pub use value::{get_value, reset};
+pub use transition::{advance, calculate_rate_limit, filled_at, full_at, initial_state};
+pub use value::{plan_value, value_draws_needed, value_of, ValueReport};

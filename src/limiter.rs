@@ -1,49 +1,54 @@
-//! One limit's decision over any [`StateStore`]: `limit` and `check`. Each
-//! reads at most two shards, decides with the pure functions, and writes only
-//! what a granted limit changed. Time and randomness are arguments.
+//! The second half of a call: one limit's decision on the states its plan
+//! read, synchronously, with the writes it makes as data. And the reference
+//! driver that runs plan, read, decide and write over a [`StateStore`].
 
 use crate::config::{Config, MIN_CHOOSE_TWO};
 use crate::decision::{decide, ShardDecision};
-use crate::error::{Error, Part, Problem};
-use crate::request::{check_call, validate_request, Request};
+use crate::error::{Error, Field, Problem, Rule};
+use crate::figures::{figures, Figures};
+use crate::plan::{plan, Plan};
+use crate::request::{check_now, validate_request, Request};
 use crate::result::RateLimitResult;
-use crate::shard::{combine, first_shard, second_shard};
+use crate::shard::combine;
 use crate::state::{State, StateRef, StateStore, WriteInfo};
-use crate::random::unit_random;
-use crate::transition::{full_at, initial_state};
+use crate::transition::{advance, full_at};
 
-/// One limit of a [`limit_all`] batch.
-#[derive(Debug, Clone, Copy)]
-pub struct BatchItem<'a> {
-    /// The limit's name.
-    pub name: &'a str,
-    /// The key, or `None` for the shared state.
-    pub key: Option<&'a str>,
-    /// The limit's validated config.
-    pub config: &'a Config,
-    /// What is asked of it.
-    pub request: Request,
-}
-
-/// A decision not yet written: the answer and up to two shard states.
-pub(crate) struct Outcome {
-    pub(crate) result: RateLimitResult,
-    pub(crate) writes: [Option<(u32, State)>; 2],
+/// A decision not yet written: the answer, up to two shard states to write,
+/// and what each shard holds after it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Outcome {
+    /// The answer.
+    pub result: RateLimitResult,
+    /// `(shard, state)` to write, when granted.
+    pub writes: [Option<(u32, State)>; 2],
     /// The tokens each write takes (the whole count, or two shares).
-    pub(crate) shares: [f64; 2],
+    pub shares: [f64; 2],
+    /// The shards read, and each one's state at `now` after the decision
+    /// (written or not), for the answer's figures.
+    pub after: [(u32, State); 2],
+    /// How many shards were read (1 or 2).
+    pub reads: usize,
 }
 
 impl Outcome {
-    fn single(shard: u32, decision: ShardDecision, count: f64) -> Outcome {
-        if decision.ok {
-            Outcome { result: RateLimitResult::allowed(decision.retry_after_ms), writes: [Some((shard, decision.next)), None], shares: [count, 0.0] }
-        } else {
-            Outcome::refused(decision.retry_after_ms)
+    fn single(shard: u32, decision: ShardDecision, count: f64) -> ([Option<(u32, State)>; 2], [f64; 2], RateLimitResult) {
+        match decision.ok {
+            true => ([Some((shard, decision.next)), None], [count, 0.0], RateLimitResult::allowed(decision.retry_after_ms)),
+            false => ([None, None], [0.0, 0.0], RateLimitResult::refused(refused_wait(decision.retry_after_ms))),
         }
     }
 
-    fn refused(retry_after_ms: Option<f64>) -> Outcome {
-        Outcome { result: RateLimitResult::refused(refused_wait(retry_after_ms)), writes: [None, None], shares: [0.0, 0.0] }
+    /// The figures HTTP headers show, from this decision: for a sharded
+    /// limit, an estimate from the shards it read.
+    pub fn figures(&self, config: &Config, now_ms: f64) -> Figures {
+        let read = &self.after[..self.reads];
+        let mean = read.iter().map(|(_, state)| state.value).sum::<f64>() / read.len() as f64;
+        let whole = State { value: mean * f64::from(config.shard_count), ts: now_ms };
+        let wait = match self.result {
+            RateLimitResult::Refused { retry_after_ms, .. } => Some(retry_after_ms),
+            RateLimitResult::Allowed { .. } => None,
+        };
+        figures(whole, config, now_ms, wait, self.reads as u32)
     }
 }
 
@@ -52,99 +57,118 @@ pub(crate) fn refused_wait(retry_after_ms: Option<f64>) -> f64 {
     retry_after_ms.filter(|wait| !wait.is_nan()).unwrap_or(f64::INFINITY)
 }
 
-pub(crate) fn draw(random: &mut impl FnMut() -> Result<f64, Error>) -> Result<f64, Error> {
-    unit_random(random()?)
-}
-
 /// Never writes a state outside the finite numbers. Decisions already refuse
 /// what would leave them (see `decide_as_reference`); this is the last line.
-pub(crate) fn check_writes<'a>(name: &str, writes: impl IntoIterator<Item = &'a State>) -> Result<(), Error> {
+pub(crate) fn check_writes<'a>(writes: impl IntoIterator<Item = &'a State>) -> Result<(), Error> {
     for state in writes {
         if !(state.value.is_finite() && state.ts.is_finite()) {
-            let parts = vec![
-                Part::Text("the limit's state would leave the range of numbers (value "),
-                Part::Number(state.value),
-                Part::Text(", ts "),
-                Part::Number(state.ts),
-                Part::Text("); nothing was written"),
-            ];
-            return Err(Error::request(name, Problem::parts("count", parts)));
+            return Err(Error::InvalidRequest(Problem::with_numbers(Field::Count, Rule::Unstorable, [state.value, state.ts, f64::NAN])));
         }
     }
     Ok(())
 }
 
-pub(crate) async fn read<S: StateStore>(store: &mut S, at: StateRef<'_>) -> Result<Option<State>, S::Error> {
-    match store.read(at).await? {
-        Some(state) => Ok(Some(state.checked(at)?)),
-        None => Ok(None),
+/// A wait is a promise: one that no clock can keep (a reservation of 1e308
+/// tokens without `maxReserved`, say) is an error, never an "ok" whose
+/// `setTimeout(work, Infinity)` would run the work at once (issue 18).
+pub(crate) fn check_wait(request: Request, result: &RateLimitResult) -> Result<(), Error> {
+    match result.retry_after_ms() {
+        Some(wait) if !wait.is_finite() => Err(Error::WaitUnbounded { count: request.count }),
+        _ => Ok(()),
     }
 }
 
-/// Reads the shards the power of two choices asks for and decides, writing nothing.
+/// Everything about a call that can be known before any read: a `now` the
+/// limit's period can be kept with, a request that can ever be granted, and
+/// a reservation that would be due even on a full limit. Bad input is
+/// decided here, before a store is touched, whatever the failure policy.
 ///
-/// Read a random shard `a`. Unsharded, decide on it. If it grants and is
-/// fresh, or there are fewer than 3 shards, use it. Otherwise read a random
-/// other shard `b`: if one grants, use it; if both, the one left with more;
-/// if neither, try them combined.
-pub(crate) async fn decide_one<S: StateStore>(
-    store: &mut S,
-    item: BatchItem<'_>,
-    now_ms: f64,
-    random: &mut impl FnMut() -> Result<f64, Error>,
-) -> Result<Outcome, S::Error> {
-    let BatchItem { name, key, config, request } = item;
-    let divided;
-    let shard_config = if config.shard_count == 1 {
-        config
-    } else {
-        divided = config.per_shard();
-        &divided
-    };
-    let shard_count = config.shard_count;
-    let at = |shard| StateRef { name, key, shard };
-    let first = if shard_count == 1 { 0 } else { first_shard(shard_count, draw(random)?) };
-    let stored_first = read(store, at(first)).await?;
-    let state_first = match stored_first {
-        Some(state) => state,
-        None => initial_state(shard_config, now_ms, || draw(random))?,
-    };
-    let alone_first = decide(state_first, shard_config, now_ms, request);
+/// # Errors
+/// As [`check_now`] and [`validate_request`]; [`Error::WaitUnbounded`] for a
+/// reservation that no state could make due.
+pub fn prepare(config: &Config, request: Request, now_ms: f64) -> Result<(), Error> {
+    check_now(config, now_ms)?;
+    validate_request(config, request)?;
+    if request.reserve && config.max_reserved.is_none() {
+        let shard_config = config.per_shard();
+        let full = State { value: shard_config.capacity, ts: now_ms };
+        let best = decide(full, &shard_config, now_ms, request);
+        check_wait(request, &RateLimitResult::allowed(best.retry_after_ms.map(|wait| if best.ok { wait } else { f64::INFINITY })))?;
+    }
+    Ok(())
+}
+
+/// Decides one limit on the states its [`plan`] read (`None`: no state yet).
+/// Writes nothing: the writes are in the outcome.
+///
+/// The power of two choices: decide on the first shard. Unsharded, that is
+/// the answer. If it grants and is fresh, or there are fewer than 3 shards
+/// and it grants, use it. Otherwise decide on the second: if one grants, use
+/// it; if both, the one left with more; if neither, try them combined.
+///
+/// # Errors
+/// [`Error::WaitUnbounded`] for a wait no clock can keep;
+/// [`Error::InvalidRequest`] for a state that would leave the numbers.
+pub fn decide_planned(config: &Config, request: Request, now_ms: f64, plan: &Plan, stored: [Option<State>; 2]) -> Result<Outcome, Error> {
+    let shard_config = config.per_shard();
+    let [first, second] = plan.shards;
+    let state_first = stored[0].unwrap_or(plan.fresh[0]);
+    let alone_first = decide(state_first, &shard_config, now_ms, request);
     // A fresh shard (or one of only two) that grants is enough. One that
     // refuses is not the last word: the request may need two shards' worth,
     // which validation allows, and refusing on one shard alone would refuse
     // it forever on a fresh limit, since refusals write nothing.
-    let first_is_enough = alone_first.ok && (stored_first.is_none() || shard_count < MIN_CHOOSE_TWO);
-    if shard_count == 1 || first_is_enough {
-        return Ok(Outcome::single(first, alone_first, request.count));
-    }
-    let second = second_shard(first, shard_count, draw(random)?);
-    let state_second = match read(store, at(second)).await? {
-        Some(state) => state,
-        None => initial_state(shard_config, now_ms, || draw(random))?,
-    };
-    let alone_second = decide(state_second, shard_config, now_ms, request);
-    Ok(match (alone_first.ok, alone_second.ok) {
-        (true, false) => Outcome::single(first, alone_first, request.count),
-        (false, true) => Outcome::single(second, alone_second, request.count),
-        (true, true) if alone_first.next.value > alone_second.next.value => Outcome::single(first, alone_first, request.count),
-        (true, true) => Outcome::single(second, alone_second, request.count),
-        (false, false) => {
-            let combined = combine([state_first, state_second], [alone_first, alone_second], shard_config, now_ms, request);
-            if combined.ok {
-                Outcome {
-                    result: RateLimitResult::allowed(combined.retry_after_ms),
-                    writes: [Some((first, combined.next[0])), Some((second, combined.next[1]))],
-                    shares: combined.shares,
+    let first_is_enough = alone_first.ok && (stored[0].is_none() || config.shard_count < MIN_CHOOSE_TWO);
+    let untouched = |state: State| State { value: advance(state, &shard_config, now_ms, 0.0).value, ts: advance(state, &shard_config, now_ms, 0.0).ts };
+    let (writes, shares, result, after, reads) = if plan.reads == 1 || first_is_enough {
+        let (writes, shares, result) = Outcome::single(first, alone_first, request.count);
+        let after_first = if result.is_ok() { alone_first.next } else { untouched(state_first) };
+        let after_second = stored[1].map_or(plan.fresh[1], untouched);
+        (writes, shares, result, [(first, after_first), (second, after_second)], plan.reads)
+    } else {
+        let state_second = stored[1].unwrap_or(plan.fresh[1]);
+        let alone_second = decide(state_second, &shard_config, now_ms, request);
+        let (writes, shares, result) = match (alone_first.ok, alone_second.ok) {
+            (true, false) => Outcome::single(first, alone_first, request.count),
+            (false, true) => Outcome::single(second, alone_second, request.count),
+            (true, true) if alone_first.next.value > alone_second.next.value => Outcome::single(first, alone_first, request.count),
+            (true, true) => Outcome::single(second, alone_second, request.count),
+            (false, false) => {
+                let combined = combine([state_first, state_second], [alone_first, alone_second], &shard_config, now_ms, request);
+                match combined.ok {
+                    true => (
+                        [Some((first, combined.next[0])), Some((second, combined.next[1]))],
+                        combined.shares,
+                        RateLimitResult::allowed(combined.retry_after_ms),
+                    ),
+                    false => ([None, None], [0.0, 0.0], RateLimitResult::refused(refused_wait(combined.retry_after_ms))),
                 }
-            } else {
-                Outcome::refused(combined.retry_after_ms)
             }
-        }
-    })
+        };
+        let after_of = |shard: u32, state: State| writes.iter().flatten().find(|(written, _)| *written == shard).map_or(untouched(state), |(_, next)| *next);
+        (writes, shares, result, [(first, after_of(first, state_first)), (second, after_of(second, state_second))], 2)
+    };
+    check_wait(request, &result)?;
+    check_writes(writes.iter().flatten().map(|(_, state)| state))?;
+    Ok(Outcome { result, writes, shares, after, reads })
 }
 
-/// Consumes `request.count` tokens of one limit if it allows, writing its new state.
+/// What a write of `state` to a shard of `config` tells the store.
+pub fn write_info(config: &Config, state: State, now_ms: f64) -> WriteInfo {
+    WriteInfo { now_ms, full_at_ms: full_at(state, &config.per_shard()) }
+}
+
+/// Reads the shards `plan` names from `store`.
+pub(crate) fn read_planned<S: StateStore>(store: &mut S, name: &str, key: Option<&str>, plan: &Plan) -> Result<[Option<State>; 2], S::Error> {
+    let mut stored = [None, None];
+    for (index, slot) in stored.iter_mut().enumerate().take(plan.reads) {
+        *slot = store.read(StateRef { name, key, shard: plan.shards[index] })?;
+    }
+    Ok(stored)
+}
+
+/// Consumes `request.count` tokens of one limit if it allows (when `write`;
+/// else only answers, as `check`), over `store`: plan, read, decide, write.
 ///
 /// ```
 /// # use ratebound::*;
@@ -152,102 +176,43 @@ pub(crate) async fn decide_one<S: StateStore>(
 /// # struct Memory(HashMap<u32, State>);
 /// # impl StateStore for Memory {
 /// #     type Error = Error;
-/// #     async fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, Error> { Ok(self.0.get(&at.shard).copied()) }
-/// #     async fn write(&mut self, at: StateRef<'_>, state: Option<State>, _: WriteInfo) -> Result<(), Error> {
+/// #     fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, Error> { Ok(self.0.get(&at.shard).copied()) }
+/// #     fn write(&mut self, at: StateRef<'_>, state: Option<State>, _: WriteInfo) -> Result<(), Error> {
 /// #         match state { Some(s) => { self.0.insert(at.shard, s); } None => { self.0.remove(&at.shard); } } Ok(())
 /// #     }
 /// # }
-/// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
-/// #     let mut f = std::pin::pin!(f);
-/// #     match f.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
-/// #         std::task::Poll::Ready(v) => v, _ => unreachable!(),
-/// #     }
-/// # }
-/// let config = Config::try_from(&RawConfig::token_bucket(10.0, 60_000.0).with("capacity", 3.0)).unwrap();
+/// let config = Config::try_from(&ConfigInput::token_bucket(10.0, 60_000.0).with("capacity", 3.0)).unwrap();
 /// let mut store = Memory(HashMap::new());
-/// let mut random = || Ok(0.5);
 /// let request = Request { count: 1.0, reserve: false };
 /// for _ in 0..3 {
-///     assert!(block_on(limit(&mut store, "send", Some("ada"), &config, request, 0.0, &mut random)).unwrap().is_ok());
+///     assert!(decide_call(&mut store, "send", Some("ada"), &config, request, 0.0, &[], true).unwrap().result.is_ok());
 /// }
-/// let refused = block_on(limit(&mut store, "send", Some("ada"), &config, request, 0.0, &mut random)).unwrap();
-/// assert_eq!(refused, RateLimitResult::refused(6_000.0));
+/// let refused = decide_call(&mut store, "send", Some("ada"), &config, request, 0.0, &[], true).unwrap();
+/// assert_eq!(refused.result, RateLimitResult::refused(6_000.0));
 /// ```
 ///
 /// # Errors
-/// Bad `count` or `now`, a count that can never be granted, a corrupt stored
-/// state, or the store's own error; in every case nothing is written.
-pub async fn limit<S: StateStore>(
+/// As [`prepare`], [`plan`] and [`decide_planned`], or the store's own; in
+/// every case nothing is written.
+#[allow(clippy::too_many_arguments)]
+pub fn decide_call<S: StateStore>(
     store: &mut S,
     name: &str,
     key: Option<&str>,
     config: &Config,
     request: Request,
     now_ms: f64,
-    random: &mut impl FnMut() -> Result<f64, Error>,
-) -> Result<RateLimitResult, S::Error> {
-    decide_and_maybe_write(store, BatchItem { name, key, config, request }, now_ms, random, true).await
-}
-
-/// What [`limit`] would answer now; never writes.
-///
-/// # Errors
-/// As [`limit`].
-pub async fn check<S: StateStore>(
-    store: &mut S,
-    name: &str,
-    key: Option<&str>,
-    config: &Config,
-    request: Request,
-    now_ms: f64,
-    random: &mut impl FnMut() -> Result<f64, Error>,
-) -> Result<RateLimitResult, S::Error> {
-    decide_and_maybe_write(store, BatchItem { name, key, config, request }, now_ms, random, false).await
-}
-
-/// [`limit`] when `write`, else [`check`].
-///
-/// # Errors
-/// As [`limit`].
-pub async fn decide_and_maybe_write<S: StateStore>(
-    store: &mut S,
-    item: BatchItem<'_>,
-    now_ms: f64,
-    random: &mut impl FnMut() -> Result<f64, Error>,
-    write: bool,
-) -> Result<RateLimitResult, S::Error> {
-    Ok(decide_and_write(store, item, now_ms, random, write).await?.result)
-}
-
-/// [`decide_and_maybe_write`], keeping what was written (for a grant's handle).
-pub(crate) async fn decide_and_write<S: StateStore>(
-    store: &mut S,
-    item: BatchItem<'_>,
-    now_ms: f64,
-    random: &mut impl FnMut() -> Result<f64, Error>,
+    draws: &[f64],
     write: bool,
 ) -> Result<Outcome, S::Error> {
-    check_call(item.name, item.key, item.config, now_ms)?;
-    validate_request(item.name, item.config, item.request)?;
-    let outcome = decide_one(store, item, now_ms, random).await?;
-    check_wait(item, &outcome.result)?;
+    prepare(config, request, now_ms)?;
+    let planned = plan(config, now_ms, draws)?;
+    let stored = read_planned(store, name, key, &planned)?;
+    let outcome = decide_planned(config, request, now_ms, &planned, stored)?;
     if write {
-        check_writes(item.name, outcome.writes.iter().flatten().map(|(_, state)| state))?;
-        let shard_config = item.config.per_shard();
         for (shard, state) in outcome.writes.iter().flatten() {
-            let info = WriteInfo { now_ms, full_at_ms: full_at(*state, &shard_config) };
-            store.write(StateRef { name: item.name, key: item.key, shard: *shard }, Some(*state), info).await?;
+            store.write(StateRef { name, key, shard: *shard }, Some(*state), write_info(config, *state, now_ms))?;
         }
     }
     Ok(outcome)
-}
-
-/// A wait is a promise: one that no clock can keep (a reservation of 1e308
-/// tokens without `maxReserved`, say) is an error, never an "ok" whose
-/// `setTimeout(work, Infinity)` would run the work at once (issue 18).
-pub(crate) fn check_wait(item: BatchItem<'_>, result: &RateLimitResult) -> Result<(), Error> {
-    match result.retry_after_ms() {
-        Some(wait) if !wait.is_finite() => Err(Error::WaitUnbounded { limit: item.name.into(), count: item.request.count }),
-        _ => Ok(()),
-    }
 }

@@ -1,20 +1,7 @@
-//! Random numbers as arguments: checking what a source drew, and spreading
-//! retries out so that refused clients do not all return at once.
+//! Spreading retries out so that refused clients do not all return at once.
 
-use crate::error::{Error, Problem};
-use crate::raw::RawValue;
-
-/// Checks a number drawn from a random source: it must lie in `[0, 1)`.
-///
-/// # Errors
-/// [`Error::InvalidRandom`] for anything else.
-pub fn unit_random(drawn: f64) -> Result<f64, Error> {
-    if (0.0..1.0).contains(&drawn) {
-        Ok(drawn)
-    } else {
-        Err(Error::InvalidRandom { got: RawValue::Number(drawn) })
-    }
-}
+use crate::error::{Error, Field, Rule};
+use crate::plan::unit_random;
 
 /// `retry_after_ms` plus a random delay in `[0, max_jitter_ms)`: never
 /// `max_jitter_ms` itself, even where rounding would reach it.
@@ -28,9 +15,9 @@ pub fn unit_random(drawn: f64) -> Result<f64, Error> {
 /// [`Error::InvalidRequest`] when a time is not a finite number `>= 0`;
 /// [`Error::InvalidRandom`] when `random` is outside `[0, 1)`.
 pub fn with_jitter(retry_after_ms: f64, max_jitter_ms: f64, random: f64) -> Result<f64, Error> {
-    for (field, value) in [("retryAfter", retry_after_ms), ("maxJitter", max_jitter_ms)] {
+    for (field, value) in [(Field::RetryAfter, retry_after_ms), (Field::MaxJitter, max_jitter_ms)] {
         if !(value.is_finite() && value >= 0.0) {
-            return Err(Error::request("withJitter", Problem::must_be(field, "a finite number >= 0", value)));
+            return Err(Error::request(field, Rule::FiniteNonNegative, value));
         }
     }
     let end = retry_after_ms + max_jitter_ms;

@@ -11,31 +11,25 @@
 //! a charge took back, so a limit that never saw the unused tokens holds at
 //! least that much more than this one: a refund never raises a limit above
 //! what it would have been had the unused tokens never been charged
-//! (`tests/settle_properties.rs` checks it against such a model). At the
-//! charge's instant (token bucket) or within its window (fixed window) with
-//! no other refunds, that is the whole unused amount; once the limit would
-//! have refilled since the charge it is nothing.
+//! (`tests/settle_properties.rs` checks it against such a model).
 //!
-//! What other settles gave back lives beside the state, in a running total
-//! per shard (the refund ledger); a grant records the total when it is
-//! charged. The ledger and the record that a grant was settled are kept only
-//! while some grant could still be refunded, and stores drop them after.
-
-use serde::Serialize;
-use tsify::Tsify;
+//! A refund needs proof that the charge committed: the grant's record, which
+//! the charge writes in the same transaction (see [`crate::records`]). A
+//! charge that rolled back left none, so its grant refunds nothing (issue 24).
+//! What other settles gave back lives in the refund ledger beside the state.
 
 use crate::config::Config;
 use crate::decision::decide;
-use crate::error::{Error, Part, Problem};
-use crate::limiter::{check_writes, decide_and_write, draw, read, BatchItem, Outcome};
-use crate::result::RateLimitResult;
-use crate::request::{check_call, Request};
-use crate::state::{State, StateRef, StateStore, WriteInfo};
-use crate::transition::{advance, filled_at, full_at, initial_state};
+use crate::error::{Error, Field, Problem, Rule};
+use crate::limiter::{check_writes, decide_planned, prepare, write_info, Outcome};
+use crate::plan::{plan, unit_random, Plan};
+use crate::records::{grant_record_shard, ledger_shard, open_record, settled_record, GrantRecord};
+use crate::request::{check_now, Request};
+use crate::state::State;
+use crate::transition::{advance, filled_at, initial_state};
 
 /// What one shard gave to a grant.
-#[derive(Tsify, Serialize, Debug, Clone, Copy, PartialEq)]
-#[tsify(rename = "GrantShard")]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GrantShard {
     /// The shard.
     pub shard: u32,
@@ -55,31 +49,38 @@ impl GrantShard {
     }
 }
 
-/// A grant's serialisable form: settle it in another request, a queue
-/// consumer or a scheduled function with `limiter.settle(data, actual)`.
-#[derive(Tsify, Serialize, Debug, Clone, PartialEq)]
-#[tsify(rename = "GrantData")]
+/// A grant's numbers (its name, key and id are the package's): what it
+/// charged, when, from which shards, and where its record lives.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Grant {
-    /// The limit's name.
-    pub name: String,
-    /// The key, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[tsify(optional)]
-    pub key: Option<String>,
-    /// Tells this grant from others of the same key (hex: the charge's ms, then 64 random bits).
-    pub id: String,
     /// The tokens charged (the estimate).
     pub count: f64,
     /// The `now` of the charge, in ms.
-    #[serde(rename = "chargedAt")]
     pub charged_at_ms: f64,
-    /// The shards the tokens came from (one, or two for a sharded request served by both).
-    pub shards: Vec<GrantShard>,
+    /// The shards the tokens came from: one, or two for a sharded request served by both.
+    pub shards: [GrantShard; 2],
+    /// How many of `shards` are used (1 or 2).
+    pub shard_count: usize,
+    /// The record's slot, from the grant's id.
+    pub slot: u32,
+    /// The record's tag, from the grant's id (an integer below 2^34).
+    pub tag: f64,
+}
+
+impl Grant {
+    /// The shards the grant took from.
+    pub fn parts(&self) -> &[GrantShard] {
+        &self.shards[..self.shard_count.min(2)]
+    }
+
+    /// Until when the grant may refund: once every shard it took from would be full again, nothing.
+    fn refundable_until(&self, shard_config: &Config) -> f64 {
+        self.parts().iter().map(|part| filled_at(part.after(), shard_config)).fold(f64::NEG_INFINITY, f64::max)
+    }
 }
 
 /// What a settle did.
-#[derive(Tsify, Serialize, Debug, Clone, Copy, PartialEq)]
-#[tsify(rename = "SettleResult")]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Settled {
     /// Tokens given back (unused tokens the refund rule allowed).
     pub refunded: f64,
@@ -88,9 +89,44 @@ pub struct Settled {
     /// Tokens used beyond the estimate that `maxReserved` left untaken.
     pub unpaid: f64,
     /// When the extra left the limit in debt: ms until it is paid off.
-    #[serde(rename = "retryAfter", skip_serializing_if = "Option::is_none")]
-    #[tsify(optional)]
     pub retry_after_ms: Option<f64>,
+}
+
+/// At most six writes: two states, two ledgers, a grant's record.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Writes {
+    items: [(u32, State, f64); 6],
+    len: usize,
+}
+
+impl Default for Writes {
+    fn default() -> Self {
+        Writes { items: [(0, State { value: 0.0, ts: 0.0 }, 0.0); 6], len: 0 }
+    }
+}
+
+impl Writes {
+    fn push(&mut self, shard: u32, state: State, full_at_ms: f64) {
+        if self.len < self.items.len() {
+            self.items[self.len] = (shard, state, full_at_ms);
+            self.len += 1;
+        }
+    }
+
+    /// `(shard, state, fullAt)` of each write, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &(u32, State, f64)> {
+        self.items[..self.len].iter()
+    }
+
+    /// How many writes there are.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 /// The most a refund may give back to one shard at `now`: the room that the
@@ -99,8 +135,8 @@ pub struct Settled {
 /// since the charge.
 ///
 /// ```
-/// use ratebound::{refund_bound, Config, RawConfig, State};
-/// let config = Config::try_from(&RawConfig::token_bucket(10.0, 1000.0)).unwrap();
+/// use ratebound::{refund_bound, Config, ConfigInput, State};
+/// let config = Config::try_from(&ConfigInput::token_bucket(10.0, 1000.0)).unwrap();
 /// let after = State { value: 2.0, ts: 0.0 };
 /// assert_eq!(refund_bound(after, &config, 0.0, 0.0), 8.0);
 /// assert_eq!(refund_bound(after, &config, 500.0, 0.0), 3.0);
@@ -111,45 +147,122 @@ pub fn refund_bound(after: State, shard_config: &Config, now_ms: f64, refunded_s
     (shard_config.capacity - advance(after, shard_config, now_ms, 0.0).value - refunded_since).max(0.0)
 }
 
-/// Where a shard's refund ledger lives: `value` is every token settles gave
-/// back to it, `ts` the instant until which some grant may still read it.
-fn ledger_key(key: Option<&str>) -> String {
-    format!("ratebound:refunded:{}", key.unwrap_or(""))
+/// The shards a charge reads beyond its plan's: each planned shard's ledger,
+/// then the grant's record.
+pub fn charge_reads(plan: &Plan, slot: u32) -> [u32; 3] {
+    [ledger_shard(plan.shards[0]), ledger_shard(plan.shards[1]), grant_record_shard(slot)]
 }
 
-/// [`limit`](crate::limit), with the grant's handle when it was granted.
+/// A grant's charge: the decision of [`decide_planned`], and when granted the
+/// grant and every write its transaction makes (the states, each charged
+/// shard's ledger kept at least until the grant's refund window closes, and
+/// the grant's record).
+///
+/// `ledgers[i]` is the ledger of `plan.shards[i]`; `record` what the
+/// grant's slot holds.
 ///
 /// # Errors
-/// As [`limit`](crate::limit), and the random source's (the grant's id draws two numbers).
-pub async fn limit_with_grant<S: StateStore>(
-    store: &mut S,
-    item: BatchItem<'_>,
+/// As [`decide_planned`].
+#[allow(clippy::too_many_arguments)]
+pub fn charge_planned(
+    config: &Config,
+    request: Request,
     now_ms: f64,
-    random: &mut impl FnMut() -> Result<f64, Error>,
-) -> Result<(RateLimitResult, Option<Grant>), S::Error> {
-    let outcome = decide_and_write(store, item, now_ms, random, true).await?;
-    let Some(mut grant) = grant_of(item, &outcome, now_ms, random)? else {
-        return Ok((outcome.result, None));
+    plan: &Plan,
+    stored: [Option<State>; 2],
+    ledgers: [Option<State>; 2],
+    record: Option<State>,
+    (slot, tag): (u32, f64),
+) -> Result<(Outcome, Option<Grant>, Writes), Error> {
+    let outcome = decide_planned(config, request, now_ms, plan, stored)?;
+    let mut writes = Writes::default();
+    if !outcome.result.is_ok() {
+        return Ok((outcome, None, writes));
+    }
+    let shard_config = config.per_shard();
+    let mut grant = Grant {
+        count: request.count,
+        charged_at_ms: now_ms,
+        shards: [GrantShard { shard: 0, count: 0.0, value: 0.0, ts: 0.0, refunded: 0.0 }; 2],
+        shard_count: 0,
+        slot,
+        tag,
     };
-    let shard_config = item.config.per_shard();
-    let ledger = ledger_key(item.key);
-    for part in &mut grant.shards {
-        let at = StateRef { name: item.name, key: Some(&ledger), shard: part.shard };
-        let found = store.read(at).await?;
-        part.refunded = found.map_or(0.0, |state| state.value);
+    for (write, share) in outcome.writes.iter().zip(outcome.shares) {
+        let Some((shard, after)) = *write else { continue };
+        writes.push(shard, after, write_info(config, after, now_ms).full_at_ms);
+        let ledger = ledgers[usize::from(shard != plan.shards[0])];
+        let refunded = ledger.map_or(0.0, |state| state.value);
         // The ledger is kept until this grant's refund window closes, at least.
-        let keep_until = found.map_or(f64::NEG_INFINITY, |state| state.ts).max(filled_at(part.after(), &shard_config));
-        if keep_until > now_ms && found.is_none_or(|state| state.ts < keep_until) {
-            let info = WriteInfo { now_ms, full_at_ms: keep_until };
-            store.write(at, Some(State { value: part.refunded, ts: keep_until }), info).await?;
+        let keep_until = ledger.map_or(f64::NEG_INFINITY, |state| state.ts).max(filled_at(after, &shard_config));
+        if keep_until > now_ms && ledger.is_none_or(|state| state.ts < keep_until) {
+            writes.push(ledger_shard(shard), State { value: refunded, ts: keep_until }, keep_until);
+        }
+        grant.shards[grant.shard_count] = GrantShard { shard, count: share, value: after.value, ts: after.ts, refunded };
+        grant.shard_count += 1;
+    }
+    let until = grant.refundable_until(&shard_config);
+    // Another grant's live record holds the slot (one in 2^30): this grant then refunds nothing.
+    let slot_free = record.is_none_or(|found| found.ts <= now_ms || GrantRecord::of(Some(found), tag) != GrantRecord::Unknown);
+    if until > now_ms && slot_free {
+        writes.push(grant_record_shard(slot), open_record(tag, until), until);
+    }
+    Ok((outcome, Some(grant), writes))
+}
+
+/// Checks a grant's numbers against the limit it names, and `actual`.
+fn check_grant(grant: &Grant, config: &Config, actual: f64) -> Result<(), Error> {
+    let wrong = |field, rule, got| Err(Error::request(field, rule, got));
+    if !(actual.is_finite() && actual >= 0.0) {
+        return wrong(Field::Actual, Rule::FiniteNonNegative, actual);
+    }
+    if !(grant.count.is_finite() && grant.count >= 0.0) {
+        return wrong(Field::GrantCount, Rule::FiniteNonNegative, grant.count);
+    }
+    if !grant.charged_at_ms.is_finite() {
+        return wrong(Field::GrantChargedAt, Rule::FiniteMs, grant.charged_at_ms);
+    }
+    if !(1..=2).contains(&grant.shard_count) {
+        return wrong(Field::GrantShards, Rule::OneOrTwoShards, grant.shard_count as f64);
+    }
+    for (index, part) in grant.parts().iter().enumerate() {
+        if part.shard >= config.shard_count || (index == 1 && part.shard == grant.shards[0].shard) {
+            let numbers = [f64::from(part.shard), f64::from(config.shard_count), f64::NAN];
+            return Err(Error::InvalidRequest(Problem::with_numbers(Field::GrantShards, Rule::GrantShard, numbers)));
+        }
+        if !(part.count.is_finite() && part.count >= 0.0) {
+            return wrong(Field::GrantShardCount, Rule::FiniteNonNegative, part.count);
+        }
+        if !(part.refunded.is_finite() && part.refunded >= 0.0) {
+            return wrong(Field::GrantShardRefunded, Rule::FiniteNonNegative, part.refunded);
+        }
+        if !(part.value.is_finite() && part.ts.is_finite()) {
+            return wrong(Field::GrantShardValue, Rule::Finite, if part.value.is_finite() { part.ts } else { part.value });
         }
     }
-    Ok((outcome.result, Some(grant)))
+    Ok(())
+}
+
+/// The shards a settle reads: each of the grant's shards (`[0..parts]`),
+/// their ledgers (`[2..2 + parts]`), and the grant's record (`[4]`).
+pub fn settle_reads(grant: &Grant) -> [u32; 5] {
+    let shard = |index: usize| grant.shards[index.min(grant.shard_count.max(1) - 1)].shard;
+    [shard(0), shard(1), ledger_shard(shard(0)), ledger_shard(shard(1)), grant_record_shard(grant.slot)]
+}
+
+/// How many random numbers a settle of a grant of `config` draws: a phase per
+/// shard it may find empty, for a fixed window without `start`.
+pub fn settle_draws_needed(config: &Config) -> usize {
+    match (config.kind, config.start_ms) {
+        (crate::config::Kind::FixedWindow, None) => 2,
+        _ => 0,
+    }
 }
 
 /// `value + give`, at most `capacity`, rounded down where rounding would
 /// otherwise give back an ulp more than `give`.
 fn raised(value: f64, give: f64, capacity: f64) -> f64 {
+    let give = give.max(0.0);
     let mut raised = (value + give).min(capacity).max(value);
     while raised - value > give {
         raised = raised.next_down();
@@ -157,137 +270,67 @@ fn raised(value: f64, give: f64, capacity: f64) -> f64 {
     raised
 }
 
-/// The handle of a granted decision, or `None` when it was refused.
-fn grant_of(
-    item: BatchItem<'_>,
-    outcome: &Outcome,
-    now_ms: f64,
-    random: &mut impl FnMut() -> Result<f64, Error>,
-) -> Result<Option<Grant>, Error> {
-    if !outcome.result.is_ok() {
-        return Ok(None);
-    }
-    let shards = outcome
-        .writes
-        .iter()
-        .zip(outcome.shares)
-        .filter_map(|(write, count)| write.map(|(shard, after)| GrantShard { shard, count, value: after.value, ts: after.ts, refunded: 0.0 }))
-        .collect();
-    let bits = |unit: f64| (unit * 4_294_967_296.0) as u32;
-    let id = format!("{:x}.{:08x}{:08x}", now_ms.max(0.0) as u64, bits(draw(random)?), bits(draw(random)?));
-    Ok(Some(Grant {
-        name: item.name.into(),
-        key: item.key.map(Into::into),
-        id,
-        count: item.request.count,
-        charged_at_ms: now_ms,
-        shards,
-    }))
-}
-
-/// Where the record that a grant was settled lives while a second settle
-/// could still give tokens back.
-fn settled_key(grant: &Grant) -> String {
-    format!("ratebound:settled:{}:{}", grant.id, grant.key.as_deref().unwrap_or(""))
-}
-
-/// Checks a grant's data against the limit it names.
-fn check_grant(grant: &Grant, config: &Config, actual: f64) -> Result<(), Error> {
-    let name = grant.name.as_str();
-    let wrong = |field: &str, rule: &'static str, got: f64| Err(Error::request(name, Problem::must_be(field, rule, got)));
-    if !(actual.is_finite() && actual >= 0.0) {
-        return wrong("actual", "a finite number >= 0", actual);
-    }
-    if grant.id.is_empty() || grant.id.len() > 64 {
-        return Err(Error::request(name, Problem::must_be("grant.id", "a grant's id (1 to 64 characters)", grant.id.as_str())));
-    }
-    if !(grant.count.is_finite() && grant.count >= 0.0) {
-        return wrong("grant.count", "a finite number >= 0", grant.count);
-    }
-    if !grant.charged_at_ms.is_finite() {
-        return wrong("grant.chargedAt", "a finite number of ms", grant.charged_at_ms);
-    }
-    if grant.shards.is_empty() || grant.shards.len() > 2 {
-        return wrong("grant.shards", "one or two shards", grant.shards.len() as f64);
-    }
-    for (index, part) in grant.shards.iter().enumerate() {
-        if part.shard >= config.shard_count || (index == 1 && part.shard == grant.shards[0].shard) {
-            let parts = vec![
-                Part::Text("the grant names shard "),
-                Part::Number(f64::from(part.shard)),
-                Part::Text(", which is not another shard of this limit (it has "),
-                Part::Number(f64::from(config.shard_count)),
-                Part::Text(")"),
-            ];
-            return Err(Error::request(name, Problem::parts("grant.shards", parts)));
-        }
-        if !(part.count.is_finite() && part.count >= 0.0) {
-            return wrong("grant.shards.count", "a finite number >= 0", part.count);
-        }
-        if !(part.refunded.is_finite() && part.refunded >= 0.0) {
-            return wrong("grant.shards.refunded", "a finite number >= 0", part.refunded);
-        }
-        if !(part.value.is_finite() && part.ts.is_finite()) {
-            return wrong("grant.shards.value", "a finite number", if part.value.is_finite() { part.ts } else { part.value });
-        }
-    }
-    Ok(())
-}
-
-/// Settles `grant` at `actual` tokens: gives back the unused part within
-/// the refund rule ([`refund_bound`]), or takes the extra as a reservation,
-/// into debt no deeper than `maxReserved`. A grant settles once: a second
-/// settle is [`Error::GrantSettled`] while it could still give tokens back.
+/// Settles `grant` at `actual` tokens on what [`settle_reads`] read: gives
+/// back the unused part within the refund rule ([`refund_bound`]), or takes
+/// the extra as a reservation, into debt no deeper than `maxReserved`. A
+/// grant settles once: a second settle is [`Error::GrantSettled`] while it
+/// could still give tokens back. A grant without a record (its charge rolled
+/// back, or its window closed) refunds nothing.
+///
+/// `states[i]`, `ledgers[i]` belong to the grant's shard `i`; `record` is what
+/// the grant's slot holds; `draws` place an empty fixed window ([`settle_draws_needed`]).
 ///
 /// # Errors
-/// A bad `actual` or grant, a grant settled already, a corrupt stored
-/// state, or the store's error; in every case nothing is written.
-pub async fn settle<S: StateStore>(
-    store: &mut S,
+/// A bad `actual` or grant, a grant settled already, an extra no clock could
+/// repay ([`Error::WaitUnbounded`]); in every case nothing is written.
+#[allow(clippy::too_many_arguments)]
+pub fn settle_planned(
     grant: &Grant,
     config: &Config,
     actual: f64,
     now_ms: f64,
-    random: &mut impl FnMut() -> Result<f64, Error>,
-) -> Result<Settled, S::Error> {
-    let (name, key) = (grant.name.as_str(), grant.key.as_deref());
-    check_call(name, key, config, now_ms)?;
+    draws: &[f64],
+    states: [Option<State>; 2],
+    ledgers: [Option<State>; 2],
+    record: Option<State>,
+) -> Result<(Settled, Writes), Error> {
+    check_now(config, now_ms)?;
     check_grant(grant, config, actual)?;
-    let settled_key = settled_key(grant);
-    let record = StateRef { name, key: Some(&settled_key), shard: 0 };
-    if store.read(record).await?.is_some() {
-        return Err(Error::GrantSettled { limit: name.into() }.into());
+    let status = GrantRecord::of(record, grant.tag);
+    if status == GrantRecord::Settled {
+        return Err(Error::GrantSettled);
+    }
+    let mut phases = [0.0; 2];
+    for (phase, drawn) in phases.iter_mut().zip(draws.iter().take(settle_draws_needed(config))) {
+        *phase = unit_random(*drawn)?;
     }
     let shard_config = config.per_shard();
-    let given: f64 = grant.shards.iter().map(|part| part.count).sum();
+    let given: f64 = grant.parts().iter().map(|part| part.count).sum();
     let unused = (grant.count - actual).max(0.0);
     let extra = (actual - grant.count).max(0.0);
     let mut settled = Settled { refunded: 0.0, charged: 0.0, unpaid: 0.0, retry_after_ms: None };
-    let mut writes = Vec::with_capacity(2);
-    let mut ledgers = Vec::with_capacity(2);
-    let ledger = ledger_key(key);
-    for (index, part) in grant.shards.iter().enumerate() {
+    let mut writes = Writes::default();
+    let mut ledger_writes = Writes::default();
+    for (index, part) in grant.parts().iter().enumerate() {
         let proportion = match given > 0.0 {
             true => part.count / given,
             false => f64::from(u8::from(index == 0)),
         };
-        let at = StateRef { name, key, shard: part.shard };
-        let current = match read(store, at).await? {
-            Some(state) => state,
-            None => initial_state(&shard_config, now_ms, || draw(random))?,
-        };
-        let now = advance(current, &shard_config, now_ms, 0.0);
-        let ledger_at = StateRef { name, key: Some(&ledger), shard: part.shard };
-        let ledger_state = store.read(ledger_at).await?;
-        // A ledger that is gone or went back (deleted by hand) hides what
-        // was given back since: give nothing rather than guess.
-        let bound = match ledger_state {
-            Some(state) if state.value >= part.refunded => refund_bound(part.after(), &shard_config, now_ms, state.value - part.refunded),
+        let current = states[index].unwrap_or_else(|| initial_state(&shard_config, now_ms, phases[index]));
+        let projected = advance(current, &shard_config, now_ms, 0.0);
+        let ledger = ledgers[index];
+        // No record: the charge never committed (or its window closed). A
+        // ledger that is gone or went back (deleted by hand) hides what was
+        // given back since. Either way: give nothing rather than guess.
+        let bound = match (status, ledger) {
+            (GrantRecord::Open, Some(state)) if state.value >= part.refunded => {
+                refund_bound(part.after(), &shard_config, now_ms, state.value - part.refunded)
+            }
             _ => 0.0,
         };
         let give = (unused * proportion).min(part.count).min(bound);
-        let mut next = State { value: raised(now.value, give, shard_config.capacity), ts: now.ts };
-        let given_back = next.value - now.value;
+        let mut next = State { value: raised(projected.value, give, shard_config.capacity), ts: projected.ts };
+        let given_back = next.value - projected.value;
         settled.refunded += given_back;
         let mut changed = given_back > 0.0;
         let wanted = extra * proportion;
@@ -297,8 +340,9 @@ pub async fn settle<S: StateStore>(
                 None => wanted,
             };
             let taken = decide(next, &shard_config, now_ms, Request { count: take, reserve: true });
-            if !taken.ok {
-                return Err(Error::WaitUnbounded { limit: name.into(), count: actual }.into());
+            // A debt no clock could repay locks the key for good: refuse it, like the reservation it is.
+            if !taken.ok || taken.retry_after_ms.is_some_and(|wait| !wait.is_finite()) {
+                return Err(Error::WaitUnbounded { count: actual });
             }
             next = taken.next;
             changed |= take > 0.0;
@@ -309,28 +353,94 @@ pub async fn settle<S: StateStore>(
             };
         }
         if changed {
-            writes.push((part.shard, next));
+            writes.push(part.shard, next, write_info(config, next, now_ms).full_at_ms);
         }
-        if let (Some(state), true) = (ledger_state, given_back > 0.0) {
-            ledgers.push((part.shard, State { value: state.value + given_back, ts: state.ts }));
+        if let (Some(state), true) = (ledger, given_back > 0.0) {
+            ledger_writes.push(ledger_shard(part.shard), State { value: state.value + given_back, ts: state.ts }, state.ts);
         }
     }
     settled.unpaid = (extra - settled.charged).max(0.0);
-    check_writes(name, writes.iter().map(|(_, state)| state))?;
-    for (shard, state) in writes {
-        let info = WriteInfo { now_ms, full_at_ms: full_at(state, &shard_config) };
-        store.write(StateRef { name, key, shard }, Some(state), info).await?;
-    }
-    for (shard, state) in ledgers {
-        let info = WriteInfo { now_ms, full_at_ms: state.ts };
-        store.write(StateRef { name, key: Some(&ledger), shard }, Some(state), info).await?;
+    check_writes(writes.iter().map(|(_, state, _)| state))?;
+    for &(shard, state, full_at_ms) in ledger_writes.iter() {
+        writes.push(shard, state, full_at_ms);
     }
     // Kept while a second settle could still give tokens back; after that
     // the refund rule gives nothing, and the store may drop the record.
-    let refundable_until = grant.shards.iter().map(|part| filled_at(part.after(), &shard_config)).fold(f64::NEG_INFINITY, f64::max);
-    if refundable_until > now_ms {
-        let info = WriteInfo { now_ms, full_at_ms: refundable_until };
-        store.write(record, Some(State { value: 0.0, ts: now_ms }), info).await?;
+    // Another grant's live record in the slot is left as it is.
+    let until = grant.refundable_until(&shard_config);
+    let ours = status == GrantRecord::Open || record.is_none_or(|found| found.ts <= now_ms);
+    if until > now_ms && ours {
+        writes.push(grant_record_shard(grant.slot), settled_record(grant.tag, until), until);
+    }
+    Ok((settled, writes))
+}
+
+/// Plans a grant's charge: as [`plan`], after [`prepare`].
+///
+/// # Errors
+/// As [`prepare`] and [`plan`].
+pub fn plan_charge(config: &Config, request: Request, now_ms: f64, draws: &[f64]) -> Result<Plan, Error> {
+    prepare(config, request, now_ms)?;
+    plan(config, now_ms, draws)
+}
+
+/// A grant's charge over `store`, for the reference driver: plan, read the
+/// states, their ledgers and the grant's record, decide, write.
+///
+/// # Errors
+/// As [`charge_planned`], or the store's.
+#[allow(clippy::too_many_arguments)]
+pub fn limit_with_grant<S: crate::state::StateStore>(
+    store: &mut S,
+    name: &str,
+    key: Option<&str>,
+    config: &Config,
+    request: Request,
+    now_ms: f64,
+    draws: &[f64],
+    id: (u32, f64),
+) -> Result<(Outcome, Option<Grant>), S::Error> {
+    use crate::state::StateRef;
+    let planned = plan_charge(config, request, now_ms, draws)?;
+    let stored = crate::limiter::read_planned(store, name, key, &planned)?;
+    let [ledger_first, ledger_second, record_shard] = charge_reads(&planned, id.0);
+    let mut read = |shard| store.read(StateRef { name, key, shard });
+    let ledgers = [read(ledger_first)?, if planned.reads == 2 { read(ledger_second)? } else { None }];
+    let record = read(record_shard)?;
+    let (outcome, grant, writes) = charge_planned(config, request, now_ms, &planned, stored, ledgers, record, id)?;
+    for &(shard, state, full_at_ms) in writes.iter() {
+        store.write(StateRef { name, key, shard }, Some(state), crate::state::WriteInfo { now_ms, full_at_ms })?;
+    }
+    Ok((outcome, grant))
+}
+
+/// A settle over `store`, for the reference driver.
+///
+/// # Errors
+/// As [`settle_planned`], or the store's.
+#[allow(clippy::too_many_arguments)]
+pub fn settle<S: crate::state::StateStore>(
+    store: &mut S,
+    name: &str,
+    key: Option<&str>,
+    grant: &Grant,
+    config: &Config,
+    actual: f64,
+    now_ms: f64,
+    draws: &[f64],
+) -> Result<Settled, S::Error> {
+    use crate::state::StateRef;
+    check_now(config, now_ms)?;
+    check_grant(grant, config, actual)?;
+    let shards = settle_reads(grant);
+    let mut read = |shard| store.read(StateRef { name, key, shard });
+    let two = grant.shard_count == 2;
+    let states = [read(shards[0])?, if two { read(shards[1])? } else { None }];
+    let ledgers = [read(shards[2])?, if two { read(shards[3])? } else { None }];
+    let record = read(shards[4])?;
+    let (settled, writes) = settle_planned(grant, config, actual, now_ms, draws, states, ledgers, record)?;
+    for &(shard, state, full_at_ms) in writes.iter() {
+        store.write(StateRef { name, key, shard }, Some(state), crate::state::WriteInfo { now_ms, full_at_ms })?;
     }
     Ok(settled)
 }

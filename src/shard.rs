@@ -12,7 +12,7 @@ use crate::state::State;
 /// assert_eq!(ratebound::first_shard(10, 0.99), 9);
 /// ```
 pub fn first_shard(shard_count: u32, random: f64) -> u32 {
-    ((random * f64::from(shard_count)).floor() as u32).min(shard_count - 1)
+    (crate::math::floor(random * f64::from(shard_count)) as u32).min(shard_count - 1)
 }
 
 /// A second shard, uniformly among the others: `(first + 1 + floor(random × (n - 1))) % n`.
@@ -21,32 +21,8 @@ pub fn first_shard(shard_count: u32, random: f64) -> u32 {
 /// assert_eq!(ratebound::second_shard(9, 10, 0.0), 0);
 /// ```
 pub fn second_shard(first: u32, shard_count: u32, random: f64) -> u32 {
-    let offset = ((random * f64::from(shard_count - 1)).floor() as u32).min(shard_count - 2);
+    let offset = (crate::math::floor(random * f64::from(shard_count - 1)) as u32).min(shard_count - 2);
     (first + 1 + offset) % shard_count
-}
-
-/// `min(wanted, shard_count)` distinct shards, drawn without replacement.
-/// `random` yields numbers in `[0, 1)`; it is called once per shard drawn.
-///
-/// ```
-/// let shards = ratebound::sample_shards(5, 3, || Ok::<_, ()>(0.0)).unwrap();
-/// assert_eq!(shards, vec![0, 1, 2]);
-/// ```
-///
-/// # Errors
-/// Whatever `random` returns.
-pub fn sample_shards<E>(
-    shard_count: u32,
-    wanted: u32,
-    mut random: impl FnMut() -> Result<f64, E>,
-) -> Result<Vec<u32>, E> {
-    let mut remaining: Vec<u32> = (0..shard_count).collect();
-    let mut chosen = Vec::with_capacity(wanted.min(shard_count) as usize);
-    while chosen.len() < wanted as usize && !remaining.is_empty() {
-        let index = first_shard(remaining.len() as u32, random()?) as usize;
-        chosen.push(remaining.remove(index));
-    }
-    Ok(chosen)
 }
 
 /// The outcome of serving one request from two shards together.
@@ -88,7 +64,7 @@ pub fn combine(states: [State; 2], alone: [ShardDecision; 2], shard_config: &Con
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::RawConfig;
+    use crate::config::ConfigInput;
     use crate::decision::decide;
 
     #[test]
@@ -104,7 +80,7 @@ mod tests {
 
     #[test]
     fn two_short_shards_together_serve_the_request_and_end_level() {
-        let shard = Config::try_from(&RawConfig::token_bucket(30.0, 1000.0).with("shards", 3.0)).unwrap().per_shard();
+        let shard = Config::try_from(&ConfigInput::token_bucket(30.0, 1000.0).with("shards", 3.0)).unwrap().per_shard();
         let states = [State { value: 6.0, ts: 0.0 }, State { value: 4.0, ts: 0.0 }];
         let request = Request { count: 8.0, reserve: false };
         let alone = [decide(states[0], &shard, 0.0, request), decide(states[1], &shard, 0.0, request)];

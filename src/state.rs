@@ -1,17 +1,13 @@
 //! The two numbers stored per key, where they live, and the host's store.
 
-use serde::Serialize;
-use tsify::Tsify;
-
-use crate::error::{Error, Place, Problem};
+use crate::error::Error;
 
 /// The whole state of one shard of one limit.
 ///
 /// Token bucket: `value` tokens were available at `ts`. Fixed window: `value`
 /// tokens were available in the window that starts at `ts`. `value` is
 /// negative while reserved tokens are owed. Both are finite; `ts` is in ms.
-#[derive(Tsify, Serialize, Debug, Clone, Copy, PartialEq)]
-#[tsify(rename = "RateLimitState")]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct State {
     /// Tokens available (negative: reserved debt).
     pub value: f64,
@@ -19,36 +15,16 @@ pub struct State {
     pub ts: f64,
 }
 
-impl State {
-    /// Checks what a store returned: both numbers must be finite.
-    ///
-    /// # Errors
-    /// [`Error::CorruptState`] naming `at` and the bad number.
-    pub fn checked(self, at: StateRef<'_>) -> Result<State, Error> {
-        for (field, number) in [("value", self.value), ("ts", self.ts)] {
-            if !number.is_finite() {
-                return Err(Error::CorruptState { at: at.place(), problem: Problem::must_be(field, "a finite number", number) });
-            }
-        }
-        Ok(self)
-    }
-}
-
 /// The state after a transition, and how long to wait if it went negative.
-#[derive(Tsify, Serialize, Debug, Clone, Copy, PartialEq)]
-#[tsify(rename = "RateLimitTransition")]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Transition {
     /// Tokens left after consuming `count` (negative: short by that much).
     pub value: f64,
     /// The new `ts`: `now` for a token bucket, the current window's start for a fixed window.
     pub ts: f64,
     /// When `value < 0`: ms from `now` until enough tokens will have arrived.
-    #[serde(rename = "retryAfter", skip_serializing_if = "Option::is_none")]
-    #[tsify(optional)]
     pub retry_after_ms: Option<f64>,
     /// Fixed window only: the `ts` of the state it started from.
-    #[serde(rename = "windowStart", skip_serializing_if = "Option::is_none")]
-    #[tsify(optional)]
     pub window_start_ms: Option<f64>,
 }
 
@@ -61,13 +37,6 @@ pub struct StateRef<'a> {
     pub key: Option<&'a str>,
     /// The shard, `0..shard_count`.
     pub shard: u32,
-}
-
-impl StateRef<'_> {
-    /// Where this ref is, for an error message.
-    pub fn place(&self) -> Place {
-        Place::Stored { name: self.name.into(), key: self.key.map(Into::into), shard: self.shard }
-    }
 }
 
 /// What a write knows besides the state: the decision's clock, and from
@@ -91,38 +60,22 @@ impl WriteInfo {
     }
 }
 
-/// The host's persistence: read and write one shard's state.
+/// The host's persistence: read and write one shard's state (or one of the
+/// library's records, at a shard from [`MAX_SHARDS`](crate::MAX_SHARDS) on).
 ///
 /// Contract: within one call of the limiter, a read sees the writes that
 /// call made before it; `write(at, None)` deletes. Atomicity across calls
 /// belongs to the host (a Convex mutation, a Durable Object, a Deno KV atomic
 /// commit). An `Err` from either method makes the whole call fail: the
-/// limiter fails closed. The futures of a synchronous store are ready at once,
-/// and the limiter then completes without yielding.
-#[allow(async_fn_in_trait)]
+/// limiter fails closed. A stored state must be two finite numbers.
 pub trait StateStore {
     /// The store's own error; core errors convert into it.
     type Error: From<Error>;
 
     /// The state at `at`, or `None` when there is none yet.
-    async fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, Self::Error>;
+    fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, Self::Error>;
 
     /// Replaces the state at `at`; `None` deletes it. `info` says when the
     /// call happened and from when the written state may be dropped.
-    async fn write(&mut self, at: StateRef<'_>, state: Option<State>, info: WriteInfo) -> Result<(), Self::Error>;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_non_finite_stored_value_is_an_error_naming_the_ref() {
-        let at = StateRef { name: "chat", key: Some("a:b"), shard: 2 };
-        let error = State { value: f64::NAN, ts: 0.0 }.checked(at).unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "Stored state for rate limit \"chat\" key \"a:b\" shard 2 is corrupt: value must be a finite number (got NaN)"
-        );
-    }
+    fn write(&mut self, at: StateRef<'_>, state: Option<State>, info: WriteInfo) -> Result<(), Self::Error>;
 }

@@ -24,10 +24,10 @@ pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::RawConfig;
+    use crate::config::ConfigInput;
 
     fn bucket(rate: f64, period_ms: f64, capacity: f64) -> Config {
-        Config::try_from(&RawConfig::token_bucket(rate, period_ms).with("capacity", capacity)).unwrap()
+        Config::try_from(&ConfigInput::token_bucket(rate, period_ms).with("capacity", capacity)).unwrap()
     }
 
     #[test]

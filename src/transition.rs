@@ -1,34 +1,26 @@
 //! `calculateRateLimit`: one state, one config, one instant → the next state.
 
 use crate::config::{Config, Kind, MIN_CHOOSE_TWO};
-use crate::error::Error;
-use crate::random::unit_random;
 use crate::state::{State, Transition};
 use crate::{fixed_window, token_bucket};
 
 /// The state a key starts in: full. A fixed window without `start` begins at a
-/// random instant of the last `period`, so keys do not all refill together.
+/// random instant of the last `period` (`phase`, a number in `[0, 1)` drawn
+/// before the call reads anything), so keys do not all refill together.
 ///
 /// ```
-/// use ratebound::{initial_state, Config, RawConfig};
-/// let config = Config::try_from(&RawConfig::fixed_window(5.0, 1000.0)).unwrap();
-/// let state = initial_state(&config, 10_000.0, || Ok(0.25)).unwrap();
+/// use ratebound::{initial_state, Config, ConfigInput};
+/// let config = Config::try_from(&ConfigInput::fixed_window(5.0, 1000.0)).unwrap();
+/// let state = initial_state(&config, 10_000.0, 0.25);
 /// assert_eq!((state.value, state.ts), (5.0, 9_750.0));
 /// ```
-///
-/// # Errors
-/// [`Error::InvalidRandom`] when the random source returns a number outside `[0, 1)`.
-pub fn initial_state(
-    config: &Config,
-    now_ms: f64,
-    random: impl FnOnce() -> Result<f64, Error>,
-) -> Result<State, Error> {
+pub fn initial_state(config: &Config, now_ms: f64, phase: f64) -> State {
     let ts = match (config.kind, config.start_ms) {
         (Kind::TokenBucket, _) => now_ms,
         (Kind::FixedWindow, Some(start_ms)) => start_ms,
-        (Kind::FixedWindow, None) => now_ms - (unit_random(random()?)? * config.period_ms).floor(),
+        (Kind::FixedWindow, None) => now_ms - crate::math::floor(phase * config.period_ms),
     };
-    Ok(State { value: config.capacity, ts })
+    State { value: config.capacity, ts }
 }
 
 /// Projects `state` (or a fresh one) to `now_ms` and consumes `count` tokens.
@@ -37,33 +29,23 @@ pub fn initial_state(
 /// `calculateRateLimit`; a clock that stepped backwards neither mints nor
 /// burns tokens. `config` is used as given (pass [`Config::per_shard`] for a shard).
 ///
+/// `phase` places a fresh fixed window without `start` (see [`initial_state`]).
+///
 /// ```
-/// use ratebound::{calculate_rate_limit, Config, RawConfig, State};
-/// let config = Config::try_from(&RawConfig::token_bucket(10.0, 60_000.0)).unwrap();
+/// use ratebound::{calculate_rate_limit, Config, ConfigInput, State};
+/// let config = Config::try_from(&ConfigInput::token_bucket(10.0, 60_000.0)).unwrap();
 /// let state = State { value: 0.0, ts: 0.0 };
-/// let next = calculate_rate_limit(Some(state), &config, 3_000.0, 1.0, || Ok(0.5)).unwrap();
+/// let next = calculate_rate_limit(Some(state), &config, 3_000.0, 1.0, 0.5);
 /// assert_eq!(next.value, -0.5);
 /// assert_eq!(next.retry_after_ms, Some(3_000.0));
 /// ```
-///
-/// # Errors
-/// Only from the random source, and only for a fresh fixed window without `start`.
-pub fn calculate_rate_limit(
-    state: Option<State>,
-    config: &Config,
-    now_ms: f64,
-    count: f64,
-    random: impl FnOnce() -> Result<f64, Error>,
-) -> Result<Transition, Error> {
-    let state = match state {
-        Some(state) => state,
-        None => initial_state(config, now_ms, random)?,
-    };
-    Ok(advance(state, config, now_ms, count))
+pub fn calculate_rate_limit(state: Option<State>, config: &Config, now_ms: f64, count: f64, phase: f64) -> Transition {
+    let state = state.unwrap_or_else(|| initial_state(config, now_ms, phase));
+    advance(state, config, now_ms, count)
 }
 
 /// The transition from an existing state (no randomness needed).
-pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) -> Transition {
+pub fn advance(state: State, config: &Config, now_ms: f64, count: f64) -> Transition {
     match config.kind {
         Kind::TokenBucket => token_bucket::advance(state, config, now_ms, count),
         Kind::FixedWindow => fixed_window::advance(state, config, now_ms, count),
@@ -77,8 +59,8 @@ pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) ->
 /// place elsewhere.
 ///
 /// ```
-/// use ratebound::{full_at, Config, RawConfig, State};
-/// let config = Config::try_from(&RawConfig::token_bucket(10.0, 1000.0)).unwrap();
+/// use ratebound::{full_at, Config, ConfigInput, State};
+/// let config = Config::try_from(&ConfigInput::token_bucket(10.0, 1000.0)).unwrap();
 /// assert_eq!(full_at(State { value: 5.0, ts: 0.0 }, &config), 500.0);
 /// ```
 pub fn full_at(state: State, config: &Config) -> f64 {
@@ -101,15 +83,15 @@ pub fn full_at(state: State, config: &Config) -> f64 {
 /// The first instant from which `state`, with no further traffic, holds
 /// `capacity` (`+∞` when no finite instant does). Unlike [`full_at`] this
 /// says nothing about whether the state may be dropped.
-pub(crate) fn filled_at(state: State, config: &Config) -> f64 {
+pub fn filled_at(state: State, config: &Config) -> f64 {
     let candidate = match config.kind {
         _ if state.value >= config.capacity => state.ts,
         Kind::TokenBucket => state.ts + (config.capacity - state.value) / (config.rate / config.period_ms),
-        Kind::FixedWindow => state.ts + ((config.capacity - state.value) / config.rate).ceil() * config.period_ms,
+        Kind::FixedWindow => state.ts + crate::math::ceil((config.capacity - state.value) / config.rate) * config.period_ms,
     };
     // Rounding may leave the projection an ulp short: step past it, and
     // never call a state full that the transition would not fill.
-    for instant in [candidate, candidate.ceil() + 1.0] {
+    for instant in [candidate, crate::math::ceil(candidate) + 1.0] {
         if instant.is_finite() && advance(state, config, instant, 0.0).value >= config.capacity {
             return instant;
         }
