@@ -119,6 +119,10 @@ pub extern "C" fn rb_plan(count: u32) -> f64 {
                 put_state(io, at + 3, Some(planned.fresh[0]));
                 put_state(io, at + 5, Some(planned.fresh[1]));
                 io[at + 7] = 0.0;
+                let shard = config.per_shard();
+                io[at + 8] = shard.rate;
+                io[at + 9] = shard.capacity;
+                io[at + 10] = or_nan(shard.max_reserved);
             }
             Err(error) => {
                 let status = put_error(io, OUT + index * OUT_STRIDE, &error);

@@ -7,7 +7,9 @@
 //!   (NaN: none), `shards`, `start` (NaN: none), `count`, `reserve`,
 //!   `write`, `now`, four random draws.
 //! - `PLAN`: per item (stride [`PLAN_STRIDE`]): the first and second shard,
-//!   how many shards are read, the fresh state of each (value, ts), status.
+//!   how many shards are read, the fresh state of each (value, ts), status,
+//!   and the shard's `rate`, `capacity` and `maxReserved` (NaN: none): what a
+//!   host deciding next to its data needs besides the item's own numbers.
 //! - `MAP`: per item, the slots of its two reads (the package deduplicates refs).
 //! - `SLOTS`: per slot (stride [`SLOT`]): the stored value and ts (NaN value:
 //!   none), the pending value and ts (NaN: nothing to write), its `fullAt`.
@@ -30,7 +32,7 @@ pub const MAX_SLOTS: usize = 256;
 /// The stride of an item.
 pub const ITEM: usize = 16;
 /// The stride of a plan.
-pub const PLAN_STRIDE: usize = 8;
+pub const PLAN_STRIDE: usize = 12;
 /// The stride of a slot.
 pub const SLOT: usize = 5;
 /// The stride of an answer.
