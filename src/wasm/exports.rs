@@ -392,22 +392,32 @@ pub extern "C" fn rb_check_now(now: f64) -> f64 {
     }
 }
 
-/// `calculateRateLimit` on the config at `EXTRA` (compiled): the state
+/// `calculateRateLimit` on a compiled config (its seven numbers), the state
 /// (`value` NaN: none), `now`, `count`, and a phase for a fresh fixed window.
 /// Returns the new value; `ts`, `retryAfter` and `windowStart` (NaN: none)
 /// go to `EXTRA + 8`, and the status to `EXTRA + 11` (0, or `-code`).
 #[no_mangle]
-pub extern "C" fn rb_calculate(value: f64, ts: f64, now: f64, count: f64, phase: f64) -> f64 {
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn rb_calculate(kind: f64, rate: f64, period: f64, capacity: f64, max_reserved: f64, shards: f64, start: f64, value: f64, ts: f64, now: f64, count: f64, phase: f64) -> f64 {
     let io = io();
-    let checked = (|| {
-        let config = config_at(io, EXTRA);
-        if !now.is_finite() {
-            return Err(Error::request(crate::error::Field::Now, crate::error::Rule::FiniteMs, now));
-        }
-        check_count(count)?;
-        let state = maybe(value).map(|value| State { value, ts });
-        Ok(calculate_rate_limit(state, &config, now, count, unit_random(phase)?))
-    })();
+    let config = Config {
+        kind: if kind == 1.0 { Kind::FixedWindow } else { Kind::TokenBucket },
+        rate,
+        period_ms: period,
+        capacity,
+        max_reserved: maybe(max_reserved),
+        shard_count: shards as u32,
+        start_ms: maybe(start),
+    };
+    let checked = if !now.is_finite() {
+        Err(Error::request(crate::error::Field::Now, crate::error::Rule::FiniteMs, now))
+    } else {
+        check_count(count).and_then(|count| {
+            let state = maybe(value).map(|value| State { value, ts });
+            let phase = if state.is_none() && config.kind == Kind::FixedWindow && config.start_ms.is_none() { unit_random(phase)? } else { 0.0 };
+            Ok(calculate_rate_limit(state, &config, now, count, phase))
+        })
+    };
     match checked {
         Ok(transition) => {
             io[EXTRA + 8] = transition.ts;
