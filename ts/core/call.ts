@@ -86,9 +86,13 @@ export function checkNow(limit: string, now: unknown): number {
   return now;
 }
 
-/** A ref for a state of `name` and `key`: `key` only when there is one. */
+/**
+ * A ref for a state of `name` and `key`. `key` is always an own field
+ * (`undefined` for the shared state), so a store that reads `ref.key` never
+ * sees a polluted `Object.prototype.key`.
+ */
 export function refOf(name: string, key: string | undefined, shard: number): { name: string; key?: string; shard: number } {
-  return key === undefined ? { name, shard } : { name, key, shard };
+  return { name, key, shard };
 }
 
 /** A stable identity of a ref, for de-duplicating the states of a batch. */

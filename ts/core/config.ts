@@ -25,8 +25,6 @@ export interface Compiled {
   readonly described: RateLimitConfig;
 }
 
-const KINDS: Record<string, number> = { "token bucket": 0, "fixed window": 1 };
-
 /** A field as the core takes it: a type tag (0 absent, 1 null, 2 number, 3 anything else) and the number. */
 function tagged(value: unknown): [number, number] {
   if (value === undefined) return [0, 0];
@@ -58,7 +56,8 @@ export function compileConfig(limit: string | undefined, config: unknown, known:
   } catch {
     throw invalidConfig(limit, "config", "config must be a plain object (listing its fields threw) (got an object)");
   }
-  const raw: Record<string, unknown> = {};
+  // No prototype: an inherited field (a polluted Object.prototype.start) is never read.
+  const raw: Record<string, unknown> = Object.create(null);
   for (const name of names) {
     if (!(CONFIG_FIELDS as readonly string[]).includes(name)) {
       throw invalidConfig(limit, name, unknownField(name, known));
@@ -70,7 +69,7 @@ export function compileConfig(limit: string | undefined, config: unknown, known:
     }
   }
   const { EXTRA, OUT } = layout;
-  io[EXTRA] = typeof raw.kind === "string" && Object.hasOwn(KINDS, raw.kind) ? KINDS[raw.kind]! : 2;
+  io[EXTRA] = raw.kind === "token bucket" ? 0 : raw.kind === "fixed window" ? 1 : 2;
   CONFIG_FIELDS.slice(1).forEach((field, index) => {
     const [tag, value] = tagged(raw[field]);
     io[EXTRA + 1 + 2 * index] = tag;

@@ -8,7 +8,7 @@
  * no Promise until the caller's.
  * @module
  */
-import { core, io, layout } from "./engine.js";
+import { core, io, itemsOwner, layout, ownItems } from "./engine.js";
 import { coreError, corruptState, mustBe, RateboundError, type Place } from "./errors.js";
 import { refId, refOf } from "./call.js";
 import type { Compiled } from "./config.js";
@@ -34,10 +34,10 @@ export interface Call {
   readonly draws: readonly number[];
 }
 
-/** What one decision answers: a result and, always computed, its figures. */
+/** What one decision answers: a result and, when the batch asked for them, its figures. */
 export interface Decided {
   readonly result: RateLimitResult;
-  readonly figures: RateLimitFigures;
+  readonly figures: RateLimitFigures | undefined;
 }
 
 /** A planned batch: its calls, the distinct states they read, and which slot each read uses. */
@@ -51,6 +51,8 @@ export interface Planned {
   readonly slots: number[];
   /** Per call: its error when planning failed (`each` mode only). */
   readonly errors: (RateboundError | undefined)[];
+  /** Whether the answers carry figures. */
+  readonly figures: boolean;
 }
 
 const ALLOWED: RateLimitResult = Object.freeze({ ok: true }) as RateLimitResult;
@@ -87,9 +89,10 @@ function putMap(planned: Planned): void {
  *
  * @param calls The decisions.
  * @param all Whether they are one `limitAll`.
+ * @param figures Whether the answers carry the figures headers show.
  * @returns The plan.
  */
-export function plan(calls: readonly Call[], all: boolean): Planned {
+export function plan(calls: readonly Call[], all: boolean, figures = false): Planned {
   const { PLAN, PLAN_STRIDE, OUT, OUT_STRIDE, MAX_ITEMS, MAX_SLOTS } = layout;
   if (calls.length > MAX_ITEMS) {
     throw new RateboundError("INVALID_ARGUMENT", `limitAll: requests must be at most ${MAX_ITEMS} limits (got ${calls.length})`, "requests");
@@ -121,14 +124,15 @@ export function plan(calls: readonly Call[], all: boolean): Planned {
         continue;
       }
       const shard = io[at + read]!;
-      let slot: number | undefined;
-      if (ids !== undefined) {
-        const id = refId(call.name, call.key, shard);
-        slot = ids.get(id);
-        if (slot === undefined) ids.set(id, (slot = refs.length));
+      if (ids === undefined) {
+        slots.push(refs.length);
+        refs.push(refOf(call.name, call.key, shard));
+        continue;
       }
-      if (slot === undefined || slot === refs.length) {
-        slot = refs.length;
+      const id = refId(call.name, call.key, shard);
+      let slot = ids.get(id);
+      if (slot === undefined) {
+        ids.set(id, (slot = refs.length));
         refs.push(refOf(call.name, call.key, shard));
       }
       slots.push(slot);
@@ -137,7 +141,9 @@ export function plan(calls: readonly Call[], all: boolean): Planned {
   if (refs.length > MAX_SLOTS) {
     throw new RateboundError("INVALID_ARGUMENT", `limitAll: requests must read at most ${MAX_SLOTS} states (got ${refs.length})`, "requests");
   }
-  return { calls, all, refs, reads, slots, errors };
+  const planned: Planned = { calls, all, refs, reads, slots, errors, figures };
+  ownItems(planned);
+  return planned;
 }
 
 /** Whether a value is a Promise or another thenable. */
@@ -145,22 +151,25 @@ export function isThenable(value: unknown): value is PromiseLike<unknown> {
   return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as { then?: unknown }).then === "function";
 }
 
-/** Reads `refs` in one batch: `readMany` when the store has it, else every `read` at once. */
-export function readAll(store: RateLimitStore, refs: StateRef[]): unknown[] | Promise<unknown[]> {
-  if (typeof store.readMany === "function") return store.readMany(refs);
+/** Reads `refs` in one batch at the call's clock `now`: `readMany` when the store has it, else every `read` at once. */
+export function readAll(store: RateLimitStore, refs: StateRef[], now: number): unknown[] | Promise<unknown[]> {
+  const info = { now };
+  if (typeof store.readMany === "function") return store.readMany(refs, info);
   let pending = false;
   const answers: unknown[] = new Array(refs.length);
   for (let index = 0; index < refs.length; index++) {
-    const answer = store.read(refs[index]!);
+    let answer: unknown;
+    try {
+      answer = store.read(refs[index]!, info);
+    } catch (error) {
+      // The reads already under way are abandoned: their failures are not unhandled.
+      for (const earlier of answers.slice(0, index)) if (isThenable(earlier)) earlier.then(undefined, () => {});
+      throw error;
+    }
     if (isThenable(answer)) pending = true;
     answers[index] = answer;
   }
   return pending ? Promise.all(answers) : answers;
-}
-
-/** Where a ref is, for a corrupt state's message. */
-function placeOf(ref: StateRef): Place {
-  return { name: ref.name, key: ref.key, shard: ref.shard };
 }
 
 /**
@@ -190,12 +199,13 @@ export function putState(at: number, answer: unknown, place: Place): void {
 }
 
 /** The answer of call `index`, from the buffer. */
-function answerOf(index: number): Decided {
+function answerOf(index: number, withFigures: boolean): Decided {
   const { OUT, OUT_STRIDE } = layout;
   const out = OUT + index * OUT_STRIDE;
   const ok = io[out] === 1;
   const wait = io[out + 1]!;
   const result: RateLimitResult = ok ? (Number.isNaN(wait) ? ALLOWED : { ok: true, retryAfter: wait }) : { ok: false, retryAfter: wait };
+  if (!withFigures) return { result, figures: undefined };
   const seconds = io[out + 6]!;
   const figures: RateLimitFigures = {
     limit: io[out + 2]!,
@@ -214,19 +224,20 @@ export interface BatchAnswer {
   readonly batch: RateLimitResult;
 }
 
-/** The slots to write after a decision: `[slot, state, fullAt]`. */
-type Write = [number, RateLimitState, number];
-
 /**
  * Decides a planned batch on the states read (`stored`, per ref), in the
- * buffer, and returns the answers and what to write.
+ * buffer. Returns the answers; the states to write stay in the buffer's
+ * slots (pending) for {@link writeAll}.
  */
-function decideOn(planned: Planned, stored: unknown[]): { answer: BatchAnswer; writes: Write[] } {
+function decideOn(planned: Planned, stored: unknown[]): BatchAnswer {
   const { SLOTS, SLOT, OUT, OUT_STRIDE, EXTRA } = layout;
   // The buffer may have served other calls since the plan: write this batch again.
-  putItems(planned.calls);
+  if (itemsOwner !== planned) {
+    putItems(planned.calls);
+    ownItems(planned);
+  }
   putMap(planned);
-  for (let slot = 0; slot < planned.refs.length; slot++) putState(SLOTS + slot * SLOT, stored[slot], placeOf(planned.refs[slot]!));
+  for (let slot = 0; slot < planned.refs.length; slot++) putState(SLOTS + slot * SLOT, stored[slot], planned.refs[slot]!);
   const status = core.rb_decide(planned.calls.length, planned.refs.length, planned.all ? 1 : 0);
   const each: (Decided | RateboundError)[] = [];
   for (let index = 0; index < planned.calls.length; index++) {
@@ -234,46 +245,50 @@ function decideOn(planned: Planned, stored: unknown[]): { answer: BatchAnswer; w
     const error = planned.errors[index];
     if (error !== undefined) each.push(error);
     else if (io[out]! < 0) each.push(coreError(io, out, planned.calls[index]!.name));
-    else each.push(answerOf(index));
+    else each.push(answerOf(index, planned.figures));
   }
   if (status < 0) {
     const first = each.find((entry): entry is RateboundError => entry instanceof RateboundError);
     throw first ?? new RateboundError("INVALID_REQUEST", "the batch failed");
   }
-  const writes: Write[] = [];
+  const wait = io[EXTRA]!;
+  const batch: RateLimitResult = status === 1 ? (Number.isNaN(wait) ? ALLOWED : { ok: true, retryAfter: wait }) : { ok: false, retryAfter: wait };
+  return { each, batch };
+}
+
+/**
+ * Writes what the decision left pending in the buffer's slots through
+ * `store`, in slot order; a Promise when the store answers with one. Reads
+ * the buffer before anything can run, so a later call cannot change it.
+ */
+function writeAll(store: RateLimitStore, planned: Planned): void | Promise<void> {
+  const { SLOTS, SLOT } = layout;
+  let chain: Promise<void> | undefined;
   for (let slot = 0; slot < planned.refs.length; slot++) {
     const at = SLOTS + slot * SLOT;
     const value = io[at + 2]!;
-    if (!Number.isNaN(value)) writes.push([slot, { value, ts: io[at + 3]! }, io[at + 4]!]);
-  }
-  const wait = io[EXTRA]!;
-  const batch: RateLimitResult = status === 1 ? (Number.isNaN(wait) ? ALLOWED : { ok: true, retryAfter: wait }) : { ok: false, retryAfter: wait };
-  return { answer: { each, batch }, writes };
-}
-
-/** Writes `writes` through `store`, in order; a Promise when the store answers with one. */
-function writeAll(store: RateLimitStore, planned: Planned, writes: Write[]): void | Promise<void> {
-  const now = planned.calls[0]!.now;
-  for (let index = 0; index < writes.length; index++) {
-    const [slot, state, fullAt] = writes[index]!;
-    const done = store.write(planned.refs[slot]!, state, { now: planned.all ? now : latestNow(planned, slot), fullAt });
-    if (isThenable(done)) {
-      return (async () => {
-        await done;
-        for (const [later, laterState, laterFullAt] of writes.slice(index + 1)) {
-          await store.write(planned.refs[later]!, laterState, { now: planned.all ? now : latestNow(planned, later), fullAt: laterFullAt });
-        }
-      })();
+    if (Number.isNaN(value)) continue;
+    const ref = planned.refs[slot]!;
+    const state = { value, ts: io[at + 3]! };
+    const info = { now: latestNow(planned, slot), fullAt: io[at + 4]! };
+    if (chain !== undefined) {
+      chain = chain.then(() => store.write(ref, state, info) as void);
+      continue;
     }
+    const done = store.write(ref, state, info);
+    if (isThenable(done)) chain = Promise.resolve(done) as Promise<void>;
   }
+  return chain;
 }
 
 /** The `now` of the last call of the batch that read `slot` (its write is that call's). */
 function latestNow(planned: Planned, slot: number): number {
-  let now = planned.calls[0]!.now;
-  for (let index = 0; index < planned.calls.length; index++) {
+  const calls = planned.calls;
+  if (calls.length === 1) return calls[0]!.now;
+  let now = calls[0]!.now;
+  for (let index = 0; index < calls.length; index++) {
     const reads = planned.reads[index]!;
-    if ((reads > 0 && planned.slots[2 * index] === slot) || (reads > 1 && planned.slots[2 * index + 1] === slot)) now = planned.calls[index]!.now;
+    if ((reads > 0 && planned.slots[2 * index] === slot) || (reads > 1 && planned.slots[2 * index + 1] === slot)) now = calls[index]!.now;
   }
   return now;
 }
@@ -288,15 +303,14 @@ function latestNow(planned: Planned, slot: number): number {
  * @returns The answers, or a Promise of them.
  */
 export function run(store: RateLimitStore, planned: Planned): BatchAnswer | Promise<BatchAnswer> {
-  if (planned.refs.length === 0) return decideOn(planned, []).answer;
-  const stored = readAll(store, planned.refs);
+  if (planned.refs.length === 0) return decideOn(planned, []);
+  const stored = readAll(store, planned.refs, planned.calls.length === 1 ? planned.calls[0]!.now : Math.max(...planned.calls.map((call) => call.now)));
   const finish = (states: unknown[]): BatchAnswer | Promise<BatchAnswer> => {
     if (!Array.isArray(states) || states.length !== planned.refs.length) {
       throw new RateboundError("INVALID_ARGUMENT", `readMany must answer one state per ref (got ${Array.isArray(states) ? states.length : typeof states})`, "readMany");
     }
-    const { answer, writes } = decideOn(planned, states);
-    if (writes.length === 0) return answer;
-    const done = writeAll(store, planned, writes);
+    const answer = decideOn(planned, states);
+    const done = writeAll(store, planned);
     return isThenable(done) ? done.then(() => answer) : answer;
   };
   return isThenable(stored) ? Promise.resolve(stored).then(finish) : finish(stored);
@@ -310,6 +324,7 @@ export function remoteItems(planned: Planned): RemoteItem[] {
   const { PLAN, PLAN_STRIDE } = layout;
   // Plan again: the buffer may have served other calls since.
   putItems(planned.calls);
+  ownItems(planned);
   core.rb_plan(planned.calls.length);
   return planned.calls.map((call, index) => {
     const at = PLAN + index * PLAN_STRIDE;
@@ -344,11 +359,13 @@ export async function runRemote(store: RateLimitStore & { decide: NonNullable<Ra
   const live = planned.calls.filter((_, index) => planned.errors[index] === undefined);
   if (live.length !== planned.calls.length) throw planned.errors.find((error) => error !== undefined)!;
   const remote: RemoteAnswer = await store.decide({ refs: planned.refs, items: remoteItems(planned), all: planned.all });
-  const { answer, writes } = decideOn(planned, remote.stored);
+  const answer = decideOn(planned, remote.stored);
+  let writes = 0;
+  for (let slot = 0; slot < planned.refs.length; slot++) if (!Number.isNaN(io[layout.SLOTS + slot * layout.SLOT + 2]!)) writes++;
   planned.calls.forEach((call, index) => {
     const decided = answer.each[index];
     const core = !(decided instanceof RateboundError) && call.write && (planned.all ? answer.batch.ok : decided!.result.ok);
-    if (Boolean(remote.wrote[index]) !== core || (planned.all && core && writes.length === 0)) {
+    if (Boolean(remote.wrote[index]) !== core || (planned.all && core && writes === 0)) {
       throw new RateboundError(
         "STORE_MISMATCH",
         `Rate limit ${JSON.stringify(call.name)}: the store ${remote.wrote[index] ? "wrote" : "did not write"} where the core decided otherwise; the call failed closed`,
@@ -356,4 +373,76 @@ export async function runRemote(store: RateLimitStore & { decide: NonNullable<Ra
     }
   });
   return answer;
+}
+
+/**
+ * One call, decided where its states are read (no `decide` of the store's
+ * own): the common case, with nothing allocated beyond the refs, the states
+ * and the answer. A synchronous store is read, decided and written with
+ * nothing run in between.
+ *
+ * @param store Where the states live (inside its transaction when it has one).
+ * @param call The call, checked.
+ * @param figures Whether the answer carries its figures.
+ * @returns The decision, or a Promise of it.
+ */
+export function runOne(store: RateLimitStore, call: Call, figures: boolean): Decided | Promise<Decided> {
+  const { ITEMS, PLAN, OUT, SLOTS, SLOT, MAP } = layout;
+  putItems1(ITEMS, call);
+  ownItems(undefined);
+  if (core.rb_plan(1) < 0) throw coreError(io, OUT, call.name);
+  const reads = io[PLAN + 2]!;
+  const info = { now: call.now };
+  const first = refOf(call.name, call.key, io[PLAN]!);
+  const second = reads === 2 ? refOf(call.name, call.key, io[PLAN + 1]!) : undefined;
+  const readFirst = store.read(first, info);
+  let readSecond: unknown;
+  if (second !== undefined) {
+    try {
+      readSecond = store.read(second, info);
+    } catch (error) {
+      if (isThenable(readFirst)) readFirst.then(undefined, () => {});
+      throw error;
+    }
+  }
+  const finish = (stateFirst: unknown, stateSecond: unknown): Decided | Promise<Decided> => {
+    putItems1(ITEMS, call);
+    putState(SLOTS, stateFirst, first);
+    if (second !== undefined) putState(SLOTS + SLOT, stateSecond, second);
+    io[MAP] = 0;
+    io[MAP + 1] = 1;
+    if (core.rb_decide(1, reads, 1) < 0) throw coreError(io, OUT, call.name);
+    const decided = answerOf(0, figures);
+    let chain: Promise<void> | undefined;
+    for (let slot = 0; slot < reads; slot++) {
+      const at = SLOTS + slot * SLOT;
+      const value = io[at + 2]!;
+      if (Number.isNaN(value)) continue;
+      const ref = slot === 0 ? first : second!;
+      const state = { value, ts: io[at + 3]! };
+      const written = { now: call.now, fullAt: io[at + 4]! };
+      if (chain !== undefined) chain = chain.then(() => store.write(ref, state, written) as void);
+      else {
+        const done = store.write(ref, state, written);
+        if (isThenable(done)) chain = Promise.resolve(done) as Promise<void>;
+      }
+    }
+    return chain === undefined ? decided : chain.then(() => decided);
+  };
+  if (isThenable(readFirst) || isThenable(readSecond)) {
+    return Promise.all([readFirst, readSecond]).then(([stateFirst, stateSecond]) => finish(stateFirst, stateSecond));
+  }
+  return finish(readFirst, readSecond);
+}
+
+/** Writes one call as item 0. */
+function putItems1(at: number, call: Call): void {
+  const numbers = call.limit.numbers;
+  for (let field = 0; field < 7; field++) io[at + field] = numbers[field]!;
+  io[at + 7] = call.count;
+  io[at + 8] = call.reserve ? 1 : 0;
+  io[at + 9] = call.write ? 1 : 0;
+  io[at + 10] = call.now;
+  const draws = call.draws;
+  for (let draw = 0; draw < 4; draw++) io[at + 11 + draw] = draws[draw] ?? 0;
 }

@@ -19,8 +19,8 @@ export interface CoreExports {
   rb_charge(slot: number, tag: number): number;
   rb_settle_reads(): number;
   rb_settle(actual: number, now: number): number;
-  rb_value_draws(wanted: number): number;
-  rb_plan_value(wanted: number, now: number): number;
+  rb_value_draws(asked: number, wanted: number): number;
+  rb_plan_value(asked: number, wanted: number, now: number): number;
   rb_value(count: number, now: number): number;
   rb_check_now(now: number): number;
   rb_calculate(kind: number, rate: number, period: number, capacity: number, maxReserved: number, shards: number, start: number, value: number, ts: number, now: number, count: number, phase: number): number;
@@ -54,6 +54,18 @@ export let core: CoreExports = undefined as unknown as CoreExports;
 export let io: Float64Array = new Float64Array(0);
 /** Its layout. */
 export let layout: Layout = undefined as unknown as Layout;
+
+/**
+ * Whose items (and map) the buffer holds now: a batch planned and then read
+ * synchronously, with nothing else run in between, need not write them again.
+ * Every writer of the items sets it (to itself, or `undefined`).
+ */
+export let itemsOwner: unknown = undefined;
+
+/** Records who wrote the buffer's items last. */
+export function ownItems(owner: unknown): void {
+  itemsOwner = owner;
+}
 
 /**
  * Instantiates the core from a compiled module (each runtime entry compiles

@@ -230,7 +230,7 @@ export function unknownLimit(name: string): RateboundError {
 }
 
 /** Where a corrupt state was found: a ref in the store, or a function's argument. */
-export type Place = { name: string; key: string | undefined; shard: number } | { passedTo: string };
+export type Place = { name: string; key?: string | undefined; shard: number } | { passedTo: string };
 
 /** A stored state that is not two finite numbers. */
 export function corruptState(at: Place, problem: string): RateboundError {

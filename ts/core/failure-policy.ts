@@ -147,6 +147,11 @@ export class FailurePolicy {
   /** The largest `maxKeys` declared at construction, for the one fallback store. */
   readonly #declaredMaxKeys: number | undefined;
   #fallback: FallbackLimiter | undefined;
+  /** The answer of `limitPolicy` for a named limit with the limiter's policy (shared: it never changes). */
+  get #plainPolicy(): { config: unknown; policy: Policy } {
+    return (this.#plain ??= Object.freeze({ config: undefined, policy: this.#default }));
+  }
+  #plain: { config: unknown; policy: Policy } | undefined;
 
   /**
    * @param store The limiter's store.
@@ -197,8 +202,9 @@ export class FailurePolicy {
    * @returns The config without `onStoreError` (as the core takes it) and the policy.
    */
   limitPolicy(name: string, config: unknown): { config: unknown; policy: Policy } {
-    let policy = this.#named.get(name) ?? this.#default;
-    if (config !== undefined) {
+    let policy = this.#named.size === 0 ? this.#default : (this.#named.get(name) ?? this.#default);
+    if (config === undefined) return policy === this.#default ? this.#plainPolicy : { config, policy };
+    {
       const [core, own] = splitConfig(name, config);
       config = core;
       if (own !== undefined) policy = own;

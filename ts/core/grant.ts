@@ -4,7 +4,7 @@
  * The reads and writes of both are here; every number is the core's.
  * @module
  */
-import { core, io, layout } from "./engine.js";
+import { core, io, layout, ownItems } from "./engine.js";
 import { coreError, grantSettled, invalidRequest, mustBe, RateboundError, unknownField, wrongArgument } from "./errors.js";
 import { checkKey, checkName, refId, refOf } from "./call.js";
 import { isThenable, putState, readAll, type Call } from "./driver.js";
@@ -115,6 +115,7 @@ function chargeRefs(call: Call, slot: number): { refs: StateRef[]; reads: number
 
 /** Writes the call as item 0. */
 function putCall(call: Call): void {
+  ownItems(undefined);
   const at = layout.ITEMS;
   call.limit.numbers.forEach((number, index) => (io[at + index] = number));
   io[at + 7] = call.count;
@@ -152,12 +153,20 @@ function writeBack(store: RateLimitStore, name: string, key: string | undefined,
  * @param idWords Two random 32-bit words for the grant's id.
  * @returns The result, with the grant's data when granted.
  */
-export async function charge(store: RateLimitStore, call: Call, idWords: readonly number[]): Promise<RateLimitResult & { grant?: GrantData }> {
+export function charge(store: RateLimitStore, call: Call, idWords: readonly number[]): Charged | Promise<Charged> {
   const id = grantId(call.now, idWords);
   const { slot, tag } = recordOf(id);
   putCall(call);
   const { refs, reads } = chargeRefs(call, slot);
-  const stored = await readAll(store, refs);
+  const stored = readAll(store, refs, call.now);
+  // A synchronous store is charged synchronously: nothing can run between the read and the write.
+  return isThenable(stored) ? Promise.resolve(stored).then((states) => charged(store, call, id, slot, tag, refs, reads, states)) : charged(store, call, id, slot, tag, refs, reads, stored);
+}
+
+/** What a charge answers: the result, with the grant's data when granted. */
+export type Charged = RateLimitResult & { grant?: GrantData };
+
+function charged(store: RateLimitStore, call: Call, id: string, slot: number, tag: number, refs: StateRef[], reads: number, stored: unknown[]): Charged | Promise<Charged> {
   const { EXTRA, OUT } = layout;
   putCall(call);
   chargeRefs(call, slot);
@@ -182,8 +191,9 @@ export async function charge(store: RateLimitStore, call: Call, idWords: readonl
     chargedAt: io[EXTRA + 17]!,
     shards,
   };
-  await writeBack(store, call.name, call.key, EXTRA + 32, call.now);
-  return Number.isNaN(wait) ? { ok: true, grant } : { ok: true, retryAfter: wait, grant };
+  const answer: Charged = Number.isNaN(wait) ? { ok: true, grant } : { ok: true, retryAfter: wait, grant };
+  const written = writeBack(store, call.name, call.key, EXTRA + 32, call.now);
+  return isThenable(written) ? written.then(() => answer) : answer;
 }
 
 const GRANT_FIELDS = ["name", "key", "id", "count", "chargedAt", "shards"];
@@ -209,7 +219,7 @@ export function grantInput(data: unknown): GrantInput {
     } catch {
       throw wrongArgument("settle", "grant", "grant must be a plain object (listing its fields threw) (got an object)");
     }
-    const fields: Record<string, unknown> = {};
+    const fields: Record<string, unknown> = Object.create(null);
     for (const name of names) {
       if (!known.includes(name)) throw wrongArgument("settle", name, unknownField(name, known, "field", of));
       fields[name] = (object as Record<string, unknown>)[name];
@@ -278,7 +288,7 @@ function putSettle(grant: GrantInput, limit: Compiled, draws: readonly number[])
  * @param draws The settle's random numbers (`limit.settleDraws`).
  * @returns What the settle did.
  */
-export async function settle(store: RateLimitStore, grant: GrantInput, limit: Compiled, actual: number, now: number, draws: readonly number[]): Promise<SettleResult> {
+export function settle(store: RateLimitStore, grant: GrantInput, limit: Compiled, actual: number, now: number, draws: readonly number[]): SettleResult | Promise<SettleResult> {
   const { EXTRA, OUT } = layout;
   putSettle(grant, limit, draws);
   core.rb_settle_reads();
@@ -295,7 +305,9 @@ export async function settle(store: RateLimitStore, grant: GrantInput, limit: Co
     }
     return slot;
   });
-  const stored = await readAll(store, refs);
+  const read = readAll(store, refs, now);
+  // A synchronous store is settled synchronously: nothing can run between the read and the write.
+  const finish = (stored: unknown[]): SettleResult | Promise<SettleResult> => {
   putSettle(grant, limit, draws);
   slots.forEach((slot, index) => putState(EXTRA + 40 + 2 * index, stored[slot], { name: grant.name, key: grant.key, shard: shards[index]! }));
   if (core.rb_settle(actual, now) < 0) throw coreError(io, OUT, grant.name);
@@ -306,8 +318,10 @@ export async function settle(store: RateLimitStore, grant: GrantInput, limit: Co
     unpaid: io[EXTRA + 66]!,
     ...(Number.isNaN(retryAfter) ? {} : { retryAfter }),
   };
-  await writeBack(store, grant.name, grant.key, EXTRA + 72, now);
-  return settled;
+  const written = writeBack(store, grant.name, grant.key, EXTRA + 72, now);
+  return isThenable(written) ? written.then(() => settled) : settled;
+  };
+  return isThenable(read) ? Promise.resolve(read).then(finish) : finish(read);
 }
 
 export { RateboundError };

@@ -7,7 +7,7 @@
 import type { RateLimitConfig, RateLimiterOptions, RateLimitFigures, RateLimitResult, RateLimitStore, RateLimitValue, GrantData, SettleResult } from "./types.js";
 import { checkCount, checkFlag, checkKey, checkName, checkNow, draw, drawMany, type Random } from "./call.js";
 import { compileConfig, CONFIG_FIELDS, type Compiled } from "./config.js";
-import { isThenable, plan, run, runRemote, type BatchAnswer, type Call, type Decided } from "./driver.js";
+import { isThenable, plan, run, runOne, runRemote, type BatchAnswer, type Call, type Decided } from "./driver.js";
 import { invalidRequest, mustBe, RateboundError, unknownLimit, wrongArgument, unknownField, show } from "./errors.js";
 import { charge, grantInput, settle, Grant, type GrantResult } from "./grant.js";
 import { getValue, reset } from "./value.js";
@@ -65,8 +65,8 @@ function checkStore(store: unknown): RateLimitStore {
 }
 
 /** The result a caller sees: with its figures when asked. */
-function shaped(decided: Decided, figures: boolean): RateLimitResult & { figures?: RateLimitFigures } {
-  return figures ? { ...decided.result, figures: decided.figures } : decided.result;
+function shaped(decided: Decided): RateLimitResult & { figures?: RateLimitFigures } {
+  return decided.figures === undefined ? decided.result : { ...decided.result, figures: decided.figures };
 }
 
 /** A call's own answer out of a batch: its decision, or its error thrown. */
@@ -139,7 +139,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
 
   /** A call's arguments, each checked once (name, key, count, reserve, config, now), and its random numbers. */
   #call(name: unknown, given: { key?: unknown; count?: unknown; reserve?: unknown }, config: unknown, write: boolean): Call {
-    const checked = checkName(name);
+    // A named limit's name was checked when the limiter was made.
+    const checked = config === undefined && typeof name === "string" && this.#limits.has(name) ? name : checkName(name);
     const key = checkKey(checked, given.key);
     const count = checkCount(checked, given.count);
     const reserve = checkFlag(checked, "reserve", given.reserve);
@@ -192,21 +193,23 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
         if (!write) checkOptions(name, options, ["key", "count", "reserve", "throws", "config", "figures"]);
         if (checkFlag(checkName(name), "grant", given.grant)) return this.#granting(name, given) as Promise<RateLimitResult>;
       }
-      const figures = checkFlag(typeof name === "string" ? name : "", "figures", given.figures);
+      const figures = given.figures === undefined ? false : checkFlag(typeof name === "string" ? name : "", "figures", given.figures);
       const { config, policy } = this.#failure.limitPolicy(name, given.config);
       const call = this.#call(name, given, config, write);
-      const planned = plan([call], true);
-      const answered = (answer: BatchAnswer | RateLimitResult) =>
-        refusal(call.name, isBatchAnswer(answer) ? shaped(only(answer), figures) : answer, given.throws);
+      const answered = (answer: Decided | BatchAnswer | RateLimitResult) =>
+        refusal(call.name, isBatchAnswer(answer) ? shaped(only(answer)) : isDecided(answer) ? shaped(answer) : answer, given.throws);
       if (this.#failure.isPlain(policy) && !this.#remote && typeof this.#store.transaction !== "function") {
         // No transaction, no policy to apply: a synchronous store is decided synchronously.
-        const answer = run(this.#store, planned);
+        const answer = runOne(this.#store, call, figures);
         return isThenable(answer) ? answer.then(answered) : Promise.resolve(answered(answer));
       }
+      // Bad input fails here, before the store is touched, whatever the policy.
+      const planned = this.#remote ? plan([call], true, figures) : undefined;
+      if (planned === undefined) plan([call], true, figures);
       const fallbackOptions = { key: call.key, count: given.count, reserve: given.reserve, config } as LimitOptions;
-      const answer = this.#failure.run<BatchAnswer | RateLimitResult>(
+      const answer = this.#failure.run<Decided | BatchAnswer | RateLimitResult>(
         policy,
-        (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
+        (store) => (planned !== undefined ? runRemote(store as Required<RateLimitStore>, planned) : runOne(store, call, figures)),
         (fallback) => (write ? fallback.limit(name, fallbackOptions) : fallback.check(name, fallbackOptions)),
         this.#remote,
       );
@@ -324,7 +327,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       const field = (name: string) => ownField(request, name)?.[1];
       calls.push(this.#call(field("name"), { key: field("key"), count: field("count"), reserve: field("reserve") }, field("config"), write));
     }
-    const planned = plan(calls, true);
+    const planned = plan(calls, true, figures);
     const answer = await this.#failure.run<BatchAnswer | RateLimitResult>(
       policy,
       (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
@@ -334,7 +337,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const names = calls.map((call) => call.name).join(", ");
     if (!isBatchAnswer(answer)) return refusal(names, answer, throws);
     const result: RateLimitResult & { figures?: RateLimitFigures[] } = figures
-      ? { ...answer.batch, figures: answer.each.map((decided) => (decided as Decided).figures) }
+      ? { ...answer.batch, figures: answer.each.map((decided) => (decided as Decided).figures!) }
       : answer.batch;
     return refusal(names, result, throws);
   }
@@ -380,6 +383,11 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const now = checkNow(limitName, this.#now());
     await this.#failure.transact((store) => reset(store, limitName, key, limit, now));
   }
+}
+
+/** Whether an answer is one call's decision. */
+function isDecided(answer: unknown): answer is Decided {
+  return typeof answer === "object" && answer !== null && "figures" in answer && "result" in answer;
 }
 
 /** Whether a policy's answer is the driver's (not a degraded or fallback result). */

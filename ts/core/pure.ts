@@ -24,7 +24,8 @@ type Cached = { compiled: Compiled; fields: unknown[]; fieldCount: number };
 
 const compiledConfigs = new WeakMap<object, Cached>();
 /** The last config used, in front of the WeakMap: a caller's loop reuses one config object. */
-let last: { config: object; cached: Cached } | undefined;
+let lastConfig: object | undefined;
+let lastCached: Cached | undefined;
 
 function unchanged(config: Record<string, unknown>, cached: Cached): boolean {
   const fields = cached.fields;
@@ -42,13 +43,14 @@ function unchanged(config: Record<string, unknown>, cached: Cached): boolean {
 function compiledFor(config: RateLimitConfig): Compiled {
   if (typeof config !== "object" || config === null) return compileConfig(undefined, config);
   const fields = config as unknown as Record<string, unknown>;
-  if (last !== undefined && last.config === config && unchanged(fields, last.cached)) return last.cached.compiled;
+  if (lastConfig === config && unchanged(fields, lastCached!)) return lastCached!.compiled;
   let cached = compiledConfigs.get(config);
   if (cached === undefined || !unchanged(fields, cached)) {
     cached = { compiled: compileConfig(undefined, config), fields: CONFIG_FIELDS.map((field) => fields[field]), fieldCount: Object.keys(config).length };
     compiledConfigs.set(config, cached);
   }
-  last = { config, cached };
+  lastConfig = config;
+  lastCached = cached;
   return cached.compiled;
 }
 

@@ -155,11 +155,11 @@ export class StoreCall {
   /** `store`, recording what its methods throw, and refusing every call once the call timed out. */
   #guard(store: RateLimitStore): RateLimitStore {
     const guarded: RateLimitStore = {
-      read: (ref: StateRef) => this.#watch(() => store.read(ref)),
+      read: (ref: StateRef, info?: { now: number }) => this.#watch(() => store.read(ref, info)),
       write: (ref: StateRef, state: RateLimitState | null, info?: WriteInfo) =>
         this.#watch(() => (info === undefined ? store.write(ref, state) : store.write(ref, state, info))),
     };
-    if (typeof store.readMany === "function") guarded.readMany = (refs: StateRef[]) => this.#watch(() => store.readMany!(refs));
+    if (typeof store.readMany === "function") guarded.readMany = (refs: StateRef[], info?: { now: number }) => this.#watch(() => store.readMany!(refs, info));
     if (typeof store.decide === "function") guarded.decide = (batch: RemoteBatch) => this.#watch(() => store.decide!(batch));
     return guarded;
   }

@@ -253,15 +253,15 @@ export interface RemoteAnswer {
  * };
  */
 export interface RateLimitStore {
-  /** The state at `ref`, or `null`/`undefined` when there is none. */
-  read(ref: StateRef): RateLimitState | null | undefined | Promise<RateLimitState | null | undefined>;
+  /** The state at `ref`, or `null`/`undefined` when there is none; `info.now` is the call's clock. */
+  read(ref: StateRef, info?: { now: number }): RateLimitState | null | undefined | Promise<RateLimitState | null | undefined>;
   /** Replaces the state at `ref` (`null` deletes it); `info` gives the call's clock and when the state is full again. */
   write(ref: StateRef, state: RateLimitState | null, info?: WriteInfo): void | Promise<void>;
   /**
    * Optional: reads several refs at once (one `MGET`, one `SELECT … IN`, one `getMany`).
    * Answers in the order asked.
    */
-  readMany?(refs: StateRef[]): Array<RateLimitState | null | undefined> | Promise<Array<RateLimitState | null | undefined>>;
+  readMany?(refs: StateRef[], info?: { now: number }): Array<RateLimitState | null | undefined> | Promise<Array<RateLimitState | null | undefined>>;
   /**
    * Optional: how the host makes one limiter call a transaction. When present, every call
    * (`limit`, `check`, `limitAll`, `checkAll`, `getValue`, `reset`, a grant, a settle) runs as

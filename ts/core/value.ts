@@ -3,7 +3,7 @@
  * and report.
  * @module
  */
-import { core, io, layout } from "./engine.js";
+import { core, io, layout, ownItems } from "./engine.js";
 import { coreError } from "./errors.js";
 import { refOf, type Random, drawMany } from "./call.js";
 import { isThenable, putState, readAll } from "./driver.js";
@@ -12,6 +12,7 @@ import type { RateLimitStore, RateLimitValue } from "./types.js";
 
 /** Writes `limit` as item 0's config. */
 function putLimit(limit: Compiled): void {
+  ownItems(undefined);
   limit.numbers.forEach((number, index) => (io[layout.ITEMS + index] = number));
 }
 
@@ -38,14 +39,14 @@ export function getValue(
   random: Random,
 ): RateLimitValue | Promise<RateLimitValue> {
   const { EXTRA, OUT } = layout;
-  const asked = wanted ?? Number.NaN;
+  const asked = wanted === undefined ? 0 : 1;
   putLimit(limit);
-  const needed = core.rb_value_draws(asked);
+  const needed = core.rb_value_draws(asked, wanted ?? 0);
   if (needed < 0) throw coreError(io, OUT, name);
   const draws = drawMany(random, needed);
   putLimit(limit);
   draws.forEach((drawn, index) => (io[EXTRA + index] = drawn));
-  const count = core.rb_plan_value(asked, now);
+  const count = core.rb_plan_value(asked, wanted ?? 0, now);
   if (count < 0) throw coreError(io, OUT, name);
   const shards = Array.from(io.subarray(EXTRA + 1024, EXTRA + 1024 + count));
   const refs = shards.map((shard) => refOf(name, key, shard));
@@ -59,7 +60,7 @@ export function getValue(
     const start = io[EXTRA + 3]!;
     return { value: io[EXTRA]!, ts: io[EXTRA + 1]!, shard: io[EXTRA + 2]!, config: describe(limit.numbers, Number.isNaN(start) ? undefined : start) };
   };
-  const stored = readAll(store, refs);
+  const stored = readAll(store, refs, now);
   return isThenable(stored) ? Promise.resolve(stored).then(finish) : finish(stored);
 }
 

@@ -12,6 +12,11 @@ import type { RateLimitState, RateLimitStore, StateRef, WriteInfo } from "../cor
 /** Shards from here on are the library's records (ledgers, grants' records), kept beside the states. */
 const FIRST_RECORD_SHARD = 1024;
 
+/** A ref's key, own field only: a polluted `Object.prototype.key` never redirects a keyless ref. */
+function keyOf(ref: StateRef): string | undefined {
+  return Object.hasOwn(ref, "key") ? ref.key : undefined;
+}
+
 /**
  * A {@link RateLimitStore} in process memory. States live in one slab of
  * typed arrays (24 bytes a shard), and each name and key maps to its block
@@ -71,16 +76,15 @@ export class MemoryStore implements RateLimitStore {
    */
   read(ref: StateRef, info?: { now: number }): RateLimitState | null {
     if (ref.shard >= FIRST_RECORD_SHARD) {
-      const record = this.#records.get(ref.name)?.get(ref.key)?.get(ref.shard);
+      const record = this.#records.get(ref.name)?.get(keyOf(ref))?.get(ref.shard);
       return record === undefined ? null : { value: record[0], ts: record[1] };
     }
-    const base = this.#blocks.get(ref.name)?.get(ref.key);
-    if (base === undefined || ref.shard >= this.#lengths[base]!) {
-      if (base === undefined && info !== undefined && info.now < this.#droppedUntil) throw storeFull(this.#maxKeys);
-      return null;
-    }
-    const value = this.#values[base + ref.shard]!;
-    return Number.isNaN(value) ? null : { value, ts: this.#stamps[base + ref.shard]! };
+    const base = this.#blocks.get(ref.name)?.get(keyOf(ref));
+    const value = base === undefined || ref.shard >= this.#lengths[base]! ? Number.NaN : this.#values[base + ref.shard]!;
+    if (!Number.isNaN(value)) return { value, ts: this.#stamps[base! + ref.shard]! };
+    // Missing, but maybe dropped: before the dropped states were full again it would not decide as a full one.
+    if (info !== undefined && info.now < this.#droppedUntil) throw storeFull(this.#maxKeys);
+    return null;
   }
 
   /**
@@ -91,12 +95,12 @@ export class MemoryStore implements RateLimitStore {
    */
   write(ref: StateRef, state: RateLimitState | null, info?: WriteInfo): void {
     if (ref.shard >= FIRST_RECORD_SHARD) return this.#writeRecord(ref, state, info);
-    const byKey = this.#blocks.get(ref.name);
-    let base = byKey?.get(ref.key);
+    const key = keyOf(ref);
+    let base = this.#blocks.get(ref.name)?.get(key);
     if (state === null) {
       if (base === undefined || ref.shard >= this.#lengths[base]!) return;
       this.#set(base + ref.shard, null, Number.NEGATIVE_INFINITY);
-      if (this.#blockIsEmpty(base)) this.#forget(ref.name, ref.key, base);
+      if (this.#blockIsEmpty(base)) this.#forget(ref.name, key, base);
       return;
     }
     if (!Number.isFinite(state.value) || !Number.isFinite(state.ts)) {
@@ -106,22 +110,23 @@ export class MemoryStore implements RateLimitStore {
       // Room is made at the limiter's clock, never at the state's `ts` (a window may start in the future).
       this.#makeRoom(info?.now ?? Number.NEGATIVE_INFINITY);
       base = this.#allocate(ref.shard + 1);
-      this.#adopt(ref.name, ref.key, base);
+      this.#adopt(ref.name, key, base);
     } else if (ref.shard >= this.#lengths[base]!) {
-      base = this.#grow(ref.name, ref.key, base, ref.shard + 1);
+      base = this.#grow(ref.name, key, base, ref.shard + 1);
     }
     this.#set(base + ref.shard, state, info?.fullAt ?? Number.POSITIVE_INFINITY);
   }
 
   #writeRecord(ref: StateRef, state: RateLimitState | null, info?: WriteInfo): void {
+    const key = keyOf(ref);
     let byKey = this.#records.get(ref.name);
     if (state === null) {
-      byKey?.get(ref.key)?.delete(ref.shard);
+      byKey?.get(key)?.delete(ref.shard);
       return;
     }
     if (byKey === undefined) this.#records.set(ref.name, (byKey = new Map()));
-    let byShard = byKey.get(ref.key);
-    if (byShard === undefined) byKey.set(ref.key, (byShard = new Map()));
+    let byShard = byKey.get(key);
+    if (byShard === undefined) byKey.set(key, (byShard = new Map()));
     byShard.set(ref.shard, [state.value, state.ts, info?.fullAt ?? Number.POSITIVE_INFINITY]);
   }
 
