@@ -9,7 +9,7 @@
  * @module
  */
 import { core, io, itemsOwner, layout, ownItems } from "./engine.js";
-import { coreError, corruptState, mustBe, RateboundError, type Place } from "./errors.js";
+import { coreError, corruptState, mustBe, RateboundError, wrongArgument, type Place } from "./errors.js";
 import { refId, refOf } from "./call.js";
 import type { Compiled } from "./config.js";
 import type { RateLimitFigures, RateLimitResult, RateLimitState, RateLimitStore, RemoteAnswer, RemoteItem, StateRef } from "./types.js";
@@ -95,7 +95,7 @@ function putMap(planned: Planned): void {
 export function plan(calls: readonly Call[], all: boolean, figures = false): Planned {
   const { PLAN, PLAN_STRIDE, OUT, OUT_STRIDE, MAX_ITEMS, MAX_SLOTS } = layout;
   if (calls.length > MAX_ITEMS) {
-    throw new RateboundError("INVALID_ARGUMENT", `limitAll: requests must be at most ${MAX_ITEMS} limits (got ${calls.length})`, "requests");
+    throw wrongArgument("limitAll", "requests", `requests must be at most ${MAX_ITEMS} limits (got ${calls.length})`);
   }
   putItems(calls);
   const status = core.rb_plan(calls.length);
@@ -139,7 +139,7 @@ export function plan(calls: readonly Call[], all: boolean, figures = false): Pla
     }
   }
   if (refs.length > MAX_SLOTS) {
-    throw new RateboundError("INVALID_ARGUMENT", `limitAll: requests must read at most ${MAX_SLOTS} states (got ${refs.length})`, "requests");
+    throw wrongArgument("limitAll", "requests", `requests must read at most ${MAX_SLOTS} states (got ${refs.length})`);
   }
   const planned: Planned = { calls, all, refs, reads, slots, errors, figures };
   ownItems(planned);
@@ -307,7 +307,7 @@ export function run(store: RateLimitStore, planned: Planned): BatchAnswer | Prom
   const stored = readAll(store, planned.refs, planned.calls.length === 1 ? planned.calls[0]!.now : Math.max(...planned.calls.map((call) => call.now)));
   const finish = (states: unknown[]): BatchAnswer | Promise<BatchAnswer> => {
     if (!Array.isArray(states) || states.length !== planned.refs.length) {
-      throw new RateboundError("INVALID_ARGUMENT", `readMany must answer one state per ref (got ${Array.isArray(states) ? states.length : typeof states})`, "readMany");
+      throw wrongArgument("RateLimiter", "store", `store.readMany must answer one state per ref (got ${Array.isArray(states) ? states.length : typeof states})`);
     }
     const answer = decideOn(planned, states);
     const done = writeAll(store, planned);

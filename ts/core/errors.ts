@@ -58,7 +58,7 @@ export function isRateLimitError(error: unknown): error is { data: RateLimitErro
 }
 
 /**
- * Every code a {@link RateboundError} carries. Each is explained, with what to do, in
+ * Every code a {@link RateboundError} (or, for `INVALID_ARGUMENT`, a {@link RateboundTypeError}) carries. Each is explained, with what to do, in
  * `docs/errors.md`.
  *
  * - `INVALID_CONFIG`: a limit's config is invalid (named, with the field).
@@ -205,6 +205,44 @@ export function invalidConfig(limit: string | undefined, field: string, problem:
 }
 
 /**
+ * An argument of the wrong shape (a store without methods, limits that are
+ * not an object, an options object with an unknown field): a `TypeError`, as
+ * JavaScript's own are, carrying `code: "INVALID_ARGUMENT"` and the `field`.
+ *
+ * @example
+ * try { new RateLimiter(client, LIMITS); }
+ * catch (error) { if (error instanceof RateboundTypeError) console.error(error.field, error.message); }
+ */
+export class RateboundTypeError extends TypeError {
+  /** Always `"INVALID_ARGUMENT"`. */
+  readonly code = "INVALID_ARGUMENT" as const;
+  /** The argument or option at fault. */
+  readonly field: string | undefined;
+
+  /**
+   * @param message What was wrong, for people.
+   * @param field The argument or option at fault.
+   */
+  constructor(message: string, field?: string) {
+    super(message);
+    this.field = field;
+  }
+}
+
+/**
+ * Whether `error` is one of the package's own failures: a {@link RateboundError}
+ * or a {@link RateboundTypeError}, narrowed so `error.code` can be switched on exhaustively.
+ *
+ * @param error Anything caught.
+ * @returns `true` for the package's errors.
+ * @example
+ * if (isRateboundError(error)) switch (error.code) { case "COUNT_EXCEEDS_MAX": return respond(413); }
+ */
+export function isRateboundError(error: unknown): error is RateboundError | RateboundTypeError {
+  return error instanceof RateboundError || error instanceof RateboundTypeError;
+}
+
+/**
  * An argument of the wrong shape: `{fn}: {field} must be {rule} (got …)`, code `INVALID_ARGUMENT`.
  *
  * @param fn The constructor or function called.
@@ -215,13 +253,13 @@ export function invalidConfig(limit: string | undefined, field: string, problem:
  * @example
  * throw invalidArgument("RateLimitPreview", "now", "a function", now);
  */
-export function invalidArgument(fn: string, field: string, rule: string, value: unknown): RateboundError {
-  return new RateboundError("INVALID_ARGUMENT", `${fn}: ${mustBe(field, rule, value)}`, field);
+export function invalidArgument(fn: string, field: string, rule: string, value: unknown): RateboundTypeError {
+  return new RateboundTypeError(`${fn}: ${mustBe(field, rule, value)}`, field);
 }
 
 /** `{fn}: {message}`, code `INVALID_ARGUMENT`, for messages of other forms. */
-export function wrongArgument(fn: string, field: string, message: string): RateboundError {
-  return new RateboundError("INVALID_ARGUMENT", `${fn}: ${message}`, field);
+export function wrongArgument(fn: string, field: string, message: string): RateboundTypeError {
+  return new RateboundTypeError(`${fn}: ${message}`, field);
 }
 
 /** No limit of that name and no inline config. */
