@@ -25,13 +25,13 @@ if [ "${1:-}" = "--build" ]; then
   exit 0
 fi
 
-# Headless Chromium (and its driver) for the browser tests, from Debian's packages.
-if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
-  echo "ratebound: installing chromium and chromium-driver" >&2
+# Headless Chromium for the browser tests (driven by playwright-core), from Debian's packages.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "ratebound: installing chromium" >&2
   export DEBIAN_FRONTEND=noninteractive
   if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
   $sudo apt-get update -q >&2
-  $sudo apt-get install -y -q chromium chromium-driver >&2
+  $sudo apt-get install -y -q chromium >&2
 fi
 
 # Debian's redis-server for the ratebound/redis tests (tests/redis/ starts and stops its own).
