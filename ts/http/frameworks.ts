@@ -133,7 +133,8 @@ const warnedApps = new WeakSet<object>();
  */
 function warnAboutProxies(req: ExpressRequestLike): void {
   const app = req.app;
-  if (typeof app !== "object" || app === null || typeof app.get !== "function" || warnedApps.has(app)) return;
+  // An Express app is a function with a `get` method.
+  if ((typeof app !== "object" && typeof app !== "function") || app === null || typeof app.get !== "function" || warnedApps.has(app)) return;
   const trust = app.get("trust proxy");
   let warning: string | undefined;
   if (trust === true) {

@@ -107,7 +107,7 @@ function ipv6Text(groups: readonly number[]): string {
  */
 export function ipKey(address: string | undefined, options: IpKeyOptions = {}): string {
   const subnet = typeof options === "object" && options !== null && Object.hasOwn(options, "ipv6Subnet") ? options.ipv6Subnet : undefined;
-  const bits = subnet ?? DEFAULT_IPV6_SUBNET;
+  const bits = subnet === undefined ? DEFAULT_IPV6_SUBNET : subnet;
   if (!(Number.isInteger(bits) && bits >= 1 && bits <= 128)) {
     throw new HttpGuardError("HTTP_GUARD_CONFIG", `ratebound/http: ipKey's ipv6Subnet must be an integer from 1 to 128 (got ${String(subnet)})`);
   }
