@@ -40,8 +40,7 @@ export interface HonoContextLike {
 
 /**
  * What the Express middleware, and a typical `key`, use of Express's request:
- * Express's `Request` (with its augmentations) is one, and Node's
- * `IncomingMessage` with these fields is one too (Connect).
+ * Express's `Request`, with its augmentations (`req.user`, `req.session`), is one.
  */
 export interface ExpressRequestLike extends Express.Request {
   /** The client's address as Express's `trust proxy` setting reads it; give it to `ipKey`. */
@@ -51,7 +50,7 @@ export interface ExpressRequestLike extends Express.Request {
   /** The request's header fields. */
   readonly headers: Record<string, string | string[] | undefined>;
   /** One header field (Express's `req.get`). */
-  get?(name: string): string | undefined;
+  get(name: string): string | undefined;
   /** The HTTP method. */
   readonly method?: string;
   /** The path (Express). */
