@@ -84,7 +84,9 @@ async function measureRow(row, index, { reset, counts }) {
         run.httpRequestsPerCallAlone = await requestsAlone(opened.call, keysOf(row.keys), counts);
       }
       results[side] = run;
-      log(`  ${side}: ${Math.round(run.decisionsPerSecond)} decisions/s, ${run.failed} failed of ${run.calls}, p50 ${run.p50.toFixed(1)} ms, p99 ${run.p99.toFixed(1)} ms${run.httpRequestsPerCall === undefined ? "" : `, ${run.httpRequestsPerCallAlone.toFixed(2)} HTTP requests per call alone, ${run.httpRequestsPerCall.toFixed(2)} under load`}`);
+      log(
+        `  ${side}: ${Math.round(run.decisionsPerSecond)} decisions/s, ${run.failed} failed of ${run.calls}, p50 ${run.p50.toFixed(1)} ms, p99 ${run.p99.toFixed(1)} ms${run.httpRequestsPerCall === undefined ? "" : `, ${run.httpRequestsPerCallAlone.toFixed(2)} HTTP requests per call alone, ${run.httpRequestsPerCall.toFixed(2)} under load`}`,
+      );
     } finally {
       await opened.close();
     }
@@ -96,12 +98,17 @@ const percent = (share) => `${(share * 100).toFixed(share > 0 && share < 0.001 ?
 const perSecond = (value) => Math.round(value).toLocaleString("en-US");
 
 function cell(run) {
-  const failed = run.failed === 0 ? "0 failed" : `${percent(run.failedShare)} failed (${run.failed.toLocaleString("en-US")} of ${run.calls.toLocaleString("en-US")})`;
+  const failed =
+    run.failed === 0 ? "0 failed" : `${percent(run.failedShare)} failed (${run.failed.toLocaleString("en-US")} of ${run.calls.toLocaleString("en-US")})`;
   const parts = [`${perSecond(run.decisionsPerSecond)} decisions/s`, failed, `p50 ${run.p50.toFixed(1)} ms, p99 ${run.p99.toFixed(1)} ms`];
   if (run.refused > 0) parts.push(`${percent(run.refused / run.calls)} refused`);
   if (run.httpRequestsPerCall !== undefined) {
-    const commands = Object.entries(run.commandsPerCall).map(([name, perCall]) => `${name} ${perCall.toFixed(2)}`).join(", ");
-    parts.push(`HTTP requests per call: ${run.httpRequestsPerCallAlone.toFixed(2)} alone, ${run.httpRequestsPerCall.toFixed(2)} under load; commands per call under load: ${commands || "none"}`);
+    const commands = Object.entries(run.commandsPerCall)
+      .map(([name, perCall]) => `${name} ${perCall.toFixed(2)}`)
+      .join(", ");
+    parts.push(
+      `HTTP requests per call: ${run.httpRequestsPerCallAlone.toFixed(2)} alone, ${run.httpRequestsPerCall.toFixed(2)} under load; commands per call under load: ${commands || "none"}`,
+    );
   }
   return parts.join("; ");
 }
@@ -122,7 +129,9 @@ function table(rows) {
   const lines = ["| workload | ratebound | the peer, same run | ratio | goal | met? |", "|---|---|---|---|---|---|"];
   for (const row of rows) {
     const { goal, met } = judge(row);
-    lines.push(`| ${row.label} | ${cell(row.results.ratebound)} | ${row.contenders.peer.name}: ${cell(row.results.peer)} | ${times(row.ratio)} | ${goal} | ${met ? "met" : "**missed**"} |`);
+    lines.push(
+      `| ${row.label} | ${cell(row.results.ratebound)} | ${row.contenders.peer.name}: ${cell(row.results.peer)} | ${times(row.ratio)} | ${goal} | ${met ? "met" : "**missed**"} |`,
+    );
   }
   return lines.join("\n");
 }
@@ -132,7 +141,10 @@ function failures(rows) {
   for (const row of rows) {
     for (const side of ["ratebound", "peer"]) {
       const entries = Object.entries(row.results[side].failures);
-      if (entries.length) lines.push(`- ${row.label}, ${side === "peer" ? row.contenders.peer.name : "ratebound"}: ${entries.map(([name, count]) => `${count} × ${name}`).join("; ")}`);
+      if (entries.length)
+        lines.push(
+          `- ${row.label}, ${side === "peer" ? row.contenders.peer.name : "ratebound"}: ${entries.map(([name, count]) => `${count} × ${name}`).join("; ")}`,
+        );
     }
   }
   return lines.length ? `Why calls failed:\n\n${lines.join("\n")}` : "No call failed.";
@@ -160,7 +172,13 @@ async function main() {
       if (HOSTS.includes("redis")) {
         for (const clientName of ["node-redis", "ioredis"]) {
           for (const keys of KEY_COUNTS) {
-            rows.push({ host: "redis", keys, reset, label: `Redis, ${keys === 1 ? "one key" : `${keys.toLocaleString("en-US")} keys`}, ${clientName}`, contenders: redisContenders(api, clientName, redis.url) });
+            rows.push({
+              host: "redis",
+              keys,
+              reset,
+              label: `Redis, ${keys === 1 ? "one key" : `${keys.toLocaleString("en-US")} keys`}, ${clientName}`,
+              contenders: redisContenders(api, clientName, redis.url),
+            });
           }
         }
       }
@@ -196,7 +214,13 @@ async function main() {
       };
       const { createTable, postgresStore } = await load("ratebound/postgres");
       for (const keys of KEY_COUNTS) {
-        rows.push({ host: "postgres", keys, reset, label: `PostgreSQL, \`pg.Pool\` (10), ${keys === 1 ? "one key" : `${keys.toLocaleString("en-US")} keys`}`, contenders: postgresContenders({ RateLimiter, createTable, postgresStore }, server.connectionString) });
+        rows.push({
+          host: "postgres",
+          keys,
+          reset,
+          label: `PostgreSQL, \`pg.Pool\` (10), ${keys === 1 ? "one key" : `${keys.toLocaleString("en-US")} keys`}`,
+          contenders: postgresContenders({ RateLimiter, createTable, postgresStore }, server.connectionString),
+        });
       }
     }
 
@@ -208,7 +232,13 @@ async function main() {
     const loadAtEnd = loadavg();
     const seconds = ((Date.now() - started) / 1000).toFixed(0);
     if (args.json) {
-      console.log(JSON.stringify({ durationMs: DURATION_MS, inFlight: IN_FLIGHT, warmupMs: WARMUP_MS, rows: measured.map(({ contenders, reset, counts, ...row }) => row) }, null, 2));
+      console.log(
+        JSON.stringify(
+          { durationMs: DURATION_MS, inFlight: IN_FLIGHT, warmupMs: WARMUP_MS, rows: measured.map(({ contenders, reset, counts, ...row }) => row) },
+          null,
+          2,
+        ),
+      );
       return;
     }
     const cpu = cpus();

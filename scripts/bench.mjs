@@ -52,7 +52,15 @@ const log = (line) => process.stderr.write(`bench: ${line}\n`);
 function runMemory(project, mode) {
   const output = execFileSync(
     process.execPath,
-    ["--expose-gc", "--import", join(root, "scripts", "bench", "wasm-probe.mjs"), join(root, "scripts", "bench", "memory-child.mjs"), project, mode, String(MEMORY_KEYS)],
+    [
+      "--expose-gc",
+      "--import",
+      join(root, "scripts", "bench", "wasm-probe.mjs"),
+      join(root, "scripts", "bench", "memory-child.mjs"),
+      project,
+      mode,
+      String(MEMORY_KEYS),
+    ],
     { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] },
   );
   return JSON.parse(output);
@@ -71,11 +79,15 @@ const version = (command, args) => {
  * ./bench/timing-child.mjs for why), its progress passed through to stderr.
  */
 function timeInChild(pkg, project) {
-  const output = execFileSync(process.execPath, [join(root, "scripts", "bench", "timing-child.mjs"), pkg, project, String(ROUNDS), String(BATCH_MS), String(WARMUP_MS)], {
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "inherit"],
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  const output = execFileSync(
+    process.execPath,
+    [join(root, "scripts", "bench", "timing-child.mjs"), pkg, project, String(ROUNDS), String(BATCH_MS), String(WARMUP_MS)],
+    {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
   const { timing, skipped } = JSON.parse(output.trim().split("\n").at(-1));
   return { timing: new Map(timing), skipped };
 }

@@ -73,7 +73,13 @@ async function count(store, relay, config) {
     const { ok } = await limiter.limit("bench", { key: "hot" });
     if (!ok) throw new Error("a counted call was refused");
   }
-  return { into: total(probe.into), out: total(probe.out), intoByName: perCall(probe.into), outByName: perCall(probe.out), roundTrips: (relay.sends() - sendsBefore) / CALLS };
+  return {
+    into: total(probe.into),
+    out: total(probe.out),
+    intoByName: perCall(probe.into),
+    outByName: perCall(probe.out),
+    roundTrips: (relay.sends() - sendsBefore) / CALLS,
+  };
 }
 
 async function onRedis() {

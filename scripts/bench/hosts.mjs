@@ -71,7 +71,13 @@ export function redisContenders(ratebound, clientName, url) {
       open: async () => {
         const { client, close } = await connect(url);
         // node-redis 4+ needs useRedisPackage (the class name test in rate-limiter-flexible fails on v5+).
-        const limiter = new RateLimiterRedis({ storeClient: client, useRedisPackage: clientName === "node-redis", points: PLENTY, duration: MINUTE_MS / 1000, keyPrefix: "rlflx" });
+        const limiter = new RateLimiterRedis({
+          storeClient: client,
+          useRedisPackage: clientName === "node-redis",
+          points: PLENTY,
+          duration: MINUTE_MS / 1000,
+          keyPrefix: "rlflx",
+        });
         return { call: (key) => consumed(limiter.consume(key)), close };
       },
     },
@@ -96,7 +102,7 @@ export function upstashContenders(ratebound, bridgeUrl) {
     },
     peer: {
       name: "`@upstash/ratelimit` token bucket",
-      how: "`new Ratelimit({ redis: new Redis({ url, token }), limiter: Ratelimit.tokenBucket(refill, \"60 s\", max) })`, `limit()`",
+      how: '`new Ratelimit({ redis: new Redis({ url, token }), limiter: Ratelimit.tokenBucket(refill, "60 s", max) })`, `limit()`',
       open: async () => {
         const limiter = new Ratelimit({ redis: client(), limiter: Ratelimit.tokenBucket(PLENTY, "60 s", PLENTY) });
         return {
@@ -141,7 +147,9 @@ export function postgresContenders(ratebound, connectionString) {
       open: async () => {
         const db = pool(connectionString);
         const limiter = await new Promise((resolve, reject) => {
-          const created = new RateLimiterPostgres({ storeClient: db, points: PLENTY, duration: MINUTE_MS / 1000, tableName: "rlflx_bench" }, (error) => (error ? reject(error) : resolve(created)));
+          const created = new RateLimiterPostgres({ storeClient: db, points: PLENTY, duration: MINUTE_MS / 1000, tableName: "rlflx_bench" }, (error) =>
+            error ? reject(error) : resolve(created),
+          );
         });
         return { call: (key) => consumed(limiter.consume(key)), close: () => db.end() };
       },

@@ -42,7 +42,10 @@ if (mode === "reference-alone") {
 } else if (mode === "shared-text") {
   const { calculateRateLimit } = await load("ratebound");
   for (const kind of Object.keys(CONFIGS)) {
-    for (const [side, calculate] of [["ratebound", calculateRateLimit], ["reference", reference.calculateRateLimit]]) {
+    for (const [side, calculate] of [
+      ["ratebound", calculateRateLimit],
+      ["reference", reference.calculateRateLimit],
+    ]) {
       const body = sharedText(LOOPS.transition);
       const context = { ...base, config: CONFIGS[kind], calculate };
       contenders.push({ id: `transition ${kind} ${side}`, run: (n) => body(context, n) });

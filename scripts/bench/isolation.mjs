@@ -19,7 +19,10 @@ export function measureIsolation(project, { rounds, batchMs, warmupMs }) {
   const errors = [];
   const run = (mode) => {
     try {
-      const output = execFileSync(process.execPath, [CHILD, project, mode, String(rounds), String(batchMs), String(warmupMs)], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+      const output = execFileSync(process.execPath, [CHILD, project, mode, String(rounds), String(batchMs), String(warmupMs)], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       return JSON.parse(output.trim().split("\n").at(-1)).timing;
     } catch (error) {
       errors.push(`${mode}: ${(error.stderr?.toString() || error.message).trim().split("\n").slice(-1)[0]}`);

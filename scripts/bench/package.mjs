@@ -93,9 +93,11 @@ export function installPackage(pkg, project, { copies = [], link = true } = {}) 
     if (entry.startsWith("@")) for (const scoped of readdirSync(join(workspaceModules, entry))) place(`${entry}/${scoped}`);
     else place(entry);
   }
-  if (!existsSync(join(project, "package.json"))) writeFileSync(join(project, "package.json"), JSON.stringify({ name: "ratebound-bench-project", private: true, type: "module" }));
+  if (!existsSync(join(project, "package.json")))
+    writeFileSync(join(project, "package.json"), JSON.stringify({ name: "ratebound-bench-project", private: true, type: "module" }));
   const loader = join(project, "load.mjs");
-  if (!existsSync(loader)) writeFileSync(loader, "// Imports resolved from this project, as its own code would.\nexport const load = (specifier) => import(specifier);\n");
+  if (!existsSync(loader))
+    writeFileSync(loader, "// Imports resolved from this project, as its own code would.\nexport const load = (specifier) => import(specifier);\n");
   let loadFrom;
   return {
     project,
