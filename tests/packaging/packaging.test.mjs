@@ -342,7 +342,8 @@ test("Chromium runs the package as native ES modules from a static server", { ti
   const { seen, fetched, served } = await inChromium(dir, "index.html");
   assertScenario(seen);
   assert.ok(served.includes(`/node_modules/ratebound/${entry}`), `the page loaded ${entry}`);
-  assert.ok(fetched.includes("/node_modules/ratebound/dist/wasm/ratebound.wasm"), "the .wasm was fetched from next to the script");
+  assert.ok(served.includes("/node_modules/ratebound/dist/wasm/ratebound.base64.js"), "the .wasm came inlined in a module");
+  assert.deepEqual(fetched.filter((path) => path.endsWith(".wasm")), [], "no .wasm was fetched");
 });
 
 test("Chromium runs an esbuild bundle of the package", { timeout: TEST_TIMEOUT_MS }, async () => {
@@ -358,14 +359,11 @@ test("Chromium runs an esbuild bundle of the package", { timeout: TEST_TIMEOUT_M
     metafile: true,
     logLevel: "silent",
   });
-  // esbuild leaves `new URL("./wasm/ratebound.wasm", import.meta.url)` alone (Vite and webpack
-  // rewrite it): an esbuild user ships the file where the bundle will look for it.
-  mkdirSync(join(dir, "public", "wasm"));
-  copyFileSync(join(dir, "node_modules", "ratebound", "dist", "wasm", "ratebound.wasm"), join(dir, "public", "wasm", "ratebound.wasm"));
+  // The .wasm is inside the bundle: the user ships the bundle and nothing else.
   writePage(dir, join("public", "index.html"), { script: "./browser.js" });
   const { seen, served } = await inChromium(dir, "public/index.html");
   assertScenario(seen);
-  assert.ok(!served.some((path) => path.startsWith("/node_modules/")), "the bundled page loads nothing from node_modules");
+  assert.deepEqual(served, ["/public/index.html", "/public/browser.js"], "the page loaded its bundle and nothing else (no .wasm)");
   assertEntry(bundledEntry(metafile), exported("browser"));
 });
 
