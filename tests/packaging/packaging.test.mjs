@@ -3,7 +3,8 @@
 // `npm pack pkg/` once; then per runtime a throwaway project that installs the tarball and runs
 // the one shared scenario (scenario.mjs) there, with no init() call: Node ESM and require(),
 // Deno (npm: specifier and node_modules), Bun, Cloudflare workerd through Miniflare, headless
-// Chromium (native ES modules and an esbuild bundle) and Convex functions in convex-test.
+// Chromium (native ES modules and an esbuild bundle), a Node server bundled by Vite, and Convex
+// functions in convex-test.
 // Each run also reports which file of the package the runtime loaded, and that must be the one
 // the package's conditional exports name for it.
 //
@@ -365,6 +366,27 @@ test("Chromium runs an esbuild bundle of the package", { timeout: TEST_TIMEOUT_M
   assertScenario(seen);
   assert.deepEqual(served, ["/public/index.html", "/public/browser.js"], "the page loaded its bundle and nothing else (no .wasm)");
   assertEntry(bundledEntry(metafile), exported("browser"));
+});
+
+test("Vite bundles the package into a Node server bundle (SSR, noExternal) that decides alone, moved away from node_modules", { timeout: TEST_TIMEOUT_MS }, async () => {
+  // Before the .wasm was inlined, Vite kept `new URL("./wasm/ratebound.wasm", import.meta.url)`
+  // and the bundle failed with ENOENT wherever the file was not copied next to it by hand.
+  const { build } = await import("vite");
+  const dir = await project("vite-ssr", { files: ["server-bundle.mjs"] });
+  const output = await build({
+    root: dir,
+    configFile: false,
+    logLevel: "silent",
+    ssr: { noExternal: true, target: "node" },
+    build: { ssr: join(dir, "server-bundle.mjs"), outDir: join(dir, "dist"), emptyOutDir: true },
+  });
+  const files = (Array.isArray(output) ? output : [output]).flatMap((result) => result.output.map((chunk) => chunk.fileName));
+  assert.deepEqual(files, ["server-bundle.js"], "one file, no .wasm asset beside it");
+  const away = join(work, "vite-ssr-deployed");
+  mkdirSync(away);
+  copyFileSync(join(dir, "dist", "server-bundle.js"), join(away, "server.mjs"));
+  const { seen } = lastJsonLine((await run(process.execPath, ["server.mjs"], { cwd: away })).stdout);
+  assertScenario(seen);
 });
 
 /** The Convex app fixture with its dev tools, ready for `vitest run`. */
