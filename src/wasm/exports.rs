@@ -136,10 +136,12 @@ pub extern "C" fn rb_plan(count: u32) -> f64 {
     first_error
 }
 
-fn put_answer(io: &mut [f64], out: usize, outcome: &Outcome, config: &Config, now: f64, commits: bool) {
+fn put_answer(io: &mut [f64], out: usize, outcome: &Outcome, config: &Config, now: f64, commits: bool, figures: bool) {
     io[out] = f64::from(u8::from(outcome.result.is_ok()));
     io[out + 1] = or_nan(outcome.result.retry_after_ms());
-    put_figures(io, out + 2, &outcome.figures(config, now, commits));
+    if figures {
+        put_figures(io, out + 2, &outcome.figures(config, now, commits));
+    }
     io[out + 8] = outcome.shares[0];
     io[out + 9] = outcome.shares[1];
 }
@@ -194,7 +196,8 @@ pub extern "C" fn rb_decide(count: u32, slot_count: u32, mode: u32) -> f64 {
         match answer.take() {
             Some(Ok(outcome)) => {
                 let commits = item.write && if mode == Mode::AllOrNothing { batch_commits } else { outcome.result.is_ok() };
-                put_answer(io, out, &outcome, &item.config, item.now_ms, commits);
+                let figures = io[item_at(index) + 15] != 0.0;
+                put_answer(io, out, &outcome, &item.config, item.now_ms, commits, figures);
             }
             Some(Err(error)) => {
                 put_error(io, out, &error);
@@ -263,7 +266,8 @@ pub extern "C" fn rb_charge(slot: u32, tag: f64) -> f64 {
         .and_then(|planned| charge_planned(&config, request, now, &planned, [states[0], states[1]], [states[2], states[3]], states[4], (slot, tag)));
     match charged {
         Ok((outcome, grant, writes)) => {
-            put_answer(io, OUT, &outcome, &config, now, outcome.result.is_ok());
+            let figures = io[item + 15] != 0.0;
+            put_answer(io, OUT, &outcome, &config, now, outcome.result.is_ok(), figures);
             if let Some(grant) = grant {
                 io[EXTRA + 16] = grant.count;
                 io[EXTRA + 17] = grant.charged_at_ms;
