@@ -8,7 +8,7 @@ use crate::config::{Config, ConfigInput, Given, GivenKind, Kind};
 use crate::decision::decide;
 use crate::error::Error;
 use crate::figures::{figures, Figures};
-use crate::limiter::{prepare, Outcome};
+use crate::limiter::{decide_planned, prepare, Outcome};
 use crate::plan::{draws_needed, plan, unit_random};
 use crate::random::with_jitter;
 use crate::request::{check_count, check_now, validate_request, Request};
@@ -217,6 +217,38 @@ pub extern "C" fn rb_decide(count: u32, slot_count: u32, mode: u32) -> f64 {
         }
         Err(error) => -f64::from(error.number()),
     }
+}
+
+/// One call's decision (item 0, planned by `rb_plan`, its states in slots 0
+/// and 1): the answer at `OUT`, and each slot's state to write (pending;
+/// NaN: nothing) with its `fullAt`. The common case, without a batch's
+/// bookkeeping. Returns the status (1 granted, 0 refused, `-code`).
+#[no_mangle]
+pub extern "C" fn rb_decide_one() -> f64 {
+    let io = io();
+    let item = item_at(0);
+    let config = config_at(io, item);
+    let request = request_at(io, item);
+    let now = io[item + 10];
+    let decided = plan(&config, now, &draws_of(io, item)).and_then(|planned| {
+        let stored = [state_at(io, SLOTS), if planned.reads == 2 { state_at(io, SLOTS + SLOT) } else { None }];
+        decide_planned(&config, request, now, &planned, stored).map(|outcome| (outcome, planned))
+    });
+    let (outcome, planned) = match decided {
+        Ok(decided) => decided,
+        Err(error) => return put_error(io, OUT, &error),
+    };
+    let write = io[item + 9] != 0.0;
+    let commits = write && outcome.result.is_ok();
+    let figures = io[item + 15] != 0.0;
+    put_answer(io, OUT, &outcome, &config, now, commits, figures);
+    for slot in 0..2 {
+        let at = SLOTS + slot * SLOT;
+        let written = outcome.writes.iter().flatten().find(|(shard, _)| commits && *shard == planned.shards[slot] && slot < planned.reads);
+        put_state(io, at + 2, written.map(|(_, state)| *state));
+        io[at + 4] = written.map_or(0.0, |(_, state)| crate::limiter::write_info(&config, *state, now).full_at_ms);
+    }
+    io[OUT]
 }
 
 /// Plans a grant's charge on item 0: its plan in `PLAN`, and at `EXTRA` the

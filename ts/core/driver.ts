@@ -388,7 +388,7 @@ export async function runRemote(store: RateLimitStore & { decide: NonNullable<Ra
  * @returns The decision, or a Promise of it.
  */
 export function runOne(store: RateLimitStore, call: Call, figures: boolean): Decided | Promise<Decided> {
-  const { ITEMS, PLAN, OUT, SLOTS, SLOT, MAP } = layout;
+  const { ITEMS, PLAN, OUT, SLOTS, SLOT } = layout;
   putItems1(ITEMS, call, figures);
   ownItems(undefined);
   if (core.rb_plan(1) < 0) throw coreError(io, OUT, call.name);
@@ -410,9 +410,7 @@ export function runOne(store: RateLimitStore, call: Call, figures: boolean): Dec
     putItems1(ITEMS, call, figures);
     putState(SLOTS, stateFirst, first);
     if (second !== undefined) putState(SLOTS + SLOT, stateSecond, second);
-    io[MAP] = 0;
-    io[MAP + 1] = 1;
-    if (core.rb_decide(1, reads, 1) < 0) throw coreError(io, OUT, call.name);
+    if (core.rb_decide_one() < 0) throw coreError(io, OUT, call.name);
     const decided = answerOf(0, figures);
     let chain: Promise<void> | undefined;
     for (let slot = 0; slot < reads; slot++) {
