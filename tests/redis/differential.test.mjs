@@ -10,37 +10,11 @@
 // Reproduce a failure with DIFF_SEED=<seed printed in the message> node --test tests/redis/differential.test.mjs
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { createClient } from "redis";
 import { DECIDE_SCRIPT, redisKey, redisStore } from "../../pkg/dist/redis.js";
 import { seeded } from "../js/helpers.mjs";
 import { startRedis } from "./servers.mjs";
-
-// ---------------------------------------------------------------------------------------------
-// The core, through its raw exports (src/wasm/io.rs documents the buffer).
-// ---------------------------------------------------------------------------------------------
-const root = fileURLToPath(new URL("../..", import.meta.url));
-execFileSync("cargo", ["build", "--quiet", "--profile", "wasm", "--lib", "--target", "wasm32-unknown-unknown"], { cwd: root, stdio: "inherit" });
-const wasm = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(`${root}/target/wasm32-unknown-unknown/wasm/ratebound.wasm`)), {}).exports;
-const io = new Float64Array(wasm.memory.buffer, wasm.rb_io(), wasm.rb_layout(12));
-const [ITEMS, PLAN, MAP, SLOTS, OUT, EXTRA, ITEM, PLAN_STRIDE, SLOT, OUT_STRIDE] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((which) => wasm.rb_layout(which));
-
-const KINDS = ["token bucket", "fixed window"];
-const FIELDS = ["rate", "period", "capacity", "maxReserved", "shards", "start"];
-
-/** The core's validated config (seven numbers) and how many draws a decision takes, or null when invalid. */
-function compile(config) {
-  io[EXTRA] = KINDS.indexOf(config.kind);
-  FIELDS.forEach((field, index) => {
-    const given = config[field];
-    io[EXTRA + 1 + 2 * index] = given === undefined ? 0 : given === null ? 1 : 2;
-    io[EXTRA + 2 + 2 * index] = typeof given === "number" ? given : 0;
-  });
-  if (wasm.rb_compile() !== 0) return null;
-  return { numbers: Array.from(io.subarray(EXTRA, EXTRA + 7)), draws: io[EXTRA + 7] };
-}
+import { KINDS, coreDecide, corePlan } from "./core.mjs";
 
 /** JSON that shows -0, NaN and ±Infinity. */
 function show(value) {
@@ -145,86 +119,6 @@ function generator(seed) {
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-// One case through the core: plan, then decide on the stored states.
-// ---------------------------------------------------------------------------------------------
-/** Plans a case with the core; null when the core refuses it before any read (bad input). */
-function plan(testCase, random) {
-  const compiled = testCase.limits.map(compile);
-  if (compiled.includes(null)) return null;
-  testCase.items.forEach((item, index) => {
-    const at = ITEMS + index * ITEM;
-    io.set(compiled[item.which].numbers, at);
-    io[at + 7] = item.count;
-    io[at + 8] = item.reserve ? 1 : 0;
-    io[at + 9] = item.write ? 1 : 0;
-    io[at + 10] = item.now;
-    for (let draw = 0; draw < 4; draw++) io[at + 11 + draw] = random();
-  });
-  if (wasm.rb_plan(testCase.items.length) !== 0) return null;
-  const refs = [];
-  const refIndex = new Map();
-  const remote = testCase.items.map((item, index) => {
-    const at = PLAN + index * PLAN_STRIDE;
-    const config = io.subarray(ITEMS + index * ITEM, ITEMS + index * ITEM + 7);
-    const readCount = io[at + 2];
-    const reads = [];
-    for (let which = 0; which < readCount; which++) {
-      const ref = { name: item.name, key: item.key, shard: io[at + which] };
-      const id = `${ref.name}/${ref.key}/${ref.shard}`;
-      if (!refIndex.has(id)) {
-        refIndex.set(id, refs.length);
-        refs.push({ ...ref, periodMs: config[2], capacity: io[at + 9] });
-      }
-      reads.push(refIndex.get(id));
-    }
-    return {
-      reads,
-      kind: config[0],
-      rate: io[at + 8],
-      period: config[2],
-      capacity: io[at + 9],
-      maxReserved: Number.isNaN(io[at + 10]) ? null : io[at + 10],
-      shards: config[5],
-      start: Number.isNaN(config[6]) ? null : config[6],
-      count: item.count,
-      reserve: item.reserve,
-      write: item.write,
-      now: item.now,
-      fresh: reads.map((_, which) => ({ value: io[at + 3 + 2 * which], ts: io[at + 4 + 2 * which] })),
-    };
-  });
-  return { refs, items: remote, all: testCase.all };
-}
-
-/** The core's decision of `batch` (planned just before) on `states` (null: none). */
-function coreDecide(batch, states) {
-  batch.refs.forEach((_, index) => {
-    const at = SLOTS + index * SLOT;
-    io[at] = states[index] === null ? NaN : states[index].value;
-    io[at + 1] = states[index] === null ? NaN : states[index].ts;
-  });
-  batch.items.forEach((item, index) => {
-    io[MAP + 2 * index] = item.reads[0];
-    io[MAP + 2 * index + 1] = item.reads[1] ?? item.reads[0];
-  });
-  const status = wasm.rb_decide(batch.items.length, batch.refs.length, batch.all ? 1 : 0);
-  const decided = batch.items.map((_, index) => {
-    const at = OUT + index * OUT_STRIDE;
-    if (!(io[at] === 0 || io[at] === 1)) return null;
-    return Number.isNaN(io[at + 1]) ? { ok: io[at] === 1 } : { ok: io[at] === 1, retryAfter: io[at + 1] };
-  });
-  const shares = batch.items.map((_, index) => [io[OUT + index * OUT_STRIDE + 8], io[OUT + index * OUT_STRIDE + 9]]);
-  const anyWrite = batch.items.some((item) => item.write);
-  const wrote = batch.items.map((item, index) => (batch.all ? status === 1 && anyWrite : decided[index]?.ok === true && item.write));
-  const after = batch.refs.map((_, index) => {
-    const at = SLOTS + index * SLOT;
-    if (Number.isNaN(io[at + 2])) return { state: states[index], fullAt: null };
-    return { state: { value: io[at + 2], ts: io[at + 3] }, fullAt: io[at + 4] };
-  });
-  return { status, decided, wrote, after, shares };
-}
-
 /** The TTL a written state gets: PX = ceil(fullAt - now), at least 1; none (-1) past 9e12 ms or when never full. */
 function expectedTtl(fullAt, now) {
   const ms = Math.ceil(fullAt - now);
@@ -272,7 +166,7 @@ async function compare(admin, seed, cases) {
   const inFlight = new Set();
   for (let caseIndex = 0; caseIndex < cases; caseIndex++) {
     const testCase = next(caseIndex);
-    const batch = plan(testCase, random);
+    const batch = corePlan(testCase.items.map((item) => ({ ...item, config: testCase.limits[item.which] })), testCase.all, random);
     if (batch === null) {
       stats.skipped++;
       continue;

@@ -32,7 +32,7 @@ export function freePort() {
  * Starts Debian's redis-server on 127.0.0.1 and a free port, in a fresh temporary directory,
  * without persistence (`--save '' --appendonly no`). Resolves once it accepts connections.
  * `stop()` kills it and removes the directory. With `{ port }`, on that port (a server
- * started again where a stopped one was).
+ * started again where a stopped one was); `{ args }` are added to the command line.
  */
 export async function startRedis(options = {}) {
   for (let tries = 1; ; tries++) {
@@ -40,7 +40,7 @@ export async function startRedis(options = {}) {
     const dir = mkdtempSync(join(tmpdir(), "ratebound-redis-"));
     const child = spawn(
       "redis-server",
-      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--loglevel", "notice"],
+      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--loglevel", "notice", ...(options.args ?? [])],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     running.add(child);
