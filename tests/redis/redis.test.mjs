@@ -1,13 +1,14 @@
 // ratebound/redis on a real redis-server (Debian's, started here on a free loopback port and
 // killed after): the same suite through node-redis and ioredis, and through @upstash/redis over
-// a REST bridge that forwards every command unchanged to that server.
+// a REST bridge that forwards every command unchanged to that server; node-redis and ioredis in
+// their current major (6) and the previous one (5).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createClient } from "redis";
 import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
 import { redisStore } from "../../pkg/dist/redis.js";
 import { Redis as UpstashRedis } from "@upstash/redis";
-import { startRedis, startUpstashBridge } from "./servers.mjs";
+import { CLIENTS, startRedis, startUpstashBridge } from "./servers.mjs";
 import { redisSuite } from "./suite.mjs";
 
 describe("ratebound/redis on a real redis-server", () => {
@@ -39,7 +40,7 @@ describe("ratebound/redis on a real redis-server", () => {
     assert.equal((bridge.forwarded.get("SET") ?? 0) - before, 1, "the MULTI's SET went through MULTI/EXEC, not the counter");
   });
 
-  for (const kind of ["node-redis", "ioredis", "@upstash/redis"]) redisSuite(kind, env);
+  for (const kind of Object.keys(CLIENTS)) redisSuite(kind, env);
 
   test("expiry changes no decision: once Redis has dropped an expired state, every limit decides as a store that kept it", { timeout: 15_000 }, async () => {
     const limits = {

@@ -8,7 +8,9 @@ import { createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "redis";
+import { createClient as createClient5 } from "redis-5";
 import IORedis from "ioredis";
+import IORedis5 from "ioredis-5";
 import { Redis as UpstashRedis } from "@upstash/redis";
 
 const STARTUP_TIMEOUT_MS = 10_000;
@@ -159,29 +161,32 @@ export async function startUpstashBridge(redisUrl) {
 
 /**
  * How each client library connects: `open(url)` resolves with `{ client, close }`. The Upstash
- * client is pointed at the bridge (`bridgeUrl`), the others at redis-server.
+ * client is pointed at the bridge (`bridgeUrl`), the others at redis-server. node-redis and
+ * ioredis come in their current major (6) and the previous one (5), whose APIs differ.
  */
 export const CLIENTS = {
-  "node-redis": {
-    open: async ({ redisUrl }) => {
-      const client = createClient({ url: redisUrl, disableOfflineQueue: true, socket: { reconnectStrategy: false } });
-      client.on("error", () => {}); // a dropped server must not crash the test process
-      await client.connect();
-      return { client, close: () => client.quit().catch(() => client.disconnect?.()).catch(() => {}) };
-    },
-  },
-  ioredis: {
-    open: async ({ redisUrl }) => {
-      const client = new IORedis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: () => null });
-      client.on("error", () => {});
-      await client.connect();
-      return { client, close: () => client.quit().catch(() => client.disconnect()) };
-    },
-  },
+  "node-redis": { open: ({ redisUrl }) => openNodeRedis(createClient, redisUrl) },
+  ioredis: { open: ({ redisUrl }) => openIoRedis(IORedis, redisUrl) },
   "@upstash/redis": {
     open: async ({ bridgeUrl }) => {
       const client = new UpstashRedis({ url: bridgeUrl, token: "bridge-ignores-it", retry: false, enableTelemetry: false });
       return { client, close: async () => {} };
     },
   },
+  "node-redis 5": { open: ({ redisUrl }) => openNodeRedis(createClient5, redisUrl) },
+  "ioredis 5": { open: ({ redisUrl }) => openIoRedis(IORedis5, redisUrl) },
 };
+
+async function openNodeRedis(create, redisUrl) {
+  const client = create({ url: redisUrl, disableOfflineQueue: true, socket: { reconnectStrategy: false } });
+  client.on("error", () => {}); // a dropped server must not crash the test process
+  await client.connect();
+  return { client, close: () => Promise.resolve().then(() => client.quit()).catch(() => client.disconnect?.()).catch(() => {}) };
+}
+
+async function openIoRedis(Redis, redisUrl) {
+  const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: () => null });
+  client.on("error", () => {});
+  await client.connect();
+  return { client, close: () => client.quit().catch(() => client.disconnect()) };
+}
