@@ -46,6 +46,8 @@ export function corePlan(calls, all, random = Math.random) {
     for (let draw = 0; draw < 4; draw++) io[at + 11 + draw] = random();
   });
   if (wasm.rb_plan(calls.length) !== 0) return null;
+  // The buffer is shared: keep this batch's items, for its decision after the store's await.
+  const records = io.slice(ITEMS, ITEMS + calls.length * ITEM);
   const refs = [];
   const refIndex = new Map();
   const items = calls.map((call, index) => {
@@ -77,19 +79,19 @@ export function corePlan(calls, all, random = Math.random) {
       fresh: reads.map((_, which) => ({ value: io[at + 3 + 2 * which], ts: io[at + 4 + 2 * which] })),
     };
   });
-  return { refs, items, all };
+  return { refs, items, all, records };
 }
 
 /** The refs of a planned batch as a store takes them (without the test's extra fields). */
 export const storeRefs = (batch) => batch.refs.map(({ name, key, shard }) => (key === undefined ? { name, shard } : { name, key, shard }));
 
 /**
- * The core's decision of `batch` (planned by `corePlan` just before; the buffer still holds its
- * items) on `states` (per ref, `{ value, ts }` or null): each item's own decision (null: an error
+ * The core's decision of `batch` (planned by `corePlan`, which kept its items) on `states` (per ref, `{ value, ts }` or null): each item's own decision (null: an error
  * or not decided), the batch's status (1, 0, or -code), which items wrote, and each ref after
  * (`fullAt` null when not written), and the shares each item took.
  */
 export function coreDecide(batch, states) {
+  io.set(batch.records, ITEMS);
   batch.refs.forEach((_, index) => {
     const at = SLOTS + index * SLOT;
     io[at] = states[index] === null ? NaN : states[index].value;

@@ -105,7 +105,7 @@ function generator(seed) {
   return function next(caseIndex) {
     const baseNow = clock();
     const limits = [limit(baseNow), limit(baseNow)];
-    const size = pick([1, 1, 1, 1, 1, 2, 2, 3, 4]);
+    const size = pick([1, 1, 1, 2, 2, 3, 4]);
     const all = size > 1 ? chance(0.35) : chance(0.1);
     const sameNow = all || chance(0.7);
     const items = [];
@@ -281,8 +281,8 @@ describe("the decision script against the core, on a real redis-server", () => {
   });
 
   const fixedSeed = process.env.DIFF_SEED === undefined ? 0x7ed15 : Number(process.env.DIFF_SEED);
-  it(`80,000 random batches from seed ${fixedSeed} (over 100,000 decisions) are equal bit for bit`, { timeout: 180_000 }, async (t) => {
-    const outcome = await compare(admin, fixedSeed, 80_000);
+  it(`60,000 random batches from seed ${fixedSeed} (over 100,000 decisions) are equal bit for bit`, { timeout: 180_000 }, async (t) => {
+    const outcome = await compare(admin, fixedSeed, 60_000);
     t.diagnostic(`seed ${fixedSeed}: ${show(outcome.stats)}`);
     assert.equal(outcome.mismatches.length, 0, report(fixedSeed, outcome));
     assert.ok(outcome.stats.decisions >= 100_000, `${outcome.stats.decisions} decisions`);
@@ -293,9 +293,9 @@ describe("the decision script against the core, on a real redis-server", () => {
     assert.ok(stats.skipped < stats.cases / 4, `too many batches refused before any read: ${show(stats)}`);
   });
 
-  it("20,000 random batches from a fresh seed are equal bit for bit", { timeout: 120_000 }, async (t) => {
+  it("10,000 random batches from a fresh seed are equal bit for bit", { timeout: 120_000 }, async (t) => {
     const seed = Math.floor(Math.random() * 2 ** 31);
-    const outcome = await compare(admin, seed, 20_000);
+    const outcome = await compare(admin, seed, 10_000);
     t.diagnostic(`fresh seed ${seed}: ${show(outcome.stats)}`);
     assert.equal(outcome.mismatches.length, 0, report(seed, outcome));
   });

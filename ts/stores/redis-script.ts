@@ -186,9 +186,9 @@ local function full_at(c, value, ts)
   else
     candidate = ts + ceil((c.capacity - value) / c.rate) * c.period
   end
-  for _, at in ipairs({ candidate, ceil(candidate) + 1 }) do
-    if finite(at) and advance(c, value, ts, at, 0) >= c.capacity then return at end
-  end
+  if finite(candidate) and advance(c, value, ts, candidate, 0) >= c.capacity then return candidate end
+  local later = ceil(candidate) + 1
+  if finite(later) and advance(c, value, ts, later, 0) >= c.capacity then return later end
   return huge
 end
 
