@@ -109,7 +109,7 @@ export function coreDecide(batch, states) {
   });
   const shares = batch.items.map((_, index) => [io[OUT + index * OUT_STRIDE + 8], io[OUT + index * OUT_STRIDE + 9]]);
   const anyWrite = batch.items.some((item) => item.write);
-  const wrote = batch.items.map((item, index) => (batch.all ? status === 1 && anyWrite : decided[index]?.ok === true && item.write));
+  const wrote = batch.items.map((item, index) => item.write && (batch.all ? status === 1 && anyWrite : decided[index]?.ok === true));
   const after = batch.refs.map((_, index) => {
     const at = SLOTS + index * SLOT;
     if (Number.isNaN(io[at + 2])) return { state: states[index], fullAt: null };

@@ -38,16 +38,19 @@
  *
  * Returns an array: for each key, what it held (`false`: nothing; else `=`
  * and the raw string, so no client mistakes it for JSON); then `=` and one
- * digit per item, `1` when its grant was written; then per item its own
- * answer, `=1,WAIT` granted or `=0,WAIT` refused (WAIT `%.17g`, empty when
- * none), `=e,` an error, `=-,` not decided (after an error, or a corrupt
- * state). The driver answers from the core's replay; the answers let the
- * differential test compare every decision. A stored value that is not
- * `VALUE,TS` of two finite numbers is returned as it is and nothing at all is
- * written. An item whose wait is not finite, or whose state would not be, is
- * an error: it writes nothing (and, all or nothing, neither does the batch).
- * Each written state expires (`PX`, rounded up, at least 1) when it is full
- * again (`full_at`), never when that is infinite or past 9e12 ms.
+ * digit per item, `1` when it writes (`limit`) and its grant was written;
+ * then per item its own answer, `=1,WAIT` granted or `=0,WAIT` refused (WAIT
+ * `%.17g`, empty when none), `=e,` an error, `=-,` not decided (after an
+ * error, or a corrupt state). The driver answers from the core's replay; the
+ * answers let the differential test compare every decision.
+ *
+ * A stored value that is not `VALUE,TS` of two finite numbers is returned as
+ * it is, and nothing at all is decided or written. An item whose wait is not
+ * finite, or whose state would not be, is an error: it writes nothing (and,
+ * all or nothing, neither does the batch). All or nothing, a check's state
+ * is written with the batch when another item writes, as the core does. Each
+ * written state expires (`PX`, rounded up, at least 1) when it is full again
+ * (`full_at`), never when that is infinite or past 9e12 ms.
  */
 export const DECIDE_SCRIPT = `-- ratebound: the core's decide_batch, next to the data (ts/stores/redis-script.ts)
 local floor, ceil, frexp, ldexp = math.floor, math.ceil, math.frexp, math.ldexp
@@ -306,7 +309,7 @@ for i = 1, count do
           current[r] = { write[2], write[3] }
           pending[r] = { write[2], write[3], full_at(c, write[2], write[3]), c.now }
         end
-        wrote[i] = '1'
+        if c.write then wrote[i] = '1' end
       end
     end
   end

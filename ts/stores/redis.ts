@@ -195,13 +195,17 @@ return 1
 `;
 
 /**
- * A raw read: KEYS[1]'s string as `=` .. value, or `false` when absent. The
- * `=` keeps clients that decode replies as JSON (`@upstash/redis`) from
- * turning a stored `null` or `"1,2"` into something that looks like a state.
+ * A raw read of every key: per key, its string as `=` .. value, or `false`
+ * when absent. One round trip for a transaction's reads; and the `=` keeps
+ * clients that decode replies as JSON (`@upstash/redis`) from turning a
+ * stored `null` or `"1,2"` into something that looks like a state.
  */
-export const READ_SCRIPT = `local value = redis.call('GET', KEYS[1])
-if value then return '=' .. value end
-return false
+export const READ_SCRIPT = `local values = {}
+for i = 1, #KEYS do
+  local value = redis.call('GET', KEYS[i])
+  if value then values[i] = '=' .. value else values[i] = false end
+end
+return values
 `;
 
 const shas = new Map<string, Promise<string>>();
@@ -313,8 +317,8 @@ function commandsOf(client: RedisClientLike): Commands {
     const redis = client as UpstashRedisLike;
     const evalsha = (sha: string, keys: string[], args: string[]) => redis.evalsha(sha, keys, args);
     const evalScript = (script: string, keys: string[], args: string[]) => redis.eval(script, keys, args);
-    // GET would hand a stored value to the client's JSON decoding: read through a script instead.
-    return { get: async (key) => rawText(await run({ evalsha, eval: evalScript }, READ_SCRIPT, [key], []), "the read script"), evalsha, eval: evalScript };
+    // GET would hand a stored value to the client's JSON decoding: read through the script instead.
+    return { get: async (key) => (await readRaw({ evalsha, eval: evalScript }, [key]))[0], evalsha, eval: evalScript };
   }
   throw invalidArgument(`${needs}; this one has no EVALSHA and EVAL (ratebound decides inside Redis with a Lua script)`);
 }
@@ -332,6 +336,15 @@ function rawText(reply: unknown, what: string): string | null {
     throw new RedisStoreError("REDIS_ERROR", `ratebound/redis: ${what} answered ${JSON.stringify(value)}, not a marked string; the call failed closed`);
   }
   return value.slice(1);
+}
+
+/** The raw strings at `keys` (`null`: absent), through {@link READ_SCRIPT}: one round trip. */
+async function readRaw(commands: Pick<Commands, "evalsha" | "eval">, keys: string[]): Promise<(string | null)[]> {
+  const reply = await run(commands, READ_SCRIPT, keys, []);
+  if (!Array.isArray(reply) || reply.length !== keys.length) {
+    throw new RedisStoreError("REDIS_ERROR", `ratebound/redis: the read script answered ${JSON.stringify(reply)} for ${keys.length} keys; the call failed closed`);
+  }
+  return reply.map((entry) => rawText(entry, "the read script"));
 }
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && /NOSCRIPT/.test(error.message);
@@ -386,6 +399,10 @@ function redisHost(commands: Commands, prefix: string, timeoutMs: number): Optim
       const value = text(await bounded(`GET ${JSON.stringify(key)}`, timeoutMs, () => commands.get(key)));
       const version = value === null || value === undefined ? null : typeof value === "string" ? value : JSON.stringify(value);
       return { value: value ?? null, version };
+    },
+    readMany: async (keys) => {
+      const values = await bounded(`the read script over ${keys.length} keys`, timeoutMs, () => readRaw(commands, keys));
+      return values.map((value) => ({ value, version: value }));
     },
     encodeState,
     decodeState,
