@@ -1,16 +1,13 @@
-// The Rust core through its raw WebAssembly exports (not a test file itself), for the Redis suites
-// that hand the store's `decide` a batch planned by the core and compare with, or answer from, the
-// core's own decision, as the package's driver does (docs/internals.md). src/wasm/io.rs documents
-// the buffer. Built here with `cargo build --profile wasm` (a no-op when fresh).
-import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+// The Rust core through the package's own engine (pkg/dist/core/engine.js: the instance the
+// package runs, its buffer and layout; src/wasm/io.rs documents the buffer), for the Redis
+// suites that hand the store's `decide` a batch planned by the core and compare with, or answer
+// from, the core's own decision (not a test file itself).
+import "../../pkg/dist/node.js"; // instantiates the engine
+import * as engine from "../../pkg/dist/core/engine.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
-execFileSync("cargo", ["build", "--quiet", "--profile", "wasm", "--lib", "--target", "wasm32-unknown-unknown"], { cwd: root, stdio: "inherit" });
-const wasm = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(`${root}/target/wasm32-unknown-unknown/wasm/ratebound.wasm`)), {}).exports;
-const io = new Float64Array(wasm.memory.buffer, wasm.rb_io(), wasm.rb_layout(12));
-const [ITEMS, PLAN, MAP, SLOTS, OUT, EXTRA, ITEM, PLAN_STRIDE, SLOT, OUT_STRIDE] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((which) => wasm.rb_layout(which));
+const wasm = engine.core;
+const io = engine.io;
+const { ITEMS, PLAN, MAP, SLOTS, OUT, EXTRA, ITEM, PLAN_STRIDE, SLOT, OUT_STRIDE } = engine.layout;
 
 export const KINDS = ["token bucket", "fixed window"];
 const FIELDS = ["rate", "period", "capacity", "maxReserved", "shards", "start"];
@@ -45,6 +42,7 @@ export function corePlan(calls, all, random = Math.random) {
     io[at + 10] = call.now;
     for (let draw = 0; draw < 4; draw++) io[at + 11 + draw] = random();
   });
+  engine.ownItems(undefined); // the package's driver must write its own items again
   if (wasm.rb_plan(calls.length) !== 0) return null;
   // The buffer is shared: keep this batch's items, for its decision after the store's await.
   const records = io.slice(ITEMS, ITEMS + calls.length * ITEM);
@@ -92,6 +90,7 @@ export const storeRefs = (batch) => batch.refs.map(({ name, key, shard }) => (ke
  */
 export function coreDecide(batch, states) {
   io.set(batch.records, ITEMS);
+  engine.ownItems(undefined);
   batch.refs.forEach((_, index) => {
     const at = SLOTS + index * SLOT;
     io[at] = states[index] === null ? NaN : states[index].value;

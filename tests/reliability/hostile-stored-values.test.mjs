@@ -1,15 +1,16 @@
 // A stored value that is not a state is never a fresh bucket (issue 24 item 4): on a real
 // redis-server, through node-redis, ioredis and @upstash/redis (over the REST bridge, whose client
 // decodes replies as JSON), values someone else wrote under ratebound's keys — `null`, a JSON
-// string that parses to a state's text, JSON objects, numbers — reach the core as they are, so it
-// rejects them with CORRUPT_STATE naming the ref; the decision script decides nothing and writes
-// nothing on them, and a transaction's commit never overwrites them.
+// string that parses to a state's text, JSON objects, numbers — reach the core as they are, so
+// `limit`, `check`, `limitAll` and `getValue` reject with CORRUPT_STATE naming the ref under every
+// failure policy (`open` included: a corrupt value is not an outage); the decision script decides
+// nothing and writes nothing on them, and a transaction's commit never overwrites them.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createClient } from "redis";
+import { RateLimiter } from "../../pkg/dist/node.js";
 import { redisKey, redisStore } from "../../pkg/dist/redis.js";
 import { CLIENTS, startRedis, startUpstashBridge } from "../redis/servers.mjs";
-import { decideThrough } from "../redis/core.mjs";
 import { Tally } from "./helpers.mjs";
 
 const tally = new Tally("hostile stored values: Redis values that are not states, on every client");
@@ -38,7 +39,7 @@ describe("a stored value that is not a state is CORRUPT_STATE on every Redis cli
   });
 
   for (const kind of Object.keys(CLIENTS)) {
-    it(`through ${kind}: the store reads each as it is stored, the decision script decides and writes nothing on it, and a commit leaves it as it was`, async () => {
+    it(`through ${kind}: limit, check, limitAll, getValue and a grant reject with CORRUPT_STATE under closed and open, the decision script writes nothing, and a commit leaves the value as it was`, async () => {
       const { client, close } = await CLIENTS[kind].open({ redisUrl: redis.url, bridgeUrl: bridge.url });
       try {
         const store = redisStore(client);
@@ -50,11 +51,22 @@ describe("a stored value that is not a state is CORRUPT_STATE on every Redis cli
           assert.equal(await store.read(ref), hostile, `${kind} read ${JSON.stringify(hostile)}`);
           const read = await store.transaction((tx) => tx.read(ref));
           assert.equal(read, hostile);
-          // The decision path (limit, check, limitAll): refused as corrupt, nothing written.
-          for (const write of [true, false]) {
-            const error = await decideThrough(store, [{ name: "send", key: ref.key, config: bucket, count: 1, reserve: false, write, now: NOW }]).catch((caught) => caught);
-            assert.equal(error?.code, "CORRUPT_STATE", `${kind}, ${JSON.stringify(hostile)}: ${error}`);
-            tally.add("decisions refused as corrupt");
+          // Every call, under every policy: CORRUPT_STATE naming the ref, never a fresh bucket.
+          for (const onStoreError of ["closed", "open"]) {
+            const limiter = new RateLimiter(store, { send: { ...bucket, onStoreError } }, { now: () => NOW });
+            const calls = {
+              limit: () => limiter.limit("send", { key: ref.key }),
+              check: () => limiter.check("send", { key: ref.key }),
+              limitAll: () => limiter.limitAll([{ name: "send", key: ref.key }]),
+              getValue: () => limiter.getValue("send", { key: ref.key }),
+              grant: () => limiter.limit("send", { key: ref.key, grant: true }),
+            };
+            for (const [call, run] of Object.entries(calls)) {
+              const outcome = await run().catch((caught) => caught);
+              assert.equal(outcome?.code, "CORRUPT_STATE", `${kind}, ${onStoreError}, ${call} on ${JSON.stringify(hostile)}: ${JSON.stringify(outcome) ?? outcome}`);
+              assert.match(outcome.message, new RegExp(`eve${index}`));
+              tally.add("calls refused as corrupt");
+            }
           }
           const answer = await store.decide({
             refs: [ref],

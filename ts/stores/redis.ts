@@ -15,7 +15,7 @@
  * and Redis Cluster through node-redis `createCluster` and ioredis `Cluster`.
  * @module
  */
-import type { RateLimitState, StateRef } from "ratebound";
+import { RateboundTypeError, type RateLimitState, type RemoteAnswer, type RemoteBatch, type StateRef } from "ratebound";
 import { OptimisticStore, type OptimisticHost, type OptimisticOptions, type OptimisticTransaction } from "./shared/optimistic.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
 import { DECIDE_SCRIPT } from "./redis-script.js";
@@ -105,57 +105,13 @@ export class RedisStoreError extends Error {
   }
 }
 
-/** One decision of a {@link RemoteBatch}: the core's plan of it, in numbers (docs/internals.md). */
-export interface RemoteItem {
-  /** Indexes into `batch.refs`: one shard, or two for a sharded limit. */
-  reads: number[];
-  /** 0 token bucket, 1 fixed window. */
-  kind: 0 | 1;
-  /** Per shard (the plan's, already divided). */
-  rate: number;
-  /** Milliseconds. */
-  period: number;
-  /** Per shard. */
-  capacity: number;
-  /** Per shard; `null`: unlimited; 0: no reservation at all. */
-  maxReserved: number | null;
-  /** The limit's shard count. */
-  shards: number;
-  /** A fixed window's `start` (decides whether its states may expire). */
-  start: number | null;
-  /** Tokens asked. */
-  count: number;
-  /** Whether to go into debt rather than be refused. */
-  reserve: boolean;
-  /** `limit` (true) or `check` (false). */
-  write: boolean;
-  /** The call's clock, in milliseconds. */
-  now: number;
-  /** Per read: the state it starts from when it has none. */
-  fresh: RateLimitState[];
-}
-
-/** A batch of decisions for a store that decides next to its data. */
-export interface RemoteBatch {
-  /** Every state the batch reads, each once. */
-  refs: StateRef[];
-  /** The decisions, in order. */
-  items: RemoteItem[];
-  /** All or nothing (`limitAll`), or each item its own call. */
-  all: boolean;
-}
-
-/** What the store did with a {@link RemoteBatch}. */
-export interface RemoteAnswer {
-  /** Per ref: what it held when read, as `read` returns it (`null`: nothing; a value that is not a state as it is). */
-  stored: unknown[];
-  /** Per item: whether its grant was written. */
-  wrote: boolean[];
+/** What the decision script answers for a {@link RemoteBatch}: the store's answer, and each item's own decision. */
+export interface RedisAnswer extends RemoteAnswer {
   /**
-   * Per item, the store's own decision (`null`: an error, or not decided):
-   * for diagnostics and the differential test; the driver answers from the core's replay.
+   * Per item, the script's own decision (`null`: an error, or not decided):
+   * for diagnostics and the differential test; the limiter answers from the core's replay.
    */
-  decided?: ({ ok: boolean; retryAfter?: number } | null)[];
+  decided: ({ ok: boolean; retryAfter?: number } | null)[];
 }
 
 /**
@@ -268,9 +224,9 @@ function numberText(number: number): string {
   return Object.is(number, -0) ? "-0" : String(number);
 }
 
-/** An argument error: a `TypeError` with `code: "INVALID_ARGUMENT"`. */
-function invalidArgument(message: string): TypeError {
-  return Object.assign(new TypeError(`ratebound/redis: ${message}`), { code: "INVALID_ARGUMENT" as const });
+/** An argument error: the core's `RateboundTypeError` (a `TypeError` with `code: "INVALID_ARGUMENT"`). */
+function invalidArgument(field: string, message: string): RateboundTypeError {
+  return new RateboundTypeError(`ratebound/redis: ${message}`, field);
 }
 
 type Commands = {
@@ -296,7 +252,7 @@ function describe(client: unknown): string {
 function commandsOf(client: RedisClientLike): Commands {
   const any = client as unknown as Record<string, unknown>;
   const needs = "redisStore(client) takes a connected node-redis (createClient, createCluster), ioredis (new Redis, new Cluster) or @upstash/redis (Redis.fromEnv) client";
-  if (typeof any !== "object" || any === null || typeof any.get !== "function") throw invalidArgument(`${needs}; got ${describe(client)}`);
+  if (typeof any !== "object" || any === null || typeof any.get !== "function") throw invalidArgument("client", `${needs}; got ${describe(client)}`);
   if (typeof any.evalSha === "function" && typeof any.eval === "function") {
     const redis = client as NodeRedisLike;
     return {
@@ -320,7 +276,7 @@ function commandsOf(client: RedisClientLike): Commands {
     // GET would hand a stored value to the client's JSON decoding: read through the script instead.
     return { get: async (key) => (await readRaw({ evalsha, eval: evalScript }, [key]))[0], evalsha, eval: evalScript };
   }
-  throw invalidArgument(`${needs}; this one has no EVALSHA and EVAL (ratebound decides inside Redis with a Lua script)`);
+  throw invalidArgument("client", `${needs}; this one has no EVALSHA and EVAL (ratebound decides inside Redis with a Lua script)`);
 }
 
 /** A client's reply as text: node-redis and ioredis may answer with bytes when so configured. */
@@ -426,7 +382,7 @@ function decideArguments(batch: RemoteBatch): string[] {
     const { reads, fresh } = item;
     const inRange = (read: unknown) => Number.isInteger(read) && (read as number) >= 0 && (read as number) < refCount;
     if (!Array.isArray(reads) || !(reads.length === 1 || reads.length === 2) || !reads.every(inRange) || !Array.isArray(fresh) || fresh.length !== reads.length) {
-      throw invalidArgument(`decide: item ${index} must read one or two of the batch's ${refCount} refs, with a fresh state for each`);
+      throw invalidArgument("batch", `decide: item ${index} must read one or two of the batch's ${refCount} refs, with a fresh state for each`);
     }
     const second = fresh[1] ?? { value: 0, ts: 0 };
     args.push(
@@ -453,7 +409,7 @@ function decideArguments(batch: RemoteBatch): string[] {
 }
 
 /** The decision script's reply: what each key held, and which items wrote. */
-function decideAnswer(reply: unknown, batch: RemoteBatch): RemoteAnswer {
+function decideAnswer(reply: unknown, batch: RemoteBatch): RedisAnswer {
   const refCount = batch.refs.length;
   const itemCount = batch.items.length;
   const bad = (what: unknown) =>
@@ -521,7 +477,7 @@ export class RedisStore extends OptimisticStore<string, string | null> {
    *   count: 1, reserve: false, write: true, now: Date.now(), fresh: [{ value: 10, ts: Date.now() }] }] });
    * // { stored: [null], wrote: [true] }
    */
-  async decide(batch: RemoteBatch): Promise<RemoteAnswer> {
+  async decide(batch: RemoteBatch): Promise<RedisAnswer> {
     const keys = batch.refs.map((ref) => redisKey(ref, this.#prefix));
     const args = decideArguments(batch);
     const reply = await bounded("the decision script", this.#timeoutMs, () => run(this.#commands, DECIDE_SCRIPT, keys, args));
@@ -531,10 +487,10 @@ export class RedisStore extends OptimisticStore<string, string | null> {
 
 /** Where the key layout's hash tag would break: a prefix whose first `{` closes at once hashes whole keys, splitting one limit's shards over slots. */
 function checkPrefix(prefix: unknown): string {
-  if (typeof prefix !== "string") throw invalidArgument(`prefix must be a string, such as "ratebound:" or "{rl}:" (got ${prefix === null ? "null" : typeof prefix})`);
+  if (typeof prefix !== "string") throw invalidArgument("prefix", `prefix must be a string, such as "ratebound:" or "{rl}:" (got ${prefix === null ? "null" : typeof prefix})`);
   const open = prefix.indexOf("{");
   if (open !== -1 && prefix[open + 1] === "}") {
-    throw invalidArgument(`prefix ${JSON.stringify(prefix)} has an empty hash tag "{}", which makes Redis Cluster hash each whole key: put a name inside it ("{rl}:") or drop the braces`);
+    throw invalidArgument("prefix", `prefix ${JSON.stringify(prefix)} has an empty hash tag "{}", which makes Redis Cluster hash each whole key: put a name inside it ("{rl}:") or drop the braces`);
   }
   return prefix;
 }
@@ -560,7 +516,7 @@ function checkPrefix(prefix: unknown): string {
  * @param client A connected node-redis (`createClient()`, `createCluster()`), ioredis (`new Redis()`, `new Cluster()`) or `@upstash/redis` (`Redis.fromEnv()`) client.
  * @param options `prefix`, `timeoutMs`, and the transactions' retry bound and backoff.
  * @returns A store for `new RateLimiter(store, limits)`.
- * @throws TypeError with `code: "INVALID_ARGUMENT"` for anything but such a client, or a bad option.
+ * @throws RateboundTypeError (a `TypeError`, `code: "INVALID_ARGUMENT"`) for anything but such a client, or a bad option.
  * @example
  * import { createClient } from "redis";
  * const client = createClient({ url: process.env.REDIS_URL });
@@ -574,7 +530,7 @@ export function redisStore(client: RedisClientLike, given: RedisStoreOptions = {
   const { prefix = "ratebound:", timeoutMs = 5000, ...retry } = options;
   const commands = commandsOf(client);
   if (typeof timeoutMs !== "number" || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
-    throw invalidArgument(`timeoutMs must be a positive finite number of milliseconds (got ${String(timeoutMs)})`);
+    throw invalidArgument("timeoutMs", `timeoutMs must be a positive finite number of milliseconds (got ${String(timeoutMs)})`);
   }
   return new RedisStore(commands, checkPrefix(prefix), timeoutMs, retry);
 }
