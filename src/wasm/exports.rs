@@ -136,10 +136,10 @@ pub extern "C" fn rb_plan(count: u32) -> f64 {
     first_error
 }
 
-fn put_answer(io: &mut [f64], out: usize, outcome: &Outcome, config: &Config, now: f64) {
+fn put_answer(io: &mut [f64], out: usize, outcome: &Outcome, config: &Config, now: f64, commits: bool) {
     io[out] = f64::from(u8::from(outcome.result.is_ok()));
     io[out + 1] = or_nan(outcome.result.retry_after_ms());
-    put_figures(io, out + 2, &outcome.figures(config, now));
+    put_figures(io, out + 2, &outcome.figures(config, now, commits));
     io[out + 8] = outcome.shares[0];
     io[out + 9] = outcome.shares[1];
 }
@@ -164,7 +164,7 @@ pub extern "C" fn rb_decide(count: u32, slot_count: u32, mode: u32) -> f64 {
     let io = io();
     let count = (count as usize).min(io::MAX_ITEMS);
     let slot_count = (slot_count as usize).clamp(1, io::MAX_SLOTS);
-    let (items, slots) = io::scratch();
+    let (items, slots, answers) = io::scratch();
     for (index, slot) in slots.iter_mut().enumerate().take(slot_count) {
         *slot = Slot { stored: state_at(io, SLOTS + index * SLOT), ..Slot::EMPTY };
     }
@@ -185,15 +185,23 @@ pub extern "C" fn rb_decide(count: u32, slot_count: u32, mode: u32) -> f64 {
         io[OUT + index * OUT_STRIDE] = f64::NAN;
     }
     let items = &items[..count];
-    let result = decide_batch(items, &mut slots[..slot_count], mode, |index, outcome| {
+    let result = decide_batch(items, &mut slots[..slot_count], mode, |index, outcome| answers[index] = Some(*outcome));
+    // An item's figures show what the limit holds after the call: its writes only when they commit.
+    let batch_commits = matches!(result, Ok(result) if result.is_ok());
+    for (index, answer) in answers.iter_mut().enumerate().take(count) {
         let out = OUT + index * OUT_STRIDE;
-        match outcome {
-            Ok(outcome) => put_answer(io, out, outcome, &items[index].config, items[index].now_ms),
-            Err(error) => {
-                put_error(io, out, error);
+        let item = &items[index];
+        match answer.take() {
+            Some(Ok(outcome)) => {
+                let commits = item.write && if mode == Mode::AllOrNothing { batch_commits } else { outcome.result.is_ok() };
+                put_answer(io, out, &outcome, &item.config, item.now_ms, commits);
             }
+            Some(Err(error)) => {
+                put_error(io, out, &error);
+            }
+            None => {}
         }
-    });
+    }
     for (index, slot) in slots.iter().enumerate().take(slot_count) {
         let at = SLOTS + index * SLOT;
         put_state(io, at + 2, slot.pending);
@@ -255,7 +263,7 @@ pub extern "C" fn rb_charge(slot: u32, tag: f64) -> f64 {
         .and_then(|planned| charge_planned(&config, request, now, &planned, [states[0], states[1]], [states[2], states[3]], states[4], (slot, tag)));
     match charged {
         Ok((outcome, grant, writes)) => {
-            put_answer(io, OUT, &outcome, &config, now);
+            put_answer(io, OUT, &outcome, &config, now, outcome.result.is_ok());
             if let Some(grant) = grant {
                 io[EXTRA + 16] = grant.count;
                 io[EXTRA + 17] = grant.charged_at_ms;
