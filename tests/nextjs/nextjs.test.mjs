@@ -173,11 +173,12 @@ for (const bundler of BUNDLERS) {
     let redis;
     let bridge;
     let server;
+    let buildOutput;
 
     before(async () => {
       rmSync(join(app, ".next"), { recursive: true, force: true });
       const started = Date.now();
-      await run(join(app, "node_modules", ".bin", "next"), ["build", ...(bundler === "webpack" ? ["--webpack"] : [])]);
+      buildOutput = await run(join(app, "node_modules", ".bin", "next"), ["build", ...(bundler === "webpack" ? ["--webpack"] : [])]);
       console.log(`# next build (${bundler}): ${((Date.now() - started) / 1000).toFixed(1)} s`);
       redis = await startRedis();
       bridge = await startUpstashBridge(redis.url);
@@ -188,6 +189,10 @@ for (const bundler of BUNDLERS) {
       server?.stop();
       await bridge?.stop();
       redis?.stop();
+    });
+
+    test("the build says nothing about ratebound (no warning, no module trace)", () => {
+      assert.doesNotMatch(buildOutput, /node_modules[\\/]ratebound|ratebound[\\/]dist/, buildOutput);
     });
 
     test("the edge route took the .wasm as a WebAssembly module binding, the Node.js bundles hold it inlined", () => {
