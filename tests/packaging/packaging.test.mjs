@@ -381,11 +381,11 @@ test("Vite bundles the package into a Node server bundle (SSR, noExternal) that 
     build: { ssr: join(dir, "server-bundle.mjs"), outDir: join(dir, "dist"), emptyOutDir: true },
   });
   const files = (Array.isArray(output) ? output : [output]).flatMap((result) => result.output.map((chunk) => chunk.fileName));
-  assert.deepEqual(files, ["server-bundle.js"], "one file, no .wasm asset beside it");
+  assert.ok(files.includes("server-bundle.js") && files.every((file) => file.endsWith(".js")), `JavaScript only, no .wasm asset: ${files.join(", ")}`);
   const away = join(work, "vite-ssr-deployed");
-  mkdirSync(away);
-  copyFileSync(join(dir, "dist", "server-bundle.js"), join(away, "server.mjs"));
-  const { seen } = lastJsonLine((await run(process.execPath, ["server.mjs"], { cwd: away })).stdout);
+  cpSync(join(dir, "dist"), away, { recursive: true });
+  writeFileSync(join(away, "package.json"), JSON.stringify({ type: "module" }));
+  const { seen } = lastJsonLine((await run(process.execPath, ["server-bundle.js"], { cwd: away })).stdout);
   assertScenario(seen);
 });
 
