@@ -218,11 +218,17 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
           throw codedError("postgres", error);
         }
         const health = { broken: false };
+        // pg-pool takes its own 'error' listener off a client it hands out: until the client is
+        // back in the pool, a lost connection's 'error' event is ours to hear, or it would end the
+        // process (issue 24). The call itself fails through the query that the loss rejects.
+        const unlisten = listen(connection, () => (health.broken = true));
         try {
           return await framed(connection, OWN, () => attempt(connection), health);
         } finally {
           // A connection that could not even roll back is destroyed, not handed to the next call.
           connection.release(health.broken ? new Error("ratebound/postgres: the connection failed") : undefined);
+          // Released, the client has the pool's listener again (or is being destroyed with it).
+          unlisten();
         }
       }, body, true);
     }
@@ -241,7 +247,7 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
       return attempts((attempt) => wrapped(() => pglite.transaction((tx) => attempt(tx))), body, true);
     }
     const connection = db as PostgresQueryable;
-    return oneAtATime(connection, async () => {
+    return oneAtATime(connection, () => whileListening(connection, async () => {
       // SAVEPOINT fails (SQLSTATE 25P01) outside a transaction block, and changes nothing there.
       const inCallersTransaction = await run(connection, NESTED.begin).then(
         () => true,
@@ -264,7 +270,7 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
         body,
         false,
       );
-    });
+    }));
   }
 
   return {
@@ -272,6 +278,55 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
     read: (ref) => transaction((store) => Promise.resolve(store.read(ref))),
     write: (ref, state, info?: WriteInfo) => transaction(async (store) => void (await (store as Attempt).write(ref, state, info))),
   };
+}
+
+/** An event emitter's methods, as a `pg` Client has them. */
+type Emitter = { on(event: string, listener: (error: unknown) => void): unknown; removeListener(event: string, listener: (error: unknown) => void): unknown };
+
+/**
+ * Listens to `connection`'s `'error'` events (when it emits them, as a `pg` Client does) until
+ * the returned function is called; `heard` is told of each. Without a listener, the `'error'`
+ * a lost connection emits is an unhandled event that ends the process.
+ */
+function listen(connection: unknown, heard: (error: unknown) => void = () => {}): () => void {
+  if (!hasMethod(connection, "on") || !hasMethod(connection, "removeListener")) return () => {};
+  const emitter = connection as Emitter;
+  emitter.on("error", heard);
+  return () => void emitter.removeListener("error", heard);
+}
+
+/** SQLSTATEs and socket codes that say the connection itself is gone. */
+const CONNECTION_LOST = /^(08...|57P0[123]|ECONNRESET|EPIPE|ETIMEDOUT|ECONNREFUSED)$/;
+
+/** Whether `error` (the driver's or the store's) says the connection is gone. */
+function connectionLost(error: unknown): boolean {
+  for (let cause = error, depth = 0; typeof cause === "object" && cause !== null && depth < 4; cause = (cause as { cause?: unknown }).cause, depth++) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string" && CONNECTION_LOST.test(code)) return true;
+    if (/Connection terminated|not queryable/.test(String((cause as { message?: unknown }).message))) return true;
+  }
+  return false;
+}
+
+/**
+ * Runs `work` on the caller's `connection` (a `pg` Client the app checked out) while listening to
+ * its `'error'` events, so that losing the connection in the middle of a call rejects the call
+ * instead of ending the process. When the call failed because the connection is gone (or an
+ * `'error'` was heard), the listener stays until the connection's `'end'`: a dead client emits
+ * its `'error'` after the query it failed, and it is the same failure the call reported.
+ */
+async function whileListening<T>(connection: unknown, work: () => Promise<T>): Promise<T> {
+  let heard = false;
+  const unlisten = listen(connection, () => (heard = true));
+  try {
+    const result = await work();
+    unlisten();
+    return result;
+  } catch (error) {
+    if (heard || connectionLost(error)) (connection as Partial<Emitter>).on?.("end", unlisten);
+    else unlisten();
+    throw error;
+  }
 }
 
 /** Starts an attempt on a connection, commits it, or rolls it back. */
