@@ -98,13 +98,47 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * @returns The quoted name, for example `"public"."ratebound"`.
  */
 export function quotedTable(host: string, table: unknown): string {
+  return tableParts(host, table)
+    .map((part) => `"${part}"`)
+    .join(".");
+}
+
+/**
+ * A table name, checked: `[name]` or `[schema, name]`, each part a plain identifier (letters,
+ * digits, `_`), so that no option can inject SQL.
+ *
+ * @param host `"postgres"` or `"sqlite"`, for the message.
+ * @param table The name as given.
+ * @returns Its parts, unquoted.
+ * @throws TypeError with `code: "INVALID_ARGUMENT"` for anything else.
+ */
+export function tableParts(host: string, table: unknown): string[] {
   const parts = typeof table === "string" ? table.split(".") : [];
   if (parts.length < 1 || parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
-    throw new TypeError(
-      `ratebound/${host}: table must be a name like "ratebound" or "schema.ratebound" (letters, digits and _; got ${JSON.stringify(table)})`,
+    throw invalidOption(
+      `ratebound/${host}: table must be a name like "ratebound" or "schema.ratebound" (letters, digits and _; got ${describe(table)})`,
     );
   }
-  return parts.map((part) => `"${part}"`).join(".");
+  return parts;
+}
+
+/**
+ * A bad adapter option or argument: a `TypeError` with `code: "INVALID_ARGUMENT"`, like the
+ * core's own argument errors, thrown when the store is made (never during a call).
+ *
+ * @param message What is wrong and what to do, for people.
+ * @returns The error, to throw.
+ */
+export function invalidOption(message: string): TypeError & { code: "INVALID_ARGUMENT" } {
+  return Object.assign(new TypeError(message), { code: "INVALID_ARGUMENT" as const });
+}
+
+/** A value as an option error shows it: JSON for plain data, else its type. */
+export function describe(value: unknown): string {
+  if (value === null || typeof value === "string" || typeof value === "number" || typeof value === "boolean") return JSON.stringify(value);
+  if (value === undefined) return "undefined";
+  const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === "string" && name !== "Object" ? `a ${name}` : `a ${typeof value}`;
 }
 
 /** The call that has a connection now, per connection: the next one waits for it. */
