@@ -6,9 +6,11 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { PGlite } from "@electric-sql/pglite";
+import { createHash } from "node:crypto";
 import pg from "pg";
 import { startPostgres } from "./postgres-server.mjs";
-import { NOW, limiterOn, pgHost, postgresScenarios } from "./postgres-scenarios.mjs";
+import { NOW, RateLimiter, limiterOn, pgHost, postgresScenarios } from "./postgres-scenarios.mjs";
+import { seeded } from "../js/helpers.mjs";
 
 const POSTS = "CREATE TABLE posts (id serial PRIMARY KEY, author text NOT NULL, body text NOT NULL)";
 
@@ -223,6 +225,47 @@ describe("a real PostgreSQL server", () => {
     assert.deepEqual(await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'timeout-new'"), []);
   });
 
+  // Issue 24 item 5: a name and a key PostgreSQL could not index (their escaped form past btree's
+  // 2,704 bytes, error 54000) were a store error, which onStoreError "open" turned into admitting
+  // every call on a healthy database. Every valid name and key (at most 1024 bytes each) must be
+  // stored and decided like any other.
+  // Control characters in an order pglz cannot compress much (each escapes to 6 bytes of JSON).
+  const shuffled = seeded(24);
+  const CONTROL = Array.from({ length: 1024 }, () => String.fromCharCode(Math.floor(shuffled() * 32))).join("");
+  const WORST = [
+    ["1 KiB of NUL, 1 KiB of NUL", "\u0000".repeat(1024), "\u0000".repeat(1024)],
+    ["1 KiB of control characters and NUL, the same", CONTROL, CONTROL],
+    ["U+FFFF then 1 KiB, 341 U+FFFF (3 bytes each)", "\uffff" + "x".repeat(1021), "\uffff".repeat(341)],
+    ["1 KiB of NUL, a key spelled as the stored form of 1 KiB of NUL", "\u0000".repeat(1024), null],
+  ];
+  /**
+   * How a name or key is stored (README): as itself; escaped (U+FFFF and its JSON) when empty, with a
+   * NUL or starting with U+FFFF; and when that is longer than 1200 bytes, U+FFFF, '#' and its SHA-256.
+   */
+  const columnForm = (text) => {
+    const escaped = text === "" || text.includes("\u0000") || text.startsWith("\uffff") ? "\uffff" + JSON.stringify(text) : text;
+    return Buffer.byteLength(escaped) <= 1200 ? escaped : "\uffff#" + createHash("sha256").update(escaped).digest("hex");
+  };
+  for (const [what, name, given] of WORST) {
+    test(`the worst names and keys are stored and decided exactly under onStoreError "open", never a store error (${what})`, async () => {
+      // A key spelled like another key's stored form is another key.
+      const key = given ?? columnForm("\u0000".repeat(1024));
+      const limits = { worst: { kind: "token bucket", rate: 2, period: 86_400_000, onStoreError: "open" } };
+      const store = pgHost.postgresStore(pool);
+      const limiter = new RateLimiter(store, { [name]: limits.worst }, { now: () => NOW });
+      const results = [];
+      for (let i = 0; i < 3; i++) results.push(await limiter.limit(name, { key }));
+      assert.deepEqual(results, [{ ok: true }, { ok: true }, { ok: false, retryAfter: 43_200_000 }], "decided by the database, not degraded");
+      assert.equal((await limiter.getValue(name, { key })).value, 0);
+      const stored = await query("SELECT value FROM ratebound WHERE name = $1 AND key = $2 AND shard = 0", [columnForm(name), columnForm(key)]);
+      assert.deepEqual(stored, [{ value: 0 }], "the row, under the forms README describes");
+      const other = key.slice(0, -1) + (key.endsWith("\u0001") ? "\u0002" : "\u0001");
+      assert.deepEqual(await limiter.check(name, { key: other }), { ok: true }, "a key that differs in its last character is another state");
+      await limiter.reset(name, { key });
+      assert.deepEqual(await limiter.limit(name, { key }), { ok: true }, "reset found the same row");
+    });
+  }
+
   test("under REPEATABLE READ a decision on a stale snapshot fails with 40001 instead of over-admitting", async () => {
     const limiter = (tx) => limiterOn(pgHost.postgresStore(tx), limits);
     for (const key of ["rr-existing", "rr-new"]) {
@@ -243,12 +286,18 @@ describe("a real PostgreSQL server", () => {
   });
 });
 
-test("bad arguments are refused at once, with an error naming what is wrong", async () => {
-  assert.throws(() => pgHost.postgresStore(null), /ratebound\/postgres: db must have a query\(text, params\) method.*got null/);
-  assert.throws(() => pgHost.postgresStore({}), /db must have a query/);
-  assert.throws(() => pgHost.postgresStore({ query() {} }, { table: 'x"; DROP TABLE users; --' }), /table must be a name like "ratebound"/);
-  assert.throws(() => pgHost.postgresStore({ query() {} }, { maxAttempts: 0 }), /maxAttempts must be an integer >= 1 \(got 0\)/);
-  assert.throws(() => pgHost.createTableSql({ table: "a.b.c" }), /table must be a name/);
+test("bad arguments are refused at once with a TypeError coded INVALID_ARGUMENT that says what to do", async () => {
+  const invalid = (message) => (error) => error instanceof TypeError && error.code === "INVALID_ARGUMENT" && message.test(error.message);
+  assert.throws(() => pgHost.postgresStore(null), invalid(/ratebound\/postgres: db must have a query\(text, params\) method.*got null/));
+  assert.throws(() => pgHost.postgresStore({}), invalid(/db must have a query/));
+  const redisLike = { get() {}, set() {}, eval() {}, evalsha() {} };
+  assert.throws(() => pgHost.postgresStore(redisLike), invalid(/db looks like a Redis client: pass it to redisStore\(client\) from ratebound\/redis/));
+  assert.throws(() => pgHost.postgresStore({ query() {} }, { table: 'x"; DROP TABLE users; --' }), invalid(/table must be a name like "ratebound"/));
+  assert.throws(() => pgHost.postgresStore({ query() {} }, { table: 7 }), invalid(/table must be a name like "ratebound" .*got 7/));
+  assert.throws(() => pgHost.postgresStore({ query() {} }, { maxAttempts: 0 }), invalid(/maxAttempts must be an integer >= 1 \(got 0\)/));
+  assert.throws(() => pgHost.postgresStore({ query() {} }, { onRetry: "log" }), invalid(/onRetry must be a function \(got "log"\)/));
+  assert.throws(() => pgHost.createTableSql({ table: "a.b.c" }), invalid(/table must be a name/));
+  await assert.rejects(() => pgHost.createTable({}), invalid(/db must have a query/));
   assert.match(pgHost.createTableSql({ table: "app.limits" }), /CREATE TABLE IF NOT EXISTS "app"\."limits"/);
   const sqliteHost = await import("../../pkg/dist/sqlite.js");
   assert.throws(() => sqliteHost.sqliteStore({ prepare() {} }), /ratebound\/sqlite: db must be a better-sqlite3 Database or a D1 binding/);
