@@ -14,9 +14,17 @@ export type { WriteInfo };
  * from `pg` or `SQLITE_BUSY` from better-sqlite3, are passed on unchanged).
  * Whatever the code, the call wrote nothing.
  *
- * - `SQL_FAILED`: the driver threw (for example a lost connection); `cause` holds its error.
- * - `SQL_LOCK_CONTENDED`: every attempt found a second state locked by another transaction.
- * - `SQL_BAD_ROW`: the database answered with something that is not a row of the table.
+ * - `SQL_FAILED`: the driver threw an error without a code of its own (for example "Connection
+ *   terminated"); `cause` holds it. Retry once the database is reachable.
+ * - `SQL_LOCK_CONTENDED`: every attempt found a state it needed locked by another transaction
+ *   (`maxAttempts` of them). Retry later, or give the limit fewer shards.
+ * - `SQL_BAD_ROW`: the connection answered with something that is not what ratebound asked
+ *   for: `query()` resolved without `{ rows: [...] }` (a wrapper around the driver that changes
+ *   its answers), or the decision function answered for another batch (a function of that name
+ *   that is not ratebound's). Pass the driver's own client, and run `createTable(db)` again.
+ *
+ * Errors of the database itself keep its SQLSTATE as their `code` (`40001`, `40P01`, `55P03`,
+ * `57014`, `42883` when the decision function is missing, …), and socket errors their own.
  *
  * @example
  * try { await limiter.limit("api", { key }); }
