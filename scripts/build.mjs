@@ -1,5 +1,5 @@
-// Builds the npm package `ratebound` into pkg/: the Rust core for wasm32,
-// wasm-bindgen's glue and types, wasm-opt, tsc, and the CommonJS entry.
+// Builds the npm package `ratebound` into pkg/: the Rust core for wasm32
+// (numbers-only exports, no glue), wasm-opt, tsc, and the CommonJS entry.
 // `--if-stale` skips the build when pkg/ is newer than every source file.
 import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -15,7 +15,6 @@ const run = (command, args) => execFileSync(command, args, { cwd: root, stdio: [
 function newestSource(dir) {
   let newest = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === "wasm" && dir.endsWith("ts")) continue; // generated
     const path = join(dir, entry.name);
     newest = Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
   }
@@ -36,7 +35,7 @@ for (let waited = 0; ; waited += 200) {
 }
 process.on("exit", () => rmSync(lock, { recursive: true, force: true }));
 
-const stamp = at("pkg", "dist", "wasm", "ratebound_bg.wasm");
+const stamp = at("pkg", "dist", "wasm", "ratebound.wasm");
 if (process.argv.includes("--if-stale") && existsSync(stamp)) {
   const sources = Math.max(
     ...["src", "ts", "pkg-template"].map((dir) => newestSource(at(dir))),
@@ -45,23 +44,12 @@ if (process.argv.includes("--if-stale") && existsSync(stamp)) {
   if (statSync(stamp).mtimeMs > sources) process.exit(0);
 }
 
-run("cargo", ["build", "--quiet", "--release", "--lib", "--target", "wasm32-unknown-unknown"]);
-rmSync(at("ts", "wasm"), { recursive: true, force: true });
-run("wasm-bindgen", [
-  "--target", "web",
-  "--out-dir", at("ts", "wasm"),
-  at("target", "wasm32-unknown-unknown", "release", "ratebound.wasm"),
+run("cargo", ["build", "--quiet", "--profile", "wasm", "--lib", "--target", "wasm32-unknown-unknown"]);
+const wasm = at("target", "wasm32-unknown-unknown", "wasm", "ratebound.optimized.wasm");
+run(bin("wasm-opt"), [
+  "-Oz", "--converge", "--strip-debug", "--strip-producers", "--zero-filled-memory",
+  at("target", "wasm32-unknown-unknown", "wasm", "ratebound.wasm"), "-o", wasm,
 ]);
-// The glue declares `[Symbol.dispose]` on its classes, which only lib esnext
-// knows: an app on lib es2020/es2022 with skipLibCheck false would fail to
-// compile our types. The classes are internal; the glue still defines the
-// method at run time where the engine has Symbol.dispose.
-{
-  const types = at("ts", "wasm", "ratebound.d.ts");
-  writeFileSync(types, readFileSync(types, "utf8").replace(/^\s*\[Symbol\.dispose\]\(\): void;\n/gm, ""));
-}
-const wasm = at("ts", "wasm", "ratebound_bg.wasm");
-run(bin("wasm-opt"), ["-Oz", "--strip-debug", "--strip-producers", wasm, "-o", wasm]);
 
 // Assemble in a fresh directory and swap it in at the end, so that anyone
 // importing pkg/ while a build runs sees the old package or the new one.
@@ -70,9 +58,7 @@ const outAt = (...parts) => join(out, ...parts);
 rmSync(out, { recursive: true, force: true });
 run(bin("tsc"), ["-p", at("tsconfig.json"), "--outDir", outAt("dist")]);
 mkdirSync(outAt("dist", "wasm"), { recursive: true });
-for (const file of ["ratebound.js", "ratebound.d.ts", "ratebound_bg.wasm"]) {
-  cpSync(at("ts", "wasm", file), outAt("dist", "wasm", file));
-}
+cpSync(wasm, outAt("dist", "wasm", "ratebound.wasm"));
 // Per-runtime entries that tsc cannot express (wasm and source-phase imports) ship as written.
 for (const file of readdirSync(at("ts", "entries"))) cpSync(at("ts", "entries", file), outAt("dist", file));
 await build({
@@ -83,8 +69,6 @@ await build({
   platform: "node",
   target: "node18",
   logLevel: "warning",
-  // The glue's async default init (never used by this entry) reads import.meta.url.
-  define: { "import.meta.url": "undefined" },
 });
 for (const file of readdirSync(at("pkg-template"))) cpSync(at("pkg-template", file), outAt(file), { recursive: true });
 // --- The Convex component (ts/convex-component/ → <out>/convex-component/) -------------------------

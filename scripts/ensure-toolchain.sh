@@ -1,27 +1,15 @@
 #!/usr/bin/env bash
 # Installs what building and testing ratebound needs, and only what is missing
-# (with --build, only what building the package needs: the first three):
-# the wasm32 target, wasm-bindgen-cli at exactly the version Cargo.toml pins,
-# Debian's chromium and chromedriver, the npm packages of package-lock.json,
-# and Deno (tools/deno).
+# (with --build, only what building the package needs: the first two): the
+# wasm32 target, the npm packages of package-lock.json (wasm-opt comes from
+# the npm package binaryen), then Debian's chromium, redis-server, g++ and
+# postgresql, cargo-fuzz, and Deno (tools/deno).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   echo "ratebound: adding the wasm32-unknown-unknown target" >&2
   rustup target add wasm32-unknown-unknown >&2
-fi
-
-pinned=$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' Cargo.toml)
-if [ -z "$pinned" ]; then
-  echo "ratebound: Cargo.toml must pin wasm-bindgen exactly (wasm-bindgen = \"=X.Y.Z\")" >&2
-  exit 1
-fi
-installed=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
-if [ "$installed" != "$pinned" ]; then
-  # Not --locked: the registry here lacks one of its locked dependency versions.
-  echo "ratebound: installing wasm-bindgen-cli $pinned (found '${installed:-none}'); this takes several minutes" >&2
-  cargo install wasm-bindgen-cli --version "$pinned" >&2
 fi
 
 # npm ci when node_modules is missing or was installed from another lockfile.
@@ -37,13 +25,13 @@ if [ "${1:-}" = "--build" ]; then
   exit 0
 fi
 
-# Headless Chromium (and its driver) for the browser tests, from Debian's packages.
-if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
-  echo "ratebound: installing chromium and chromium-driver" >&2
+# Headless Chromium for the browser tests (driven by playwright-core), from Debian's packages.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "ratebound: installing chromium" >&2
   export DEBIAN_FRONTEND=noninteractive
   if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
   $sudo apt-get update -q >&2
-  $sudo apt-get install -y -q chromium chromium-driver >&2
+  $sudo apt-get install -y -q chromium >&2
 fi
 
 # Debian's redis-server for the ratebound/redis tests (tests/redis/ starts and stops its own).

@@ -6,7 +6,7 @@
 //
 // The page loads `ratebound`, `ratebound/preview` and `ratebound/react` from
 // pkg/dist as a user's bundler would (the "browser" condition), and fetches
-// the one .wasm from /wasm/ratebound_bg.wasm, next to the bundle.
+// the one .wasm from /wasm/ratebound.wasm, next to the bundle.
 // `startPlayground()` is also what tests/browser/playground.test.mjs runs.
 import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -69,7 +69,7 @@ export async function startPlayground({ port = 0, host = "127.0.0.1" } = {}) {
   const files = {
     "/": { type: "text/html; charset=utf-8", body: readFileSync(join(exampleDir, "index.html")) },
     "/app.js": { type: "text/javascript; charset=utf-8", body: await bundlePlayground() },
-    "/wasm/ratebound_bg.wasm": { type: "application/wasm", body: readFileSync(join(distDir, "wasm", "ratebound_bg.wasm")) },
+    "/wasm/ratebound.wasm": { type: "application/wasm", body: readFileSync(join(distDir, "wasm", "ratebound.wasm")) },
   };
   files["/index.html"] = files["/"];
 

@@ -16,23 +16,35 @@ use crate::state::{StateRef, StateStore};
 
 /// One decision of a batch.
 #[derive(Debug, Clone, Copy)]
-pub struct Item<'a> {
+pub struct Item {
     /// The limit's validated config.
-    pub config: &'a Config,
+    pub config: Config,
     /// What is asked of it.
     pub request: Request,
     /// Whether a grant is written (`limit`) or only answered (`check`).
     pub write: bool,
-    /// The random numbers its plan draws ([`draws_needed`](crate::draws_needed) of them).
-    pub draws: &'a [f64],
+    /// The random numbers its plan draws ([`draws_needed`](crate::draws_needed) of them; the rest unused).
+    pub draws: [f64; 4],
     /// The slots of the shards its plan reads (the second unused when it reads one).
     pub slots: [usize; 2],
     /// The call's clock, in ms (one for a whole all-or-nothing batch).
     pub now_ms: f64,
 }
 
+impl Item {
+    /// An item that asks nothing, to fill storage with.
+    pub const EMPTY: Item = Item {
+        config: Config { kind: crate::config::Kind::TokenBucket, rate: 1.0, period_ms: 1.0, capacity: 0.0, max_reserved: None, shard_count: 1, start_ms: None },
+        request: Request { count: 0.0, reserve: false },
+        write: false,
+        draws: [0.0; 4],
+        slots: [0, 0],
+        now_ms: 0.0,
+    };
+}
+
 /// One state of a batch: as read, and as the batch's decisions so far left it.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Slot {
     /// What the store held (`None`: nothing).
     pub stored: Option<State>,
@@ -42,7 +54,16 @@ pub struct Slot {
     pub full_at_ms: f64,
 }
 
+impl Default for Slot {
+    fn default() -> Self {
+        Slot::EMPTY
+    }
+}
+
 impl Slot {
+    /// Nothing read, nothing to write.
+    pub const EMPTY: Slot = Slot { stored: None, pending: None, full_at_ms: 0.0 };
+
     /// The state the next decision sees.
     pub fn current(&self) -> Option<State> {
         self.pending.or(self.stored)
@@ -74,14 +95,14 @@ pub enum Mode {
 /// (bad input fails before any decision). In `Each` mode, an item's error is
 /// its own answer and the batch goes on.
 pub fn decide_batch(
-    items: &[Item<'_>],
+    items: &[Item],
     slots: &mut [Slot],
     mode: Mode,
     mut answer: impl FnMut(usize, &Result<Outcome, Error>),
 ) -> Result<RateLimitResult, Error> {
     if mode == Mode::AllOrNothing {
         for item in items {
-            prepare(item.config, item.request, item.now_ms)?;
+            prepare(&item.config, item.request, item.now_ms)?;
         }
     }
     let mut all_ok = true;
@@ -108,7 +129,7 @@ pub fn decide_batch(
             for (shard, state) in outcome.writes.iter().flatten() {
                 let slot = &mut slots[item.slots[usize::from(*shard != shards[0])]];
                 slot.pending = Some(*state);
-                slot.full_at_ms = write_info(item.config, *state, item.now_ms).full_at_ms;
+                slot.full_at_ms = write_info(&item.config, *state, item.now_ms).full_at_ms;
             }
         }
     }
@@ -132,17 +153,17 @@ fn clear(slots: &mut [Slot]) {
 }
 
 /// An item's outcome, and the shards its plan read.
-fn decide_item(item: &Item<'_>, slots: &[Slot], mode: Mode) -> Result<(Outcome, [u32; 2]), Error> {
+fn decide_item(item: &Item, slots: &[Slot], mode: Mode) -> Result<(Outcome, [u32; 2]), Error> {
     let now_ms = item.now_ms;
     if mode == Mode::Each {
-        prepare(item.config, item.request, now_ms)?;
+        prepare(&item.config, item.request, now_ms)?;
     }
-    let planned = plan(item.config, now_ms, item.draws)?;
+    let planned = plan(&item.config, now_ms, &item.draws)?;
     let mut stored = [None, None];
     for (index, state) in stored.iter_mut().enumerate().take(planned.reads) {
         *state = slots[item.slots[index]].current();
     }
-    Ok((decide_planned(item.config, item.request, now_ms, &planned, stored)?, planned.shards))
+    Ok((decide_planned(&item.config, item.request, now_ms, &planned, stored)?, planned.shards))
 }
 
 /// One limit of a [`limit_all`] batch, for the reference driver.
@@ -190,7 +211,11 @@ pub fn limit_all<S: StateStore>(store: &mut S, items: &[BatchItem<'_>], now_ms: 
                 }
             };
         }
-        batch.push(Item { config: item.config, request: item.request, write, draws: item.draws, slots: item_slots, now_ms });
+        let mut draws = [0.0; 4];
+        for (slot, drawn) in draws.iter_mut().zip(item.draws) {
+            *slot = *drawn;
+        }
+        batch.push(Item { config: *item.config, request: item.request, write, draws, slots: item_slots, now_ms });
     }
     let result = decide_batch(&batch, &mut slots, Mode::AllOrNothing, |_, _| {})?;
     for ((name, key, shard), slot) in refs.iter().zip(&slots) {

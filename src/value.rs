@@ -25,15 +25,15 @@ pub struct ValueReport {
 
 /// The shards `getValue` reads: `min(sampleShards ?? 1, shards)` distinct
 /// ones, drawn without replacement, one random number each (none for an
-/// unsharded limit). Writes them to the front of `into` and returns how many.
+/// unsharded limit). Writes them to the front of `into` (as numbers) and returns how many.
 ///
 /// # Errors
 /// `sampleShards` that is not an integer `>= 1`, a bad `now`, or a draw outside `[0, 1)`.
-pub fn plan_value(config: &Config, wanted: Option<f64>, now_ms: f64, draws: &[f64], into: &mut [u32]) -> Result<usize, Error> {
+pub fn plan_value(config: &Config, wanted: Option<f64>, now_ms: f64, draws: &[f64], into: &mut [f64]) -> Result<usize, Error> {
     check_now(config, now_ms)?;
     let count = sample_shards(wanted, config.shard_count)? as usize;
     if config.shard_count == 1 {
-        into[0] = 0;
+        into[0] = 0.0;
         return Ok(1);
     }
     let mut remaining = [0u16; crate::config::MAX_SHARDS as usize];
@@ -44,7 +44,7 @@ pub fn plan_value(config: &Config, wanted: Option<f64>, now_ms: f64, draws: &[f6
     for chosen in 0..count.min(into.len()) {
         let drawn = unit_random(*draws.get(chosen).ok_or(Error::InvalidRandom { got: f64::NAN })?)?;
         let index = first_shard(left as u32, drawn) as usize;
-        into[chosen] = u32::from(remaining[index]);
+        into[chosen] = f64::from(remaining[index]);
         remaining.copy_within(index + 1..left, index);
         left -= 1;
     }
@@ -69,7 +69,7 @@ pub fn value_draws_needed(config: &Config, wanted: Option<f64>) -> Result<usize,
 /// Sharded: the sampled shards (a missing one is full) projected to the
 /// latest sampled `ts`; `value` is their mean times the shard count, `shard`
 /// the best one sampled.
-pub fn value_of(config: &Config, now_ms: f64, sampled: &[(u32, Option<State>)]) -> ValueReport {
+pub fn value_of(config: &Config, now_ms: f64, count: usize, sampled: impl Fn(usize) -> (u32, Option<State>)) -> ValueReport {
     let shard_config = config.per_shard();
     let state_of = |stored: Option<State>| match stored {
         Some(state) => state,
@@ -79,25 +79,25 @@ pub fn value_of(config: &Config, now_ms: f64, sampled: &[(u32, Option<State>)]) 
         Kind::FixedWindow => Some(config.start_ms.unwrap_or(ts)),
         Kind::TokenBucket => None,
     };
-    if let [(shard, stored)] = sampled {
-        if config.shard_count == 1 {
-            let state = state_of(*stored);
-            return ValueReport { value: state.value, ts: state.ts, shard: *shard, start_ms: start_of(state.ts) };
-        }
+    if count == 1 && config.shard_count == 1 {
+        let (shard, stored) = sampled(0);
+        let state = state_of(stored);
+        return ValueReport { value: state.value, ts: state.ts, shard, start_ms: start_of(state.ts) };
     }
-    let latest_ts = sampled.iter().map(|(_, stored)| state_of(*stored).ts).fold(f64::NEG_INFINITY, f64::max);
+    let latest_ts = (0..count).map(|index| state_of(sampled(index).1).ts).fold(f64::NEG_INFINITY, f64::max);
     let mut best: Option<(u32, State)> = None;
     let mut sum = 0.0;
-    for (shard, stored) in sampled {
-        let at_latest = advance(state_of(*stored), &shard_config, latest_ts, 0.0);
+    for index in 0..count {
+        let (shard, stored) = sampled(index);
+        let at_latest = advance(state_of(stored), &shard_config, latest_ts, 0.0);
         let projected = State { value: at_latest.value, ts: at_latest.ts };
         sum += projected.value;
         if best.is_none_or(|(_, best)| projected.value > best.value) {
-            best = Some((*shard, projected));
+            best = Some((shard, projected));
         }
     }
-    // `sampled` is never empty; were it, the report would be the empty shard 0 rather than a panic.
+    // `count` is never 0; were it, the report would be the empty shard 0 rather than a panic.
     let (best_shard, best) = best.unwrap_or((0, State { value: 0.0, ts: now_ms }));
-    let mean = sum / sampled.len().max(1) as f64;
+    let mean = sum / count.max(1) as f64;
     ValueReport { value: mean * f64::from(config.shard_count), ts: best.ts, shard: best_shard, start_ms: start_of(best.ts) }
 }

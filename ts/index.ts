@@ -1,12 +1,13 @@
 /**
  * ratebound: rate limits stored as two numbers per key, decided by one
  * WebAssembly core. This module is the API every runtime entry re-exports;
- * the entries load the `.wasm` first.
+ * the entries instantiate the `.wasm` first.
  * @module
  */
 export type {
   DecideOptions,
   FixedWindowConfig,
+  FixedWindowKind,
   GrantData,
   GrantShard,
   RateLimitConfig,
@@ -18,11 +19,15 @@ export type {
   RateLimitStore,
   RateLimitTransition,
   RateLimitValue,
+  RemoteAnswer,
+  RemoteBatch,
+  RemoteItem,
   SettleResult,
   StateRef,
   TokenBucketConfig,
+  TokenBucketKind,
   WriteInfo,
-} from "./wasm/ratebound.js";
+} from "./core/types.js";
 export type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions, SettleOptions } from "./core/options.js";
 export { Grant } from "./core/grant.js";
 export type { GrantResult } from "./core/grant.js";
@@ -30,10 +35,10 @@ export { RateLimiter } from "./core/limiter.js";
 export { calculateRateLimit, calculateRateLimits, decideRateLimit, rateLimitFigures, withJitter } from "./core/pure.js";
 export { MemoryStore } from "./stores/memory.js";
 // For adapters and the package's subpath modules: options read by their own
-// fields, and argument errors in the core's one shape (TypeError, code INVALID_ARGUMENT).
-export { invalidArgument, ownOptions } from "./wasm/ratebound.js";
-export { RateLimitError, isRateLimitError } from "./core/errors.js";
-export type { RateLimitErrorData } from "./core/errors.js";
+// fields, and argument errors in the core's one shape (code INVALID_ARGUMENT).
+export { ownOptions } from "./core/options.js";
+export { invalidArgument, isRateboundError, RateboundError, RateboundTypeError, RateLimitError, isRateLimitError } from "./core/errors.js";
+export type { RateboundErrorCode, RateLimitErrorData } from "./core/errors.js";
 export { SECOND, MINUTE, HOUR, DAY, WEEK } from "./core/time.js";
 export { StoreTimeoutError, isDegraded } from "./core/failure-policy.js";
 export type { Degraded, FailureOptions, LimitConfig, StoreErrorPolicy } from "./core/failure-policy.js";

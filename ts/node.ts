@@ -1,7 +1,7 @@
-// Node ESM entry: load the one .wasm from disk, synchronously, then the shared API.
+// Node ESM entry: compile the one .wasm from disk, synchronously, then the shared API.
 import { readFileSync } from "node:fs";
-import { initSync } from "./wasm/ratebound.js";
+import { useModule } from "./core/engine.js";
 
-initSync({ module: readFileSync(new URL("./wasm/ratebound_bg.wasm", import.meta.url)) });
+useModule(new WebAssembly.Module(readFileSync(new URL("./wasm/ratebound.wasm", import.meta.url))));
 
 export * from "./index.js";

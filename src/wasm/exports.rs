@@ -164,42 +164,36 @@ pub extern "C" fn rb_decide(count: u32, slot_count: u32, mode: u32) -> f64 {
     let io = io();
     let count = (count as usize).min(io::MAX_ITEMS);
     let slot_count = (slot_count as usize).clamp(1, io::MAX_SLOTS);
-    let mut slots = [Slot::default(); io::MAX_SLOTS];
+    let (items, slots) = io::scratch();
     for (index, slot) in slots.iter_mut().enumerate().take(slot_count) {
-        slot.stored = state_at(io, SLOTS + index * SLOT);
+        *slot = Slot { stored: state_at(io, SLOTS + index * SLOT), ..Slot::EMPTY };
     }
-    let mut configs = [config_at(io, item_at(0)); io::MAX_ITEMS];
-    let mut draws = [[0.0; 4]; io::MAX_ITEMS];
-    for index in 0..count {
-        configs[index] = config_at(io, item_at(index));
-        draws[index] = draws_of(io, item_at(index));
-    }
-    let mut items = [Item { config: &configs[0], request: Request { count: 0.0, reserve: false }, write: false, draws: &[], slots: [0, 0], now_ms: 0.0 }; io::MAX_ITEMS];
     for (index, entry) in items.iter_mut().enumerate().take(count) {
         let item = item_at(index);
         let slot_of = |which: usize| (io[MAP + 2 * index + which] as usize).min(slot_count - 1);
         *entry = Item {
-            config: &configs[index],
+            config: config_at(io, item),
             request: request_at(io, item),
             write: io[item + 9] != 0.0,
-            draws: &draws[index],
+            draws: draws_of(io, item),
             slots: [slot_of(0), slot_of(1)],
             now_ms: io[item + 10],
         };
     }
     let mode = if mode == 1 { Mode::AllOrNothing } else { Mode::Each };
-    let mut answers = [None; io::MAX_ITEMS];
-    let result = decide_batch(&items[..count], &mut slots[..slot_count], mode, |index, outcome| answers[index] = Some(*outcome));
-    for (index, answer) in answers.iter().enumerate().take(count) {
+    for index in 0..count {
+        io[OUT + index * OUT_STRIDE] = f64::NAN;
+    }
+    let items = &items[..count];
+    let result = decide_batch(items, &mut slots[..slot_count], mode, |index, outcome| {
         let out = OUT + index * OUT_STRIDE;
-        match answer {
-            Some(Ok(outcome)) => put_answer(io, out, outcome, &configs[index], items[index].now_ms),
-            Some(Err(error)) => {
+        match outcome {
+            Ok(outcome) => put_answer(io, out, outcome, &items[index].config, items[index].now_ms),
+            Err(error) => {
                 put_error(io, out, error);
             }
-            None => io[out] = f64::NAN,
         }
-    }
+    });
     for (index, slot) in slots.iter().enumerate().take(slot_count) {
         let at = SLOTS + index * SLOT;
         put_state(io, at + 2, slot.pending);
@@ -332,32 +326,26 @@ pub extern "C" fn rb_settle(actual: f64, now: f64) -> f64 {
     }
 }
 
-/// How many draws `getValue` takes on item 0's config for `wanted` shards (NaN: default).
+/// How many draws `getValue` takes on item 0's config for `wanted` shards (`asked` 0: the default).
 #[no_mangle]
-pub extern "C" fn rb_value_draws(wanted: f64) -> f64 {
+pub extern "C" fn rb_value_draws(asked: u32, wanted: f64) -> f64 {
     let io = io();
-    match value_draws_needed(&config_at(io, item_at(0)), maybe(wanted)) {
+    match value_draws_needed(&config_at(io, item_at(0)), (asked != 0).then_some(wanted)) {
         Ok(count) => count as f64,
         Err(error) => put_error(io, OUT, &error),
     }
 }
 
-/// Plans `getValue` on item 0's config: draws at `EXTRA`, the sampled shards
-/// written at `EXTRA + 1024`. Returns how many, or `-code`.
+/// Plans `getValue` on item 0's config (`asked` 0: `sampleShards` absent):
+/// draws at `EXTRA`, the sampled shards written at `EXTRA + 1024`. Returns
+/// how many, or `-code`.
 #[no_mangle]
-pub extern "C" fn rb_plan_value(wanted: f64, now: f64) -> f64 {
+pub extern "C" fn rb_plan_value(asked: u32, wanted: f64, now: f64) -> f64 {
     let io = io();
     let config = config_at(io, item_at(0));
-    let mut draws = [0.0; 1024];
-    draws.copy_from_slice(&io[EXTRA..EXTRA + 1024]);
-    let mut shards = [0u32; 1024];
-    match plan_value(&config, maybe(wanted), now, &draws, &mut shards) {
-        Ok(count) => {
-            for (index, shard) in shards.iter().enumerate().take(count) {
-                io[EXTRA + 1024 + index] = f64::from(*shard);
-            }
-            count as f64
-        }
+    let (draws, rest) = io[EXTRA..].split_at_mut(1024);
+    match plan_value(&config, (asked != 0).then_some(wanted), now, draws, &mut rest[..1024]) {
+        Ok(count) => count as f64,
         Err(error) => put_error(io, OUT, &error),
     }
 }
@@ -370,11 +358,7 @@ pub extern "C" fn rb_value(count: u32, now: f64) -> f64 {
     let io = io();
     let config = config_at(io, item_at(0));
     let count = (count as usize).min(1024);
-    let mut sampled = [(0u32, None); 1024];
-    for (index, entry) in sampled.iter_mut().enumerate().take(count) {
-        *entry = (io[EXTRA + 1024 + index] as u32, state_at(io, EXTRA + 2048 + 2 * index));
-    }
-    let report = value_of(&config, now, &sampled[..count]);
+    let report = value_of(&config, now, count, |index| (io[EXTRA + 1024 + index] as u32, state_at(io, EXTRA + 2048 + 2 * index)));
     io[EXTRA] = report.value;
     io[EXTRA + 1] = report.ts;
     io[EXTRA + 2] = f64::from(report.shard);
@@ -392,22 +376,32 @@ pub extern "C" fn rb_check_now(now: f64) -> f64 {
     }
 }
 
-/// `calculateRateLimit` on the config at `EXTRA` (compiled): the state
+/// `calculateRateLimit` on a compiled config (its seven numbers), the state
 /// (`value` NaN: none), `now`, `count`, and a phase for a fresh fixed window.
 /// Returns the new value; `ts`, `retryAfter` and `windowStart` (NaN: none)
 /// go to `EXTRA + 8`, and the status to `EXTRA + 11` (0, or `-code`).
 #[no_mangle]
-pub extern "C" fn rb_calculate(value: f64, ts: f64, now: f64, count: f64, phase: f64) -> f64 {
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn rb_calculate(kind: f64, rate: f64, period: f64, capacity: f64, max_reserved: f64, shards: f64, start: f64, value: f64, ts: f64, now: f64, count: f64, phase: f64) -> f64 {
     let io = io();
-    let checked = (|| {
-        let config = config_at(io, EXTRA);
-        if !now.is_finite() {
-            return Err(Error::request(crate::error::Field::Now, crate::error::Rule::FiniteMs, now));
-        }
-        check_count(count)?;
-        let state = maybe(value).map(|value| State { value, ts });
-        Ok(calculate_rate_limit(state, &config, now, count, unit_random(phase)?))
-    })();
+    let config = Config {
+        kind: if kind == 1.0 { Kind::FixedWindow } else { Kind::TokenBucket },
+        rate,
+        period_ms: period,
+        capacity,
+        max_reserved: maybe(max_reserved),
+        shard_count: shards as u32,
+        start_ms: maybe(start),
+    };
+    let checked = if !now.is_finite() {
+        Err(Error::request(crate::error::Field::Now, crate::error::Rule::FiniteMs, now))
+    } else {
+        check_count(count).and_then(|count| {
+            let state = maybe(value).map(|value| State { value, ts });
+            let phase = if state.is_none() && config.kind == Kind::FixedWindow && config.start_ms.is_none() { unit_random(phase)? } else { 0.0 };
+            Ok(calculate_rate_limit(state, &config, now, count, phase))
+        })
+    };
     match checked {
         Ok(transition) => {
             io[EXTRA + 8] = transition.ts;

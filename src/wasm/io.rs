@@ -20,6 +20,7 @@
 //! - `EXTRA`: what one operation needs beyond items (configs to compile,
 //!   grants, settles, sampled shards).
 
+use crate::batch::{Item, Slot};
 use crate::config::{Config, Kind};
 use crate::error::Error;
 use crate::request::Request;
@@ -54,6 +55,16 @@ static mut IO: [f64; IO_LEN] = [0.0; IO_LEN];
 pub fn io() -> &'static mut [f64; IO_LEN] {
     // SAFETY: see above; the exports take it once per call and never re-enter.
     unsafe { &mut *core::ptr::addr_of_mut!(IO) }
+}
+
+static mut ITEMS_SCRATCH: [Item; MAX_ITEMS] = [Item::EMPTY; MAX_ITEMS];
+static mut SLOTS_SCRATCH: [Slot; MAX_SLOTS] = [Slot::EMPTY; MAX_SLOTS];
+
+/// Room for one batch's items and slots, reused by every call (nothing to clear: a
+/// call writes the prefix it uses before reading it).
+pub fn scratch() -> (&'static mut [Item; MAX_ITEMS], &'static mut [Slot; MAX_SLOTS]) {
+    // SAFETY: as for `io`: one call at a time, and `rb_decide` alone takes them.
+    unsafe { (&mut *core::ptr::addr_of_mut!(ITEMS_SCRATCH), &mut *core::ptr::addr_of_mut!(SLOTS_SCRATCH)) }
 }
 
 /// The buffer's address, for the package's `Float64Array` view.

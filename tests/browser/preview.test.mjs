@@ -304,15 +304,15 @@ describe("packaging of ratebound/preview and ratebound/react", () => {
     assert.equal(manifest.dependencies?.react, undefined);
   });
 
-  it("imports react from dist/react.js and from no other file", () => {
+  it("imports react from the react module (dist/browser/react.js) and from no other file", () => {
     const importers = readdirSync(join(pkgDir, "dist"), { recursive: true })
       .filter((file) => /\.(c?js|mjs)$/.test(file))
       .filter((file) => /(from\s*|require\(\s*|import\(\s*)["']react(\/[^"']*)?["']/.test(readFileSync(join(pkgDir, "dist", file), "utf8")));
-    assert.deepEqual(importers, ["react.js"]);
+    assert.deepEqual(importers, ["browser/react.js"]);
   });
 
-  it("dist/preview.js loads the core by the package's name, not a second copy of the wasm", () => {
-    const source = readFileSync(join(pkgDir, "dist", "preview.js"), "utf8");
+  it("the preview module (dist/browser/preview.js) loads the core by the package's name, not a second copy of the wasm", () => {
+    const source = readFileSync(join(pkgDir, "dist", "browser", "preview.js"), "utf8");
     assert.match(source, /from "ratebound"/);
     assert.doesNotMatch(source, /wasm/);
   });

@@ -583,18 +583,22 @@ for (const kind of KINDS) {
       for (const [outcome, times] of Object.entries(seen)) assert.ok(times > 5, `${outcome} happened only ${times} times`);
     });
 
-    it("a fresh first shard that grants, or one of only two shards, is decided alone with one read", async () => {
+    // The plan names both shards before any read (issue 23: one batched read); the second is
+    // then simply not used: one write, on the first shard.
+    it("a fresh first shard that grants, or one of only two shards, is decided alone: two reads in one batch, one write", async () => {
       const fresh = setup({ wide: config(kind, { rate: 100, period: SECOND, shards: 10 }) }, { random: seeded(6) });
       assert.deepEqual(await fresh.limiter.limit("wide", { count: 3 }), { ok: true });
-      assert.equal(fresh.store.reads.length, 1);
+      assert.equal(fresh.store.reads.length, 2);
       assert.equal(fresh.store.writes.length, 1);
+      assert.equal(fresh.store.writes[0].ref.shard, fresh.store.reads[0].shard, "the first shard read is the one written");
       const pair = setup({ pair: config(kind, { rate: 20, period: SECOND, shards: 2 }) }, { random: seeded(7) });
       pair.store.inner.write({ name: "pair", shard: 0 }, { value: 5, ts: 0 });
       pair.store.inner.write({ name: "pair", shard: 1 }, { value: 5, ts: 0 });
       for (let i = 0; i < 4; i++) {
         pair.store.forget();
         assert.deepEqual(await pair.limiter.limit("pair", { count: 1 }), { ok: true });
-        assert.equal(pair.store.reads.length, 1);
+        assert.equal(pair.store.reads.length, 2);
+        assert.equal(pair.store.writes.length, 1);
       }
     });
 

@@ -82,8 +82,8 @@ describe("pkg/package.json", () => {
     if (root.types) assert.ok(existsSync(join(pkgDir, root.types)), `types → ${root.types} exists`);
   });
 
-  it("ships what it exports: the .wasm sits next to the glue", () => {
-    assert.ok(existsSync(join(pkgDir, "dist", "wasm", "ratebound_bg.wasm")));
+  it("ships what it exports: the one .wasm the entries load", () => {
+    assert.ok(existsSync(join(pkgDir, "dist", "wasm", "ratebound.wasm")));
   });
 });
 

@@ -42,7 +42,7 @@ const children = new Set();
 
 before(async () => {
   const pkg = join(repo, "pkg");
-  assert.ok(existsSync(join(pkg, "dist", "wasm", "ratebound_bg.wasm")), "pkg/ is not built: run `node scripts/build.mjs` first");
+  assert.ok(existsSync(join(pkg, "dist", "wasm", "ratebound.wasm")), "pkg/ is not built: run `node scripts/build.mjs` first");
   work = mkdtempSync(join(tmpdir(), "ratebound-packaging-"));
   mkdirSync(join(work, "pack"));
   const { stdout } = await run("npm", ["pack", pkg, "--pack-destination", join(work, "pack"), "--json", ...npmFlags()]);
@@ -342,7 +342,7 @@ test("Chromium runs the package as native ES modules from a static server", { ti
   const { seen, fetched, served } = await inChromium(dir, "index.html");
   assertScenario(seen);
   assert.ok(served.includes(`/node_modules/ratebound/${entry}`), `the page loaded ${entry}`);
-  assert.ok(fetched.includes("/node_modules/ratebound/dist/wasm/ratebound_bg.wasm"), "the .wasm was fetched from next to the script");
+  assert.ok(fetched.includes("/node_modules/ratebound/dist/wasm/ratebound.wasm"), "the .wasm was fetched from next to the script");
 });
 
 test("Chromium runs an esbuild bundle of the package", { timeout: TEST_TIMEOUT_MS }, async () => {
@@ -358,10 +358,10 @@ test("Chromium runs an esbuild bundle of the package", { timeout: TEST_TIMEOUT_M
     metafile: true,
     logLevel: "silent",
   });
-  // esbuild leaves `new URL("./wasm/ratebound_bg.wasm", import.meta.url)` alone (Vite and webpack
+  // esbuild leaves `new URL("./wasm/ratebound.wasm", import.meta.url)` alone (Vite and webpack
   // rewrite it): an esbuild user ships the file where the bundle will look for it.
   mkdirSync(join(dir, "public", "wasm"));
-  copyFileSync(join(dir, "node_modules", "ratebound", "dist", "wasm", "ratebound_bg.wasm"), join(dir, "public", "wasm", "ratebound_bg.wasm"));
+  copyFileSync(join(dir, "node_modules", "ratebound", "dist", "wasm", "ratebound.wasm"), join(dir, "public", "wasm", "ratebound.wasm"));
   writePage(dir, join("public", "index.html"), { script: "./browser.js" });
   const { seen, served } = await inChromium(dir, "public/index.html");
   assertScenario(seen);

@@ -4,7 +4,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { RateLimiter, MemoryStore, calculateRateLimit, withJitter, SECOND } from "../../pkg/dist/node.js";
-import { initSync } from "../../pkg/dist/wasm/ratebound.js";
+import * as engine from "../../pkg/dist/core/engine.js";
 import { CheckedStore } from "./helpers.mjs";
 
 export const CALLS_PER_KIND = 10_000;
@@ -15,8 +15,8 @@ export const LIMITS = {
   wide: { kind: "fixed window", rate: 40, period: SECOND, shards: 4, start: 0 },
 };
 
-/** The package's WebAssembly memory: `initSync` hands back the running instance's exports. */
-const wasmMemory = () => initSync().memory;
+/** The package's WebAssembly memory: the running instance's. */
+const wasmMemory = () => engine.core.memory;
 
 /** Limiters on both paths (a MemoryStore's slab, a callback store), with a fixed clock. */
 export function healthy() {

@@ -1,3 +1,12 @@
+/**
+ * The package's errors: a refusal that throws ({@link RateLimitError}), and
+ * every failure of the core and its checks ({@link RateboundError}, one class
+ * with a typed code). The core hands errors over as numbers (a code, a field,
+ * a rule and up to three values); this module words them, so the
+ * WebAssembly carries no formatter. Every message is built here, once.
+ * @module
+ */
+
 /** What a refused call carries when it throws: the same shape as `@convex-dev/rate-limiter`'s `ConvexError` data. */
 export type RateLimitErrorData = { kind: "RateLimited"; name: string; retryAfter: number };
 
@@ -23,6 +32,15 @@ export class RateLimitError extends Error {
   }
 }
 
+/** `object[field]` if it is the object's own, else `undefined`; never throws. */
+function ownValue(object: unknown, field: string): unknown {
+  try {
+    return typeof object === "object" && object !== null && Object.hasOwn(object, field) ? (object as Record<string, unknown>)[field] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Whether `error` is a rate-limit refusal: a {@link RateLimitError}, or any error
  * (such as Convex's `ConvexError`) whose `data` is `{ kind: "RateLimited", name, retryAfter }`.
@@ -35,8 +53,339 @@ export class RateLimitError extends Error {
 export function isRateLimitError(error: unknown): error is { data: RateLimitErrorData } {
   if (error instanceof RateLimitError) return true;
   // Own fields only: a polluted Object.prototype.data must not make every error a refusal.
-  const own = (object: unknown, field: string): unknown =>
-    typeof object === "object" && object !== null && Object.hasOwn(object, field) ? (object as Record<string, unknown>)[field] : undefined;
-  const data = own(error, "data");
-  return own(data, "kind") === "RateLimited" && typeof own(data, "name") === "string" && typeof own(data, "retryAfter") === "number";
+  const data = ownValue(error, "data");
+  return ownValue(data, "kind") === "RateLimited" && typeof ownValue(data, "name") === "string" && typeof ownValue(data, "retryAfter") === "number";
+}
+
+/**
+ * Every code a {@link RateboundError} (or, for `INVALID_ARGUMENT`, a {@link RateboundTypeError}) carries. Each is explained, with what to do, in
+ * `docs/errors.md`.
+ *
+ * - `INVALID_CONFIG`: a limit's config is invalid (named, with the field).
+ * - `INVALID_REQUEST`: an argument of one call is invalid (`count`, `key`, `now`, a grant's data…).
+ * - `INVALID_ARGUMENT`: a constructor's or function's argument has the wrong shape.
+ * - `COUNT_EXCEEDS_MAX`: the request asks more than the limit can ever grant.
+ * - `WAIT_UNBOUNDED`: a reservation (or a settle's extra) so large no clock could repay it.
+ * - `UNKNOWN_LIMIT`: no limit of that name, and no `config` inline.
+ * - `CORRUPT_STATE`: a stored state is not two finite numbers.
+ * - `INVALID_RANDOM`: the injected `random()` returned something outside `[0, 1)`.
+ * - `RANDOM_UNAVAILABLE`: the runtime has no cryptographic random source and none was injected.
+ * - `STORE_FULL`: a MemoryStore at its `maxKeys` could not make room without handing out tokens.
+ * - `GRANT_SETTLED`: a grant was settled (or cancelled) already.
+ * - `STORE_MISMATCH`: a store that decides next to its data wrote other than the core decided.
+ */
+export type RateboundErrorCode =
+  | "INVALID_CONFIG"
+  | "INVALID_REQUEST"
+  | "INVALID_ARGUMENT"
+  | "COUNT_EXCEEDS_MAX"
+  | "WAIT_UNBOUNDED"
+  | "UNKNOWN_LIMIT"
+  | "CORRUPT_STATE"
+  | "INVALID_RANDOM"
+  | "RANDOM_UNAVAILABLE"
+  | "STORE_FULL"
+  | "GRANT_SETTLED"
+  | "STORE_MISMATCH";
+
+/**
+ * A call that failed, as opposed to being refused: bad input, a request that
+ * can never succeed, a corrupt state. Nothing was written. `code` tells the
+ * cases apart; `field` names the field or argument when there is one.
+ *
+ * @example
+ * try { await limiter.limit("upload", { count }); }
+ * catch (error) {
+ *   if (error instanceof RateboundError && error.code === "COUNT_EXCEEDS_MAX") return respond(413);
+ *   throw error;
+ * }
+ */
+export class RateboundError extends Error {
+  /** What failed: see {@link RateboundErrorCode}. */
+  readonly code: RateboundErrorCode;
+  /** The field or argument at fault, when there is one (`"count"`, `"rate"`, `"key"`…). */
+  readonly field: string | undefined;
+
+  /**
+   * @param code What failed.
+   * @param message What happened, for people.
+   * @param field The field or argument at fault.
+   */
+  constructor(code: RateboundErrorCode, message: string, field?: string) {
+    super(message);
+    this.name = "RateboundError";
+    this.code = code;
+    this.field = field;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Showing values in messages.
+
+/** Whether a string converts to UTF-8 without loss (no lone surrogate). */
+const SURROGATE = /[\uD800-\uDFFF]/;
+const LONE_SURROGATE = /(?:[\uD800-\uDBFF](?![\uDC00-\uDFFF]))|(?:(?<![\uD800-\uDBFF])[\uDC00-\uDFFF])/;
+export const wellFormed: (text: string) => boolean =
+  typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function"
+    ? (text) => (text as string & { isWellFormed(): boolean }).isWellFormed()
+    : (text) => !SURROGATE.test(text) || !LONE_SURROGATE.test(text);
+
+/** A string as a JSON-like literal: quotes, backslashes and control characters escaped, so empty names and odd characters stay visible. */
+export function quoted(text: string): string {
+  let out = '"';
+  for (const char of text) {
+    const code = char.codePointAt(0)!;
+    if (char === '"') out += '\\"';
+    else if (char === "\\") out += "\\\\";
+    else if (char === "\n") out += "\\n";
+    else if (char === "\r") out += "\\r";
+    else if (char === "\t") out += "\\t";
+    else if (code < 0x20) out += `\\u00${code.toString(16).padStart(2, "0")}`;
+    else out += char;
+  }
+  return `${out}"`;
+}
+
+/** A caller's string quoted, and cut after 64 characters so that a huge name never makes a huge message. */
+export function shown(text: string): string {
+  const characters = [...text];
+  if (characters.length <= 64) return quoted(text);
+  return `${quoted(characters.slice(0, 64).join(""))}… (${characters.length} characters)`;
+}
+
+/** A value as a message shows it: `-1`, `NaN`, `"10"`, `null`, `an object`. */
+export function show(value: unknown): string {
+  switch (typeof value) {
+    case "undefined":
+      return "undefined";
+    case "boolean":
+    case "number":
+      return String(value);
+    case "string":
+      return wellFormed(value) ? shown(value) : "a string with a lone surrogate";
+    case "function":
+      return "a function";
+    case "bigint":
+      return "a bigint";
+    case "symbol":
+      return "a symbol";
+    default:
+      if (value === null) return "null";
+      try {
+        if (Array.isArray(value)) return "an array";
+      } catch {
+        // a revoked Proxy
+      }
+      return "an object";
+  }
+}
+
+/** `{field} must be {rule} (got {value})`. */
+export function mustBe(field: string, rule: string, got: unknown): string {
+  return `${field} must be ${rule} (got ${show(got)})`;
+}
+
+/** `unknown {what} "{name}"{of} (the {plural} are …)`. */
+export function unknownField(name: string, known: readonly string[], what = "field", of = ""): string {
+  return `unknown ${what} ${shown(name)}${of} (the ${what}s are ${known.join(", ")})`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The errors, by family.
+
+/** Bad input to one call of the limit (or function) `limit`: `Rate limit "x": {problem}`. */
+export function invalidRequest(limit: string, field: string, problem: string): RateboundError {
+  return new RateboundError("INVALID_REQUEST", `Rate limit ${shown(limit)}: ${problem}`, field);
+}
+
+/** A config that is invalid, named (`Rate limit "x": …`) or not (`Invalid rate limit config: …`). */
+export function invalidConfig(limit: string | undefined, field: string, problem: string): RateboundError {
+  const prefix = limit === undefined ? "Invalid rate limit config" : `Rate limit ${shown(limit)}`;
+  return new RateboundError("INVALID_CONFIG", `${prefix}: ${problem}`, field);
+}
+
+/**
+ * An argument of the wrong shape (a store without methods, limits that are
+ * not an object, an options object with an unknown field): a `TypeError`, as
+ * JavaScript's own are, carrying `code: "INVALID_ARGUMENT"` and the `field`.
+ *
+ * @example
+ * try { new RateLimiter(client, LIMITS); }
+ * catch (error) { if (error instanceof RateboundTypeError) console.error(error.field, error.message); }
+ */
+export class RateboundTypeError extends TypeError {
+  /** Always `"INVALID_ARGUMENT"`. */
+  readonly code = "INVALID_ARGUMENT" as const;
+  /** The argument or option at fault. */
+  readonly field: string | undefined;
+
+  /**
+   * @param message What was wrong, for people.
+   * @param field The argument or option at fault.
+   */
+  constructor(message: string, field?: string) {
+    super(message);
+    this.field = field;
+  }
+}
+
+/**
+ * Whether `error` is one of the package's own failures: a {@link RateboundError}
+ * or a {@link RateboundTypeError}, narrowed so `error.code` can be switched on exhaustively.
+ *
+ * @param error Anything caught.
+ * @returns `true` for the package's errors.
+ * @example
+ * if (isRateboundError(error)) switch (error.code) { case "COUNT_EXCEEDS_MAX": return respond(413); }
+ */
+export function isRateboundError(error: unknown): error is RateboundError | RateboundTypeError {
+  return error instanceof RateboundError || error instanceof RateboundTypeError;
+}
+
+/**
+ * An argument of the wrong shape: `{fn}: {field} must be {rule} (got …)`, code `INVALID_ARGUMENT`.
+ *
+ * @param fn The constructor or function called.
+ * @param field The argument or option.
+ * @param rule What it must be.
+ * @param value What it was.
+ * @returns The error, to throw.
+ * @example
+ * throw invalidArgument("RateLimitPreview", "now", "a function", now);
+ */
+export function invalidArgument(fn: string, field: string, rule: string, value: unknown): RateboundTypeError {
+  return new RateboundTypeError(`${fn}: ${mustBe(field, rule, value)}`, field);
+}
+
+/** `{fn}: {message}`, code `INVALID_ARGUMENT`, for messages of other forms. */
+export function wrongArgument(fn: string, field: string, message: string): RateboundTypeError {
+  return new RateboundTypeError(`${fn}: ${message}`, field);
+}
+
+/** No limit of that name and no inline config. */
+export function unknownLimit(name: string): RateboundError {
+  return new RateboundError("UNKNOWN_LIMIT", `Rate limit ${shown(name)} is not defined: define it in the limits or pass \`config\` inline.`);
+}
+
+/** Where a corrupt state was found: a ref in the store, or a function's argument. */
+export type Place = { name: string; key?: string | undefined; shard: number } | { passedTo: string };
+
+/** A stored state that is not two finite numbers. */
+export function corruptState(at: Place, problem: string): RateboundError {
+  const where =
+    "passedTo" in at
+      ? `the state passed to ${at.passedTo}`
+      : `rate limit ${quoted(at.name)}${at.key === undefined ? "" : ` key ${quoted(at.key)}`} shard ${at.shard}`;
+  return new RateboundError("CORRUPT_STATE", `Stored state for ${where} is corrupt: ${problem}`);
+}
+
+/** The injected `random()` returned `got`. */
+export function invalidRandom(got: unknown): RateboundError {
+  return new RateboundError("INVALID_RANDOM", `random() must return a number in [0, 1) (got ${show(got)})`);
+}
+
+/** The runtime has no random source. */
+export function randomUnavailable(): RateboundError {
+  return new RateboundError("RANDOM_UNAVAILABLE", "No random numbers are available in this runtime; pass `random` in the limiter's options");
+}
+
+/** A MemoryStore at `maxKeys` with nothing to drop. */
+export function storeFull(maxKeys: number): RateboundError {
+  return new RateboundError(
+    "STORE_FULL",
+    `The MemoryStore holds its maxKeys (${maxKeys}) keys and none has fully refilled; dropping one would hand out tokens, so the call is refused`,
+  );
+}
+
+/** A grant settled twice. */
+export function grantSettled(limit: string): RateboundError {
+  return new RateboundError("GRANT_SETTLED", `Rate limit ${shown(limit)}: this grant was settled already; a grant settles (or cancels) once, and nothing was written`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The core's errors, from its numbers.
+
+/** The core's field numbers (`src/error.rs` `Field`), by name as messages say them. */
+const FIELDS = [
+  "",
+  "kind",
+  "rate",
+  "period",
+  "capacity",
+  "maxReserved",
+  "shards",
+  "start",
+  "count",
+  "reserve",
+  "now",
+  "sampleShards",
+  "actual",
+  "grant.count",
+  "grant.chargedAt",
+  "grant.shards",
+  "grant.shards.count",
+  "grant.shards.refunded",
+  "grant.shards.value",
+  "retryAfter",
+  "maxJitter",
+] as const;
+
+/** The core's rules (`src/error.rs` `Rule`): what a field must be, or how the whole problem reads. */
+const RULES: ReadonlyArray<string | ((field: string, numbers: number[], got: unknown) => string)> = [
+  "",
+  "a number",
+  "a positive finite number",
+  "a finite number >= 0",
+  "an integer from 1 to 1024",
+  "null or absent for a token bucket",
+  "a number of ms within ±9007199254740992 (2^53)",
+  '"token bucket" or "fixed window"',
+  (_, [rate, period, shards]) =>
+    `rate / period must be a positive finite number of tokens per ms for each shard (got rate ${rate}, period ${period}, shards ${shards})`,
+  "a finite number of ms",
+  (_, [period, now, resolution]) =>
+    `period must be at least the clock's resolution at now (got period ${period} ms, now ${now}, whose resolution is ${resolution} ms)`,
+  "an integer >= 1",
+  (_, [value, ts]) => `the limit's state would leave the range of numbers (value ${value}, ts ${ts}); nothing was written`,
+  (_, [shard, shards]) => `the grant names shard ${shard}, which is not another shard of this limit (it has ${shards})`,
+  "one or two shards",
+  "a finite number",
+];
+
+/** The core's error codes by number (`src/error.rs` `Error::number`). */
+const CODES = ["", "INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "WAIT_UNBOUNDED", "INVALID_RANDOM", "GRANT_SETTLED"] as const;
+
+/**
+ * The core's error written at `out` (`-code`, field, rule, three numbers,
+ * reserve), worded for the limit `limit`. `given` shows what the caller gave
+ * for a field when it was not a number (a config's raw field, say).
+ */
+export function coreError(io: Float64Array, out: number, limit: string | undefined, given?: (field: string) => unknown): RateboundError {
+  const code = CODES[-io[out]!] ?? "INVALID_REQUEST";
+  const field = FIELDS[io[out + 10]!] ?? "";
+  const rule = RULES[io[out + 11]!] ?? "";
+  const numbers = [io[out + 12]!, io[out + 13]!, io[out + 14]!];
+  const name = limit ?? "";
+  switch (code) {
+    case "COUNT_EXCEEDS_MAX": {
+      const [count, max, shards] = numbers as [number, number, number];
+      const bound = io[out + 15] === 1 ? max.toFixed(2) : String(max);
+      return new RateboundError(code, `Rate limit ${name} count ${count} exceeds ${bound}${shards > 1 ? ` per ${shards} shards.` : "."}`, "count");
+    }
+    case "WAIT_UNBOUNDED":
+      return new RateboundError(
+        code,
+        `Rate limit ${shown(name)}: count ${numbers[0]} would never be due (its wait is not a finite number of ms); nothing was written`,
+        "count",
+      );
+    case "INVALID_RANDOM":
+      return invalidRandom(numbers[0]);
+    case "GRANT_SETTLED":
+      return grantSettled(name);
+    default: {
+      const got = given !== undefined && Number.isNaN(numbers[0]) ? given(field) : numbers[0];
+      const problem = typeof rule === "function" ? rule(field, numbers, got) : mustBe(field, rule, got);
+      return code === "INVALID_CONFIG" ? invalidConfig(limit, field, problem) : invalidRequest(name, field, problem);
+    }
+  }
 }

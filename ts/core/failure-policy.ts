@@ -6,10 +6,11 @@
  * at all ("open").
  * @module
  */
-import { invalidArgument, storeErrorPolicy } from "../wasm/ratebound.js";
-import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore } from "../wasm/ratebound.js";
+import { invalidArgument, invalidConfig, mustBe, unknownField, wrongArgument } from "./errors.js";
+import { isPlainObject } from "./options.js";
+import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore } from "./types.js";
 import { MemoryStore } from "../stores/memory.js";
-import type { BatchRequest, LimitConfig, LimitFields, StoreErrorPolicy } from "./options.js";
+import type { BatchRequest, LimitConfig, StoreErrorPolicy } from "./options.js";
 export type { LimitConfig, StoreErrorPolicy } from "./options.js";
 import { StoreCall, ownField, plainCall, type Degraded } from "./store-call.js";
 
@@ -45,10 +46,51 @@ export function isDegraded<Result extends RateLimitResult>(result: Result): resu
 }
 
 /** A checked policy: `"closed"`, `"open"` or a fallback with its `maxKeys` filled in. */
-type Policy = "closed" | "open" | { fallback: "memory"; maxKeys: number };
+export type Policy = "closed" | "open" | { fallback: "memory"; maxKeys: number };
+
+/** What `onStoreError` must be, as the messages say it. */
+const RULE = '"closed", "open" or { fallback: "memory", maxKeys?: number }';
+/** How many names-and-keys the fallback's MemoryStore holds unless told. */
+const DEFAULT_MAX_KEYS = 10_000;
+
+/**
+ * `policy` checked and normalised, as `"closed"`, `"open"` or
+ * `{ fallback: "memory", maxKeys }` (`maxKeys` filled in with 10,000).
+ * `limit` names the limit the policy belongs to (an `INVALID_CONFIG`);
+ * `undefined` means the `RateLimiter`'s option (an `INVALID_ARGUMENT`).
+ */
+export function storeErrorPolicy(limit: string | undefined, policy: unknown): Policy {
+  const wrong = (field: string, problem: string) => (limit === undefined ? wrongArgument("RateLimiter", field, problem) : invalidConfig(limit, field, problem));
+  const whole = () => wrong("onStoreError", mustBe("onStoreError", RULE, policy));
+  if (typeof policy === "string") {
+    if (policy === "closed" || policy === "open") return policy;
+    throw whole();
+  }
+  if (!isPlainObject(policy)) throw whole();
+  let names: string[];
+  try {
+    names = Object.keys(policy);
+  } catch {
+    throw whole();
+  }
+  let fallback: unknown;
+  let maxKeys: unknown;
+  for (const name of names) {
+    const value = policy[name];
+    if (name === "fallback") fallback = value;
+    else if (name === "maxKeys") maxKeys = value;
+    else throw wrong(`onStoreError.${name}`, unknownField(`onStoreError.${name}`, ["fallback", "maxKeys"]));
+  }
+  if (fallback !== "memory") throw wrong("onStoreError.fallback", mustBe("onStoreError.fallback", '"memory"', fallback));
+  if (maxKeys === undefined) return { fallback: "memory", maxKeys: DEFAULT_MAX_KEYS };
+  if (typeof maxKeys !== "number" || !Number.isInteger(maxKeys) || maxKeys < 1 || maxKeys >= 2 ** 32 - 1) {
+    throw wrong("onStoreError.maxKeys", mustBe("onStoreError.maxKeys", "an integer from 1 to 4294967294", maxKeys));
+  }
+  return { fallback: "memory", maxKeys };
+}
 
 /** What the fallback needs of a `RateLimiter`. */
-interface FallbackLimiter {
+export interface FallbackLimiter {
   limit(name: string, options: object): Promise<RateLimitResult>;
   check(name: string, options: object): Promise<RateLimitResult>;
   limitAll(requests: readonly object[]): Promise<RateLimitResult>;
@@ -80,7 +122,7 @@ export function withoutPolicy(name: string, config: unknown): unknown {
 function splitConfig(name: string, config: unknown): [unknown, Policy | undefined] {
   const found = ownField(config, "onStoreError");
   if (found === undefined || !found[0]) return [config, undefined];
-  const policy = storeErrorPolicy(name, found[1]) as Policy;
+  const policy = storeErrorPolicy(name, found[1]);
   try {
     return [without(config as object, ["onStoreError"]), policy];
   } catch {
@@ -105,6 +147,11 @@ export class FailurePolicy {
   /** The largest `maxKeys` declared at construction, for the one fallback store. */
   readonly #declaredMaxKeys: number | undefined;
   #fallback: FallbackLimiter | undefined;
+  /** The answer of `limitPolicy` for a named limit with the limiter's policy (shared: it never changes). */
+  get #plainPolicy(): { config: unknown; policy: Policy } {
+    return (this.#plain ??= Object.freeze({ config: undefined, policy: this.#default }));
+  }
+  #plain: { config: unknown; policy: Policy } | undefined;
 
   /**
    * @param store The limiter's store.
@@ -117,7 +164,7 @@ export class FailurePolicy {
     this.#Fallback = Fallback;
     const [hasPolicy, policy] = ownField(options, "onStoreError") ?? [false, undefined];
     const [hasTimeout, timeout] = ownField(options, "timeout") ?? [false, undefined];
-    this.#default = hasPolicy && policy !== undefined ? (storeErrorPolicy(undefined, policy) as Policy) : "closed";
+    this.#default = hasPolicy && policy !== undefined ? storeErrorPolicy(undefined, policy) : "closed";
     if (hasTimeout && timeout !== undefined) {
       if (typeof timeout !== "number" || !(timeout > 0) || !(timeout <= 2 ** 31 - 1)) {
         throw invalidArgument("RateLimiter", "timeout", "a number of milliseconds > 0 and <= 2147483647", timeout);
@@ -147,41 +194,32 @@ export class FailurePolicy {
   }
 
   /**
-   * `limit` or `check` through the store, under the limit's policy.
+   * A `limit` or `check` call's policy: the limit's own (from an inline
+   * config, or its named config), else the limiter's.
    *
    * @param name The limit's name.
-   * @param given The call's options as read by `limitFields`.
-   * @param write `limit` (true) or `check`.
-   * @param work The core's call on a store, with the config stripped of `onStoreError`.
-   * @returns The result, degraded when the store failed and the policy allows.
+   * @param config The call's inline config, as given.
+   * @returns The config without `onStoreError` (as the core takes it) and the policy.
    */
-  decide(name: string, given: LimitFields, write: boolean, work: (store: RateLimitStore, config: unknown) => RateLimitResult | Promise<RateLimitResult>): Promise<RateLimitResult> {
-    let config = given.config;
-    let policy = this.#named.get(name) ?? this.#default;
-    if (config !== undefined && typeof name === "string") {
+  limitPolicy(name: string, config: unknown): { config: unknown; policy: Policy } {
+    let policy = this.#named.size === 0 ? this.#default : (this.#named.get(name) ?? this.#default);
+    if (config === undefined) return policy === this.#default ? this.#plainPolicy : { config, policy };
+    {
       const [core, own] = splitConfig(name, config);
       config = core;
       if (own !== undefined) policy = own;
     }
-    if (policy === "closed" && this.#timeoutMs === undefined) return plainCall(this.#store, (store) => work(store, config));
-    const options = { key: given.key, count: given.count, reserve: given.reserve, config };
-    return this.#run(policy, (store) => work(store, config), (limiter) => (write ? limiter.limit(name, options) : limiter.check(name, options)));
+    return { config, policy };
   }
 
   /**
-   * `limitAll` or `checkAll` through the store, under the strictest policy of
-   * the batch (closed, then fallback, then open).
+   * A `limitAll` or `checkAll` batch's policy: the strictest of its limits'
+   * (closed, then fallback, then open).
    *
    * @param requests The batch as given.
-   * @param write `limitAll` (true) or `checkAll`.
-   * @param work The core's call on a store, with configs stripped of `onStoreError`.
-   * @returns The batch's result, degraded when the store failed and the policy allows.
+   * @returns The requests with configs stripped of `onStoreError`, and the policy.
    */
-  batch(
-    requests: ReadonlyArray<BatchRequest>,
-    write: boolean,
-    work: (store: RateLimitStore, requests: ReadonlyArray<BatchRequest>) => RateLimitResult | Promise<RateLimitResult>,
-  ): Promise<RateLimitResult> {
+  batchPolicy(requests: ReadonlyArray<BatchRequest>): { requests: ReadonlyArray<BatchRequest>; policy: Policy } {
     let policy: Policy | undefined;
     let core = requests;
     if (Array.isArray(requests)) {
@@ -204,23 +242,46 @@ export class FailurePolicy {
       }
       if (copies.some((copy, index) => copy !== requests[index])) core = copies;
     }
-    return this.#run(policy ?? this.#default, (store) => work(store, core), (limiter) => (write ? limiter.limitAll(core) : limiter.checkAll(core)));
+    return { requests: core, policy: policy ?? this.#default };
   }
 
   /**
-   * A call that always fails closed (`getValue`, `reset`), bounded by the timeout.
+   * Whether a call under `policy` needs nothing of this module: it fails
+   * closed and has no timeout.
    *
-   * @param work The core's call on a store.
+   * @param policy The call's policy.
+   * @returns `true` when the store may be called as it is.
+   */
+  isPlain(policy: Policy): boolean {
+    return policy === "closed" && this.#timeoutMs === undefined;
+  }
+
+  /**
+   * A call that always fails closed (`getValue`, `reset`, grants), bounded by the timeout.
+   *
+   * @param work The call on a store.
    * @returns What the call answers.
    */
   transact<T>(work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
-    return this.#run("closed", work, undefined);
+    return this.run("closed", work, undefined);
   }
 
-  #run<T>(policy: Policy, work: (store: RateLimitStore) => T | Promise<T>, fallback: ((limiter: FallbackLimiter) => Promise<T>) | undefined): Promise<T> {
-    if (policy === "closed" && this.#timeoutMs === undefined) return plainCall(this.#store, work);
+  /**
+   * Runs `work` on the store under `policy`: inside the store's transaction
+   * (unless `direct`: a store that decides next to its data), bounded by the
+   * timeout; when the store fails and the policy allows, the answer is
+   * degraded (`"open"`) or the fallback's.
+   *
+   * @param policy The call's policy.
+   * @param work The call on a store.
+   * @param fallback The same call on the fallback limiter.
+   * @param direct Call the store as it is, without its transaction.
+   * @returns The answer.
+   */
+  run<T>(policy: Policy, work: (store: RateLimitStore) => T | Promise<T>, fallback: ((limiter: FallbackLimiter) => Promise<T>) | undefined, direct = false): Promise<T> {
+    if (policy === "closed" && this.#timeoutMs === undefined) return plainCall(this.#store, work, direct);
     const call = new StoreCall(this.#timeoutMs);
-    const answer = call.run(this.#store, work);
+    const answer = call.run(this.#store, work, direct);
     if (policy === "closed" || fallback === undefined) return answer;
     return answer.catch((error: unknown) => {
       const degraded = call.degradation(error);

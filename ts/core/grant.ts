@@ -1,9 +1,15 @@
 /**
- * A grant's handle: settle it to what was really used, or cancel it.
+ * Grants: `limit(…, { grant: true })` charges and answers a handle; a settle
+ * gives back what was not used (within the refund rule) or takes the extra.
+ * The reads and writes of both are here; every number is the core's.
  * @module
  */
-import { RateLimiterCore } from "../wasm/ratebound.js";
-import type { GrantData, RateLimitResult, SettleResult } from "../wasm/ratebound.js";
+import { core, io, layout, ownItems } from "./engine.js";
+import { coreError, grantSettled, invalidRequest, mustBe, RateboundError, unknownField, wrongArgument } from "./errors.js";
+import { checkKey, checkName, refId, refOf } from "./call.js";
+import { isThenable, putState, readAll, type Call } from "./driver.js";
+import type { Compiled } from "./config.js";
+import type { GrantData, GrantShard, RateLimitResult, RateLimitState, RateLimitStore, SettleResult, StateRef } from "./types.js";
 
 /** Settles a grant's data at `actual` tokens (the limiter's `settle`, bound to it). */
 export type Settler = (data: GrantData, actual: number) => Promise<SettleResult>;
@@ -47,7 +53,7 @@ export class Grant {
    * const { refunded } = await grant.settle(1200);
    */
   async settle(actual: number): Promise<SettleResult> {
-    if (this.#state !== "open") throw RateLimiterCore.grantSettled(this.data.name);
+    if (this.#state !== "open") throw grantSettled(this.data.name);
     this.#state = "settling";
     try {
       const settled = await this.#settler(this.data, actual);
@@ -76,8 +82,246 @@ export type GrantResult =
   | { ok: true; retryAfter?: number; grant: Grant }
   | { ok: false; retryAfter: number; grant?: undefined };
 
-/** The core's answer with a grant's data, its data wrapped in a {@link Grant}. */
-export function withHandle(answer: RateLimitResult & { grant?: GrantData }, settler: Settler): GrantResult {
-  if (!answer.ok || answer.grant === undefined) return answer as GrantResult;
-  return { ok: true, ...(answer.retryAfter === undefined ? {} : { retryAfter: answer.retryAfter }), grant: new Grant(answer.grant, settler) };
+// ---------------------------------------------------------------------------------------------
+// A grant's id names its record: 30 bits of slot, 34 bits of tag (`src/records.rs`).
+
+/** Two 32-bit FNV-1a hashes of `id` (different offsets): where its record lives, and how it is told apart. */
+export function recordOf(id: string): { slot: number; tag: number } {
+  let first = 0x811c9dc5;
+  let second = 0x01000193 ^ 0x9747b28c;
+  for (let index = 0; index < id.length; index++) {
+    const unit = id.charCodeAt(index);
+    first = Math.imul(first ^ unit, 0x01000193);
+    second = Math.imul(second ^ unit, 0x01000193);
+  }
+  return { slot: first >>> 2, tag: (second >>> 0) * 4 + (first & 3) };
 }
+
+/** A fresh id: the charge's ms in hex, then 64 random bits. */
+export function grantId(now: number, words: readonly number[]): string {
+  const hex = (word: number) => (word >>> 0).toString(16).padStart(8, "0");
+  return `${Math.max(0, Math.trunc(now)).toString(16)}.${hex(words[0]!)}${hex(words[1]!)}`;
+}
+
+/** The refs of a grant's charge: the planned shards, their ledgers, the record. */
+function chargeRefs(call: Call, slot: number): { refs: StateRef[]; reads: number } {
+  const { PLAN, EXTRA } = layout;
+  if (core.rb_plan_charge(slot) < 0) throw coreError(io, layout.OUT, call.name);
+  const reads = io[PLAN + 2]!;
+  const shards = [io[PLAN]!, io[PLAN + 1]!, io[EXTRA]!, io[EXTRA + 1]!, io[EXTRA + 2]!];
+  const wanted = reads === 2 ? shards : [shards[0]!, shards[2]!, shards[4]!];
+  return { refs: wanted.map((shard) => refOf(call.name, call.key, shard)), reads };
+}
+
+/** Writes the call as item 0. */
+function putCall(call: Call): void {
+  ownItems(undefined);
+  const at = layout.ITEMS;
+  call.limit.numbers.forEach((number, index) => (io[at + index] = number));
+  io[at + 7] = call.count;
+  io[at + 8] = call.reserve ? 1 : 0;
+  io[at + 9] = 1;
+  io[at + 10] = call.now;
+  for (let draw = 0; draw < 4; draw++) io[at + 11 + draw] = call.draws[draw] ?? 0;
+}
+
+/** Applies a core answer's writes (at `at`: count, then shard, value, ts, fullAt each) through `store`. */
+function writeBack(store: RateLimitStore, name: string, key: string | undefined, at: number, now: number): void | Promise<void> {
+  const writes: [StateRef, RateLimitState, number][] = [];
+  for (let index = 0; index < io[at]!; index++) {
+    const from = at + 1 + 4 * index;
+    writes.push([refOf(name, key, io[from]!), { value: io[from + 1]!, ts: io[from + 2]! }, io[from + 3]!]);
+  }
+  let chain: Promise<void> | undefined;
+  for (const [ref, state, fullAt] of writes) {
+    if (chain !== undefined) {
+      chain = chain.then(() => store.write(ref, state, { now, fullAt }) as void);
+      continue;
+    }
+    const done = store.write(ref, state, { now, fullAt });
+    if (isThenable(done)) chain = Promise.resolve(done) as Promise<void>;
+  }
+  return chain;
+}
+
+/**
+ * Charges a grant: the decision `limit` makes, and when granted the grant's
+ * data, with its record and the ledgers written in the same transaction.
+ *
+ * @param store The store, inside its transaction when it has one.
+ * @param call The checked call (its draws: the decision's, then two for the id).
+ * @param idWords Two random 32-bit words for the grant's id.
+ * @returns The result, with the grant's data when granted.
+ */
+export function charge(store: RateLimitStore, call: Call, idWords: readonly number[]): Charged | Promise<Charged> {
+  const id = grantId(call.now, idWords);
+  const { slot, tag } = recordOf(id);
+  putCall(call);
+  const { refs, reads } = chargeRefs(call, slot);
+  const stored = readAll(store, refs, call.now);
+  // A synchronous store is charged synchronously: nothing can run between the read and the write.
+  return isThenable(stored) ? Promise.resolve(stored).then((states) => charged(store, call, id, slot, tag, refs, reads, states)) : charged(store, call, id, slot, tag, refs, reads, stored);
+}
+
+/** What a charge answers: the result, with the grant's data when granted. */
+export type Charged = RateLimitResult & { grant?: GrantData };
+
+function charged(store: RateLimitStore, call: Call, id: string, slot: number, tag: number, refs: StateRef[], reads: number, stored: unknown[]): Charged | Promise<Charged> {
+  const { EXTRA, OUT } = layout;
+  putCall(call);
+  chargeRefs(call, slot);
+  // The five states the core takes: shard a, shard b, ledger a, ledger b, record (absent ones NaN).
+  const order = reads === 2 ? [0, 1, 2, 3, 4] : [0, -1, 1, -1, 2];
+  order.forEach((from, index) => putState(EXTRA + 2 * index, from < 0 ? null : stored[from], { name: call.name, key: call.key, shard: from < 0 ? 0 : refs[from]!.shard }));
+  const status = core.rb_charge(slot, tag);
+  if (status < 0) throw coreError(io, OUT, call.name);
+  const ok = io[OUT] === 1;
+  const wait = io[OUT + 1]!;
+  if (!ok) return { ok: false, retryAfter: wait };
+  const shards: GrantShard[] = [];
+  for (let index = 0; index < io[EXTRA + 18]!; index++) {
+    const at = EXTRA + 19 + 5 * index;
+    shards.push({ shard: io[at]!, count: io[at + 1]!, value: io[at + 2]!, ts: io[at + 3]!, refunded: io[at + 4]! });
+  }
+  const grant: GrantData = {
+    name: call.name,
+    ...(call.key === undefined ? {} : { key: call.key }),
+    id,
+    count: io[EXTRA + 16]!,
+    chargedAt: io[EXTRA + 17]!,
+    shards,
+  };
+  const answer: Charged = Number.isNaN(wait) ? { ok: true, grant } : { ok: true, retryAfter: wait, grant };
+  const written = writeBack(store, call.name, call.key, EXTRA + 32, call.now);
+  return isThenable(written) ? written.then(() => answer) : answer;
+}
+
+const GRANT_FIELDS = ["name", "key", "id", "count", "chargedAt", "shards"];
+const SHARD_FIELDS = ["shard", "count", "value", "ts", "refunded"];
+
+/** A grant's data as given, own fields only; its numbers are the core's to check. */
+export interface GrantInput {
+  name: string;
+  key: string | undefined;
+  id: string;
+  count: number;
+  chargedAt: number;
+  shards: GrantShard[];
+}
+
+/** Reads a grant's data (own fields only): its shape is checked here, its numbers by the core. */
+export function grantInput(data: unknown): GrantInput {
+  const wrong = (field: string, rule: string, value: unknown) => wrongArgument("settle", field, mustBe(field, rule, value));
+  const own = (object: object, known: readonly string[], of: string): Record<string, unknown> => {
+    let names: string[];
+    try {
+      names = Object.keys(object);
+    } catch {
+      throw wrongArgument("settle", "grant", "grant must be a plain object (listing its fields threw) (got an object)");
+    }
+    const fields: Record<string, unknown> = Object.create(null);
+    for (const name of names) {
+      if (!known.includes(name)) throw wrongArgument("settle", name, unknownField(name, known, "field", of));
+      fields[name] = (object as Record<string, unknown>)[name];
+    }
+    return fields;
+  };
+  if (typeof data !== "object" || data === null || Array.isArray(data)) throw wrong("grant", "a grant's data (an object)", data);
+  const fields = own(data, GRANT_FIELDS, " of a grant's data");
+  const name = checkName(fields.name);
+  const key = checkKey(name, fields.key);
+  if (typeof fields.id !== "string") throw wrong("grant.id", "a string", fields.id);
+  if (fields.id.length === 0 || fields.id.length > 64) throw invalidRequest(name, "grant.id", mustBe("grant.id", "a grant's id (1 to 64 characters)", fields.id));
+  const number = (field: string, value: unknown): number => {
+    if (typeof value !== "number") throw wrong(field, "a number", value);
+    return value;
+  };
+  if (!Array.isArray(fields.shards)) throw wrong("grant.shards", "an array", fields.shards);
+  const listed = fields.shards as unknown[];
+  const shards: GrantShard[] = [];
+  for (let index = 0; index < Math.min(listed.length, 3); index++) {
+    const part = listed[index];
+    if (typeof part !== "object" || part === null) throw wrong("grant.shards", "an array of objects", part);
+    const entry = own(part, SHARD_FIELDS, " of a grant's data");
+    const shard = number("grant.shards.shard", entry.shard);
+    if (!Number.isInteger(shard) || shard < 0 || shard >= 2 ** 32 - 1) throw wrong("grant.shards.shard", "an integer >= 0", shard);
+    shards.push({
+      shard,
+      count: number("grant.shards.count", entry.count),
+      value: number("grant.shards.value", entry.value),
+      ts: number("grant.shards.ts", entry.ts),
+      refunded: number("grant.shards.refunded", entry.refunded),
+    });
+  }
+  return { name, key, id: fields.id, count: number("grant.count", fields.count), chargedAt: number("grant.chargedAt", fields.chargedAt), shards };
+}
+
+/** Writes a settle's config, grant and draws into `EXTRA`. */
+function putSettle(grant: GrantInput, limit: Compiled, draws: readonly number[]): void {
+  const { EXTRA } = layout;
+  limit.numbers.forEach((number, index) => (io[EXTRA + index] = number));
+  const { slot, tag } = recordOf(grant.id);
+  const at = EXTRA + 8;
+  io[at] = grant.count;
+  io[at + 1] = grant.chargedAt;
+  io[at + 2] = grant.shards.length;
+  for (let index = 0; index < 2; index++) {
+    const part = grant.shards[index];
+    const from = at + 3 + 5 * index;
+    [part?.shard ?? 0, part?.count ?? 0, part?.value ?? 0, part?.ts ?? 0, part?.refunded ?? 0].forEach((number, field) => (io[from + field] = number));
+  }
+  io[at + 13] = slot;
+  io[at + 14] = tag;
+  io[EXTRA + 24] = draws[0] ?? 0;
+  io[EXTRA + 25] = draws[1] ?? 0;
+}
+
+/**
+ * Settles a grant at `actual` tokens: reads its shards, their ledgers and its
+ * record, lets the core settle, and writes what it says.
+ *
+ * @param store The store, inside its transaction when it has one.
+ * @param grant The grant's data, read by {@link grantInput}.
+ * @param limit Its limit's compiled config.
+ * @param actual Tokens really used.
+ * @param now The clock, ms.
+ * @param draws The settle's random numbers (`limit.settleDraws`).
+ * @returns What the settle did.
+ */
+export function settle(store: RateLimitStore, grant: GrantInput, limit: Compiled, actual: number, now: number, draws: readonly number[]): SettleResult | Promise<SettleResult> {
+  const { EXTRA, OUT } = layout;
+  putSettle(grant, limit, draws);
+  core.rb_settle_reads();
+  const shards = Array.from(io.subarray(EXTRA + 32, EXTRA + 37));
+  // The five reads, de-duplicated (an unsharded grant reads its shard and ledger once).
+  const ids = new Map<string, number>();
+  const refs: StateRef[] = [];
+  const slots = shards.map((shard) => {
+    const id = refId(grant.name, grant.key, shard);
+    let slot = ids.get(id);
+    if (slot === undefined) {
+      ids.set(id, (slot = refs.length));
+      refs.push(refOf(grant.name, grant.key, shard));
+    }
+    return slot;
+  });
+  const read = readAll(store, refs, now);
+  // A synchronous store is settled synchronously: nothing can run between the read and the write.
+  const finish = (stored: unknown[]): SettleResult | Promise<SettleResult> => {
+  putSettle(grant, limit, draws);
+  slots.forEach((slot, index) => putState(EXTRA + 40 + 2 * index, stored[slot], { name: grant.name, key: grant.key, shard: shards[index]! }));
+  if (core.rb_settle(actual, now) < 0) throw coreError(io, OUT, grant.name);
+  const retryAfter = io[EXTRA + 67]!;
+  const settled: SettleResult = {
+    refunded: io[EXTRA + 64]!,
+    charged: io[EXTRA + 65]!,
+    unpaid: io[EXTRA + 66]!,
+    ...(Number.isNaN(retryAfter) ? {} : { retryAfter }),
+  };
+  const written = writeBack(store, grant.name, grant.key, EXTRA + 72, now);
+  return isThenable(written) ? written.then(() => settled) : settled;
+  };
+  return isThenable(read) ? Promise.resolve(read).then(finish) : finish(read);
+}
+
+export { RateboundError };

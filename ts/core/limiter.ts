@@ -1,24 +1,28 @@
 /**
- * The `RateLimiter` class: named limits over a host store, decided by the core.
+ * The `RateLimiter` class: named limits over a host store. Each call is
+ * checked and planned first (bad input fails before the store is touched),
+ * then run by the driver under the limit's failure policy.
  * @module
  */
-import { RateLimiterCore } from "../wasm/ratebound.js";
-import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore, RateLimitValue } from "../wasm/ratebound.js";
-import type { GrantData, SettleResult } from "../wasm/ratebound.js";
-import { MemoryStore } from "../stores/memory.js";
-import { withHandle, type GrantResult } from "./grant.js";
+import type { RateLimitConfig, RateLimiterOptions, RateLimitFigures, RateLimitResult, RateLimitStore, RateLimitValue, GrantData, SettleResult } from "./types.js";
+import { checkCount, checkFlag, checkKey, checkName, checkNow, draw, drawMany, type Random } from "./call.js";
+import { compileConfig, CONFIG_FIELDS, type Compiled } from "./config.js";
+import { isThenable, plan, run, runOne, runRemote, type BatchAnswer, type Call, type Decided } from "./driver.js";
+import { invalidRequest, mustBe, RateboundError, unknownLimit, wrongArgument, unknownField, show } from "./errors.js";
+import { charge, grantInput, settle, Grant, type GrantResult } from "./grant.js";
+import { getValue, reset } from "./value.js";
 import {
   BATCH_OPTIONS,
+  checkOptions,
   RESET_OPTIONS,
   SETTLE_OPTIONS,
-  SHORT_KEY_UNITS,
   VALUE_OPTIONS,
   checkedOptions,
-  decoded,
+  isPlainObject,
   limitFields,
   own,
+  ownOptions,
   refusal,
-  wellFormed,
   type BatchRequest,
   type GetValueOptions,
   type Inline,
@@ -28,13 +32,54 @@ import {
   type ResetOptions,
   type SettleOptions,
 } from "./options.js";
-import { checkOptions } from "../wasm/ratebound.js";
 import { FailurePolicy, withoutPolicy, type FailureOptions, type LimitConfig } from "./failure-policy.js";
 import { ownField } from "./store-call.js";
 
+const OPTIONS = ["now", "random", "onStoreError", "timeout"] as const;
+const NO_DRAWS: readonly number[] = Object.freeze([]);
+const BATCH_FIELDS = ["name", "key", "count", "reserve", "config"];
+
+/** Stores that look like a database client passed where a store belongs: what to wrap them in. */
+function storeShapeHint(store: unknown): string {
+  const has = (method: string) => typeof (store as Record<string, unknown>)[method] === "function";
+  if (has("evalsha") || has("evalSha") || has("sendCommand") || has("hset")) return "; a Redis client: wrap it in redisStore(client) from ratebound/redis";
+  if (has("query") || has("unsafe")) return "; a SQL client: wrap it in postgresStore(db) from ratebound/postgres (or sqliteStore(db) from ratebound/sqlite)";
+  return "";
+}
+
+/** Checks that `store` has `read` and `write` methods. */
+function checkStore(store: unknown): RateLimitStore {
+  const rule = "an object with read(ref) and write(ref, state) methods";
+  if (typeof store !== "object" || store === null) throw wrongArgument("RateLimiter", "store", mustBe("store", rule, store));
+  let read: unknown;
+  let write: unknown;
+  try {
+    ({ read, write } = store as RateLimitStore);
+  } catch {
+    read = undefined;
+  }
+  if (typeof read !== "function" || typeof write !== "function") {
+    throw wrongArgument("RateLimiter", "store", `store must be ${rule} (got ${show(store)}${storeShapeHint(store)})`);
+  }
+  return store as RateLimitStore;
+}
+
+/** The result a caller sees: with its figures when asked. */
+function shaped(decided: Decided): RateLimitResult & { figures?: RateLimitFigures } {
+  return decided.figures === undefined ? decided.result : { ...decided.result, figures: decided.figures };
+}
+
+/** A call's own answer out of a batch: its decision, or its error thrown. */
+function only(answer: BatchAnswer): Decided {
+  const decided = answer.each[0]!;
+  if (decided instanceof RateboundError) throw decided;
+  return decided;
+}
+
 /**
- * Rate limits over a host store: every call reads at most two shard states,
- * decides in WebAssembly, and writes only what a granted limit changed.
+ * Rate limits over a host store: every call plans the states it needs, reads
+ * them in one batch, decides in WebAssembly, and writes in one batch only
+ * what a granted limit changed.
  *
  * @typeParam Limits The named limits; their names are type-checked.
  * @example
@@ -44,78 +89,73 @@ import { ownField } from "./store-call.js";
  * const { ok, retryAfter } = await limiter.limit("sendMessage", { key: userId });
  */
 export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<string, never>> {
-  readonly #core: RateLimiterCore;
   /** What a call does when the store fails (`onStoreError`, `timeout`): every store call goes through it. */
   readonly #failure: FailurePolicy;
   readonly #store: RateLimitStore;
   readonly #now: () => number;
-  /** The store, when it is a MemoryStore: named limits are then decided on its slab directly. */
-  readonly #memory: MemoryStore | undefined;
-  /** Named limits' indexes in the core. */
-  readonly #indexes = new Map<string, number>();
-  /** Named limits' shard counts, by index, for those with more than one. */
-  readonly #shardCounts = new Map<number, number>();
+  readonly #random: Random;
+  /** Named limits, compiled once. */
+  readonly #limits = new Map<string, Compiled>();
+  /** Whether the store decides next to its data. */
+  readonly #remote: boolean;
 
   /**
-   * @param store The host's persistence: `read(ref)` and `write(ref, state | null)`.
+   * @param store The host's persistence: `read(ref)` and `write(ref, state | null)` (see `RateLimitStore`).
    * @param limits Named limit configs, validated now (a bad one throws naming it and the field).
    * @param options `now` and `random`, for tests and replays; `onStoreError` and `timeout`
    *   (see {@link FailureOptions}).
    */
   constructor(store: RateLimitStore, limits: Limits = {} as Limits, options: RateLimiterOptions & FailureOptions = {}) {
-    // The failure policy takes its fields off the limits and the options (own fields only);
-    // the core checks the store's shape, every limit, and the rest of the options.
+    // The failure policy takes its fields off the limits and the options (own fields only).
     this.#failure = new FailurePolicy(store, limits, options, RateLimiter);
-    this.#core = new RateLimiterCore(store, this.#failure.limits, this.#failure.options);
-    this.#store = store;
-    this.#now = (options === undefined ? undefined : own<() => number>(options, "now")) ?? Date.now;
-    if (store instanceof MemoryStore) {
-      this.#memory = store;
-      this.#core.useSlab(store.slab);
-      for (const name of Object.keys(limits)) {
-        const index = this.#core.limitIndex(name);
-        this.#indexes.set(name, index);
-        const shards = this.#core.shardCount(index);
-        if (shards > 1) this.#shardCounts.set(index, shards);
+    this.#store = checkStore(store);
+    this.#remote = typeof store.decide === "function";
+    const [now, random] = ownOptions("RateLimiter", options, OPTIONS);
+    for (const [field, value] of [["now", now], ["random", random]] as const) {
+      if (value !== undefined && typeof value !== "function") throw wrongArgument("RateLimiter", field, mustBe(field, "a function", value));
+    }
+    this.#now = (now as (() => number) | undefined) ?? Date.now;
+    this.#random = random as Random;
+    const named = this.#failure.limits as unknown;
+    if (named !== undefined) {
+      if (!isPlainObject(named)) throw wrongArgument("RateLimiter", "limits", mustBe("limits", "a plain object of named configs", named));
+      let names: string[];
+      try {
+        names = Object.keys(named);
+      } catch {
+        throw wrongArgument("RateLimiter", "limits", "limits must be a plain object (listing its names threw) (got an object)");
       }
+      for (const name of names) this.#limits.set(checkName(name), compileConfig(name, named[name], [...CONFIG_FIELDS, "onStoreError"]));
     }
   }
 
-  /**
-   * Decides on the MemoryStore's slab when the call is the common case (a
-   * named limit, a plain key, a number count, a boolean reserve); `undefined`
-   * sends every other call down the general path, which validates it.
-   */
-  #onSlab(name: string, given: LimitFields, write: boolean): RateLimitResult | undefined {
-    const memory = this.#memory;
-    const index = this.#indexes.get(name);
-    if (memory === undefined || index === undefined || given.config !== undefined) return undefined;
-    // Only an absent field takes the default: null must reach the core's checks.
-    const { key } = given;
-    const count = given.count === undefined ? 1 : given.count;
-    const reserve = given.reserve === undefined ? false : given.reserve;
-    if (typeof count !== "number" || typeof reserve !== "boolean") return undefined;
-    if (key !== undefined && (typeof key !== "string" || key.length > SHORT_KEY_UNITS || !wellFormed(key))) return undefined;
-    const now = this.#now();
-    if (typeof now !== "number") return undefined;
-    let base = memory.blockOf(name, key);
-    if (base < 0 && write) memory.makeRoom(now);
-    // A block made by writes through the store's callbacks may hold fewer shards.
-    const shards = this.#shardCounts.get(index) ?? 1;
-    if (base >= 0 && shards > 1) base = memory.blockWith(name, key, base, shards);
-    const answer = this.#core.decideInSlab(index, base, count, reserve, now, write);
-    if (base < 0 && write) {
-      const allocated = this.#core.takeAllocatedBase();
-      if (allocated >= 0) memory.adopt(name, key, allocated);
-    }
-    return decoded(answer);
+  /** The named limit's config, or the inline one compiled now. */
+  #resolve(name: string, config: unknown): Compiled {
+    if (config !== undefined) return compileConfig(name, config, [...CONFIG_FIELDS, "onStoreError"]);
+    const limit = this.#limits.get(name);
+    if (limit === undefined) throw unknownLimit(name);
+    return limit;
+  }
+
+  /** A call's arguments, each checked once (name, key, count, reserve, config, now), and its random numbers. */
+  #call(name: unknown, given: { key?: unknown; count?: unknown; reserve?: unknown }, config: unknown, write: boolean): Call {
+    // A named limit's name was checked when the limiter was made.
+    const checked = config === undefined && typeof name === "string" && this.#limits.has(name) ? name : checkName(name);
+    const key = checkKey(checked, given.key);
+    const count = checkCount(checked, given.count);
+    const reserve = checkFlag(checked, "reserve", given.reserve);
+    const limit = this.#resolve(checked, config);
+    const now = checkNow(checked, this.#now());
+    const draws = limit.draws === 0 ? NO_DRAWS : drawMany(this.#random, limit.draws);
+    return { name: checked, key, limit, count, reserve, write, now, draws };
   }
 
   /**
    * Consumes `count` tokens if the limit allows, and writes its new state.
    *
    * @param name A named limit, or any name with an inline `config`.
-   * @param options `key`, `count`, `reserve`, `throws`, `config`, and `grant: true` for a handle.
+   * @param options `key`, `count`, `reserve`, `throws`, `config`, `figures: true` for the header
+   *   figures, and `grant: true` for a handle.
    * @returns `{ ok: true, retryAfter? }` (retryAfter when reserved) or `{ ok: false, retryAfter }`;
    *   with `grant: true`, a granted result also carries its {@link Grant}.
    * @example
@@ -124,10 +164,77 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    */
   limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
   limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
-  limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
-  limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
+  limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
+  limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
   limit(name: string, options?: LimitOptions): Promise<RateLimitResult | GrantResult> {
     return this.#decide(name, options, true);
+  }
+
+  /**
+   * What {@link RateLimiter.limit} would answer now, without writing anything.
+   *
+   * @param name A named limit, or any name with an inline `config`.
+   * @param options As for `limit` (but `grant`).
+   * @returns The same result `limit` would give.
+   * @example
+   * const { ok } = await limiter.check("failedLogins", { key: userId });
+   */
+  check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
+  check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
+  check(name: string, options?: LimitOptions): Promise<RateLimitResult> {
+    return this.#decide(name, options, false);
+  }
+
+  /** `limit` (write) or `check`. Not an async function: a synchronous store answers with one settled Promise. */
+  #decide(name: string, options: LimitOptions | undefined, write: boolean): Promise<RateLimitResult> {
+    try {
+      const given = limitFields(name, options);
+      if (given.grant !== undefined) {
+        if (!write) checkOptions(name, options, ["key", "count", "reserve", "throws", "config", "figures"]);
+        if (checkFlag(checkName(name), "grant", given.grant)) return this.#granting(name, given) as Promise<RateLimitResult>;
+      }
+      const figures = given.figures === undefined ? false : checkFlag(typeof name === "string" ? name : "", "figures", given.figures);
+      const { config, policy } = this.#failure.limitPolicy(name, given.config);
+      const call = this.#call(name, given, config, write);
+      const answered = (answer: Decided | BatchAnswer | RateLimitResult) =>
+        refusal(call.name, isBatchAnswer(answer) ? shaped(only(answer)) : isDecided(answer) ? shaped(answer) : answer, given.throws);
+      if (this.#failure.isPlain(policy) && !this.#remote && typeof this.#store.transaction !== "function") {
+        // No transaction, no policy to apply: a synchronous store is decided synchronously.
+        const answer = runOne(this.#store, call, figures);
+        return isThenable(answer) ? answer.then(answered) : Promise.resolve(answered(answer));
+      }
+      // Bad input fails here, before the store is touched, whatever the policy.
+      const planned = this.#remote ? plan([call], true, figures) : undefined;
+      if (planned === undefined) plan([call], true, figures);
+      const fallbackOptions = { key: call.key, count: given.count, reserve: given.reserve, config } as LimitOptions;
+      const answer = this.#failure.run<Decided | BatchAnswer | RateLimitResult>(
+        policy,
+        (store) => (planned !== undefined ? runRemote(store as Required<RateLimitStore>, planned) : runOne(store, call, figures)),
+        (fallback) => (write ? fallback.limit(name, fallbackOptions) : fallback.check(name, fallbackOptions)),
+        this.#remote,
+      );
+      return answer.then(answered);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** `limit` with `grant: true`: through the store's transaction, answering with a handle. A grant always fails closed. */
+  #granting(name: string, given: LimitFields): Promise<GrantResult> {
+    // One decided on a fallback could not settle against the store.
+    const config = withoutPolicy(name, given.config);
+    const call = this.#call(name, given, config, true);
+    plan([call], true); // bad input fails before the store is touched
+    const idWords = [draw(this.#random), draw(this.#random)].map((unit) => Math.floor(unit * 2 ** 32));
+    const answer = this.#failure.transact((store) => charge(store, call, idWords));
+    const inline = config === undefined ? undefined : { config: config as RateLimitConfig };
+    const settler = (data: GrantData, actual: number) => this.settle(data, actual, inline);
+    return answer.then((result) => {
+      refusal(call.name, result, given.throws);
+      if (!result.ok || result.grant === undefined) return result as GrantResult;
+      const handle = new Grant(result.grant, settler);
+      return result.retryAfter === undefined ? { ok: true, grant: handle } : { ok: true, retryAfter: result.retryAfter, grant: handle };
+    });
   }
 
   /**
@@ -135,7 +242,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * what was really used: gives back the unused tokens, never more than the
    * charge could still hold, or takes the extra as a reservation would. A
    * grant settles once: a second settle is a `GRANT_SETTLED` error while it
-   * could still give tokens back.
+   * could still give tokens back. A grant whose charge rolled back refunds nothing.
    *
    * @param data The grant's data.
    * @param actual Tokens really used, a finite number `>= 0` (0 cancels).
@@ -148,66 +255,13 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const checked = checkedOptions("settle", options, SETTLE_OPTIONS);
     const inline = own(checked, "config");
     const named = ownField(data, "name")?.[1];
+    const grant = grantInput(data);
     const config = inline === undefined ? undefined : withoutPolicy(typeof named === "string" ? named : "settle", inline);
-    return await this.#transact((store) => this.#core.settle(store, data, actual, config, this.#now()));
-  }
-
-  /**
-   * What {@link RateLimiter.limit} would answer now, without writing anything.
-   *
-   * @param name A named limit, or any name with an inline `config`.
-   * @param options As for `limit`.
-   * @returns The same result `limit` would give.
-   * @example
-   * const { ok } = await limiter.check("failedLogins", { key: userId });
-   */
-  check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
-  check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
-  check(name: string, options?: LimitOptions): Promise<RateLimitResult> {
-    return this.#decide(name, options, false);
-  }
-
-  /**
-   * Runs one call against the store: inside `store.transaction` when the host
-   * has one (the call then sees one consistent snapshot and commits all its
-   * writes or none), else directly.
-   */
-  #transact<T>(call: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
-    return this.#failure.transact(call); // fails closed whatever the policy; bounded by the timeout
-  }
-
-  /** `limit` (write) or `check`: on the slab when it can, else through the store's callbacks. */
-  #decide(name: string, options: LimitOptions | undefined, write: boolean): Promise<RateLimitResult> {
-    // Not an async function: on a MemoryStore this allocates one settled
-    // Promise and nothing else. Every error still arrives as a rejection.
-    try {
-      const given = limitFields(name, options);
-      if (given.grant !== undefined) return this.#granting(name, options, given, write);
-      const onSlab = this.#onSlab(name, given, write);
-      if (onSlab !== undefined) return Promise.resolve(refusal(name, onSlab, given.throws));
-      const { key, count, reserve, throws } = given;
-      const core = this.#core;
-      const answer = this.#failure.decide(name, given, write, (store, config) =>
-        write
-          ? core.limit(store, name, key, count, reserve, config, this.#now())
-          : core.check(store, name, key, count, reserve, config, this.#now()),
-      );
-      return answer.then((result) => refusal(name, result, throws));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  /** `limit` with `grant` given: through the store's callbacks, answering with a handle. */
-  #granting(name: string, options: LimitOptions | undefined, given: LimitFields, write: boolean): Promise<GrantResult | RateLimitResult> {
-    if (!write) checkOptions(name, options, "key,count,reserve,throws,config");
-    const { key, count, reserve, config: givenConfig, throws, grant } = given;
-    // A grant always fails closed: one decided on a fallback could not settle against the store.
-    const config = withoutPolicy(name, givenConfig);
-    const core = this.#core;
-    const answer = this.#transact((store) => core.limitWithGrant(store, name, key, count, reserve, config, this.#now(), grant));
-    const settler = (data: GrantData, actual: number) => this.settle(data, actual, config === undefined ? undefined : { config: config as RateLimitConfig });
-    return answer.then((result) => withHandle(refusal(name, result, throws), settler));
+    const limit = this.#resolve(grant.name, config);
+    if (typeof actual !== "number") throw invalidRequest(grant.name, "actual", mustBe("actual", "a finite number >= 0", actual));
+    const now = checkNow(grant.name, this.#now());
+    const draws = limit.settleDraws === 0 ? NO_DRAWS : drawMany(this.#random, limit.settleDraws);
+    return await this.#failure.transact((store) => settle(store, grant, limit, actual, now, draws));
   }
 
   /**
@@ -216,15 +270,16 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * caller never holds one limit while waiting for another.
    *
    * @param requests The limits, each with its own `key`, `count`, `reserve`.
-   * @param options `throws: true` to throw a {@link RateLimitError} on refusal.
+   * @param options `throws: true` to throw a {@link RateLimitError} on refusal; `figures: true`
+   *   for each limit's header figures (in the order asked).
    * @returns One result for the whole batch.
    * @example
    * await limiter.limitAll([{ name: "perUser", key: userId }, { name: "global" }], { throws: true });
    */
   limitAll(
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
-    options: { throws?: boolean } = {},
-  ): Promise<RateLimitResult> {
+    options: { throws?: boolean; figures?: boolean } = {},
+  ): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
     return this.#batch(requests, options, true);
   }
 
@@ -232,23 +287,59 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * What {@link RateLimiter.limitAll} would answer now, without writing anything.
    *
    * @param requests The limits to check together.
-   * @param options `throws: true` to throw on refusal.
+   * @param options `throws: true` to throw on refusal; `figures: true` for each limit's figures.
    * @returns One result for the whole batch.
    * @example
    * const { ok, retryAfter } = await limiter.checkAll([{ name: "x" }, { name: "y", count: 10 }]);
    */
   checkAll(
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
-    options: { throws?: boolean } = {},
-  ): Promise<RateLimitResult> {
+    options: { throws?: boolean; figures?: boolean } = {},
+  ): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
     return this.#batch(requests, options, false);
   }
 
   /** `limitAll` (write) or `checkAll`, under the batch's failure policy. */
-  async #batch(requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean }, write: boolean): Promise<RateLimitResult> {
-    const throws = own<boolean>(checkedOptions(write ? "limitAll" : "checkAll", options, BATCH_OPTIONS), "throws");
-    const result = await this.#failure.batch(requests, write, (store, batch) => this.#core.limitAll(store, batch, this.#now(), write));
-    return refusal(requests.map((request) => request.name).join(", "), result, throws);
+  async #batch(requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean; figures?: boolean }, write: boolean): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
+    const fn = write ? "limitAll" : "checkAll";
+    const checked = checkedOptions(fn, options, BATCH_OPTIONS);
+    const throws = own<boolean>(checked, "throws");
+    const figures = checkFlag(fn, "figures", own(checked, "figures"));
+    let isArray = false;
+    try {
+      isArray = Array.isArray(requests);
+    } catch {
+      isArray = false;
+    }
+    if (!isArray) throw wrongArgument(fn, "requests", mustBe("requests", "an array of limits", requests));
+    const { requests: core, policy } = this.#failure.batchPolicy(requests);
+    const calls: Call[] = [];
+    for (const request of core as unknown[]) {
+      if (typeof request !== "object" || request === null) throw wrongArgument(fn, "requests", mustBe("requests", "an array of objects", request));
+      let names: string[];
+      try {
+        names = Object.keys(request);
+      } catch {
+        throw wrongArgument(fn, "requests", "requests must be an array of plain objects (listing a request's fields threw) (got an object)");
+      }
+      for (const field of names) if (!BATCH_FIELDS.includes(field)) throw invalidRequest(fn, field, unknownField(field, BATCH_FIELDS, "field", " of a limitAll item"));
+      // Own fields only: an inherited one (a polluted Object.prototype.count) is never read.
+      const field = (name: string) => ownField(request, name)?.[1];
+      calls.push(this.#call(field("name"), { key: field("key"), count: field("count"), reserve: field("reserve") }, field("config"), write));
+    }
+    const planned = plan(calls, true, figures);
+    const answer = await this.#failure.run<BatchAnswer | RateLimitResult>(
+      policy,
+      (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
+      (fallback) => (write ? fallback.limitAll(core) : fallback.checkAll(core)),
+      this.#remote,
+    );
+    const names = calls.map((call) => call.name).join(", ");
+    if (!isBatchAnswer(answer)) return refusal(names, answer, throws);
+    const result: RateLimitResult & { figures?: RateLimitFigures[] } = figures
+      ? { ...answer.batch, figures: answer.each.map((decided) => (decided as Decided).figures!) }
+      : answer.batch;
+    return refusal(names, result, throws);
   }
 
   /**
@@ -265,10 +356,13 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   getValue(name: string, options: GetValueOptions & Inline): Promise<RateLimitValue>;
   async getValue(name: string, options?: GetValueOptions): Promise<RateLimitValue> {
     const checked = checkedOptions(name, options, VALUE_OPTIONS);
-    const key = own(checked, "key");
-    const sampleShards = own(checked, "sampleShards");
-    const config = withoutPolicy(name, own(checked, "config"));
-    return await this.#transact((store) => this.#core.getValue(store, name, key, sampleShards, config, this.#now()));
+    const limitName = checkName(name);
+    const key = checkKey(limitName, own(checked, "key"));
+    const wanted = own(checked, "sampleShards");
+    const limit = this.#resolve(limitName, withoutPolicy(limitName, own(checked, "config")));
+    if (wanted !== undefined && typeof wanted !== "number") throw invalidRequest(limitName, "sampleShards", mustBe("sampleShards", "an integer >= 1", wanted));
+    const now = checkNow(limitName, this.#now());
+    return await this.#failure.transact((store) => getValue(store, limitName, key, limit, wanted as number | undefined, now, this.#random));
   }
 
   /**
@@ -283,8 +377,20 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   reset(name: string, options: ResetOptions & Inline): Promise<void>;
   async reset(name: string, options?: ResetOptions): Promise<void> {
     const checked = checkedOptions(name, options, RESET_OPTIONS);
-    const key = own(checked, "key");
-    const config = withoutPolicy(name, own(checked, "config"));
-    await this.#transact((store) => this.#core.reset(store, name, key, config, this.#now()));
+    const limitName = checkName(name);
+    const key = checkKey(limitName, own(checked, "key"));
+    const limit = this.#resolve(limitName, withoutPolicy(limitName, own(checked, "config")));
+    const now = checkNow(limitName, this.#now());
+    await this.#failure.transact((store) => reset(store, limitName, key, limit, now));
   }
+}
+
+/** Whether an answer is one call's decision. */
+function isDecided(answer: unknown): answer is Decided {
+  return typeof answer === "object" && answer !== null && "figures" in answer && "result" in answer;
+}
+
+/** Whether a policy's answer is the driver's (not a degraded or fallback result). */
+function isBatchAnswer(answer: unknown): answer is BatchAnswer {
+  return typeof answer === "object" && answer !== null && Array.isArray((answer as BatchAnswer).each);
 }

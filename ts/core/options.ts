@@ -4,10 +4,8 @@
  * MemoryStore fast path read back into a result.
  * @module
  */
-import { checkOptions } from "../wasm/ratebound.js";
-import type { RateLimitConfig, RateLimitResult } from "../wasm/ratebound.js";
-import { RateLimitError } from "./errors.js";
-import type { Grant } from "./grant.js";
+import type { RateLimitConfig, RateLimitResult } from "./types.js";
+import { invalidRequest, mustBe, RateboundError, RateLimitError, unknownField, wrongArgument } from "./errors.js";
 
 /** Options of `limit` and `check`. */
 export interface LimitOptions {
@@ -22,10 +20,16 @@ export interface LimitOptions {
   /** A config for a limit not named when the limiter was made. */
   config?: LimitConfig;
   /**
-   * `limit` only: answer with a {@link Grant} handle when granted, to settle
+   * `limit` only: answer with a `Grant` handle when granted, to settle
    * to what was really used or cancel. Off by default: plain grants stay free.
    */
   grant?: boolean;
+  /**
+   * Answer with the limit's `figures` (quota, remaining, reset, window, and a
+   * refusal's Retry-After in whole seconds), computed by the core from the
+   * decision itself: what HTTP headers show, with no second round trip.
+   */
+  figures?: boolean;
 }
 
 /** Options of `settle`. */
@@ -68,11 +72,11 @@ export interface BatchRequest<Name extends string = string> {
 
 export type Named<Limits> = Extract<keyof Limits, string>;
 
-const LIMIT_OPTIONS = ["key", "count", "reserve", "throws", "config", "grant"];
+const LIMIT_OPTIONS = ["key", "count", "reserve", "throws", "config", "grant", "figures"];
 export const SETTLE_OPTIONS = ["config"];
 export const VALUE_OPTIONS = ["key", "sampleShards", "config"];
 export const RESET_OPTIONS = ["key", "config"];
-export const BATCH_OPTIONS = ["throws"];
+export const BATCH_OPTIONS = ["throws", "figures"];
 
 /**
  * Checks the caller's options: a plain object whose own fields are all
@@ -91,7 +95,7 @@ export function checkedOptions(name: unknown, options: unknown, allowed: readonl
     const throws = own(options as object, "throws");
     if (throws !== undefined && typeof throws !== "boolean") plain = false;
   }
-  if (!plain) checkOptions(name, options, allowed.join(","));
+  if (!plain) checkOptions(name, options, allowed);
   return options as object;
 }
 
@@ -108,6 +112,7 @@ export class LimitFields {
   reserve: unknown = undefined;
   config: unknown = undefined;
   grant: unknown = undefined;
+  figures: unknown = undefined;
   throws: boolean | undefined = undefined;
 }
 
@@ -122,7 +127,7 @@ const NO_FIELDS: LimitFields = Object.freeze(new LimitFields());
 export function limitFields(name: string, options: unknown): LimitFields {
   if (options === undefined) return NO_FIELDS;
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    checkOptions(name, options, LIMIT_OPTIONS.join(","));
+    checkOptions(name, options, LIMIT_OPTIONS);
   }
   const fields = new LimitFields();
   const given = options as Record<string, unknown>;
@@ -144,12 +149,15 @@ export function limitFields(name: string, options: unknown): LimitFields {
       case "grant":
         fields.grant = given.grant;
         break;
+      case "figures":
+        fields.figures = given.figures;
+        break;
       case "throws":
-        if (given.throws !== undefined && typeof given.throws !== "boolean") checkOptions(name, options, LIMIT_OPTIONS.join(","));
+        if (given.throws !== undefined && typeof given.throws !== "boolean") checkOptions(name, options, LIMIT_OPTIONS);
         fields.throws = given.throws as boolean | undefined;
         break;
       default:
-        checkOptions(name, options, LIMIT_OPTIONS.join(","));
+        checkOptions(name, options, LIMIT_OPTIONS);
     }
   }
   return fields;
@@ -187,33 +195,90 @@ export function refusal(name: string, result: RateLimitResult, throws: boolean |
   return result;
 }
 
-/** The result of every plain grant; frozen, so it can be shared. */
-const ALLOWED: RateLimitResult = Object.freeze({ ok: true });
-
-/**
- * Reads the one number the slab path answers with: NaN is a plain grant,
- * `w >= 0` a reservation due in `w` ms, `-w` (or `-0`) a refusal.
- */
-export function decoded(answer: number): RateLimitResult {
-  if (Number.isNaN(answer)) return ALLOWED;
-  if (answer < 0 || Object.is(answer, -0)) return { ok: false, retryAfter: -answer };
-  return { ok: true, retryAfter: answer };
+/** Whether `value` is an array (false when asking throws: a revoked Proxy). */
+function isArray(value: unknown): boolean {
+  try {
+    return Array.isArray(value);
+  } catch {
+    return false;
+  }
 }
 
 /**
- * Keys up to this many UTF-16 units are within the core's 1024-byte cap
- * whatever they contain (at most 3 UTF-8 bytes a unit); longer ones take the
- * general path, which measures them exactly.
+ * Explains what is wrong with the options of a call of the limit `name`
+ * (called only when a quick look found something): they must be an object
+ * whose own enumerable fields are all `allowed`, with a boolean `throws`.
+ *
+ * @param name The limit (or function) the options belong to.
+ * @param options What the caller passed.
+ * @param allowed The options it takes.
  */
-export const SHORT_KEY_UNITS = 341;
+export function checkOptions(name: unknown, options: unknown, allowed: readonly string[]): never | void {
+  const limit = typeof name === "string" ? name : "";
+  if (typeof options !== "object" || options === null || isArray(options)) {
+    throw invalidRequest(limit, "options", mustBe("options", "an object", options));
+  }
+  let fields: string[];
+  try {
+    fields = Object.keys(options);
+  } catch {
+    throw invalidRequest(limit, "options", "options must be a plain object (listing its fields threw) (got an object)");
+  }
+  for (const field of fields) {
+    if (!allowed.includes(field)) throw invalidRequest(limit, field, unknownField(field, allowed, "option"));
+  }
+  let throws: unknown;
+  try {
+    throws = Object.hasOwn(options, "throws") ? (options as { throws?: unknown }).throws : undefined;
+  } catch {
+    throws = undefined;
+  }
+  if (throws !== undefined && typeof throws !== "boolean") throw invalidRequest(limit, "throws", mustBe("throws", "a boolean", throws));
+}
 
 /**
- * Keys with a lone surrogate take the general path, which refuses them:
- * UTF-8 cannot carry them, so another store would see a different key.
- * The engine's own check where it has one; any surrogate at all otherwise.
+ * The own fields of an options object, in the order of `known` (an inherited
+ * field is never read); `undefined` reads as no options. Anything else is an
+ * `INVALID_ARGUMENT` naming `fn`. For adapters and the subpath modules.
+ *
+ * @param fn The constructor or function the options belong to.
+ * @param options What the caller passed.
+ * @param known The options it takes.
+ * @returns Their values, `undefined` where absent.
+ * @example
+ * const [prefix, timeoutMs] = ownOptions("redisStore", options, ["prefix", "timeoutMs"]);
  */
-const SURROGATE = /[\uD800-\uDFFF]/;
-export const wellFormed: (text: string) => boolean =
-  typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function"
-    ? (text) => (text as string & { isWellFormed(): boolean }).isWellFormed()
-    : (text) => !SURROGATE.test(text);
+export function ownOptions(fn: string, options: unknown, known: readonly string[]): unknown[] {
+  const found: unknown[] = known.map(() => undefined);
+  if (options === undefined) return found;
+  if (typeof options !== "object" || options === null || isArray(options)) throw wrongArgument(fn, "options", mustBe("options", "an object", options));
+  let fields: string[];
+  try {
+    fields = Object.keys(options);
+  } catch {
+    throw wrongArgument(fn, "options", "options must be a plain object (listing its fields threw) (got an object)");
+  }
+  for (const field of fields) {
+    const slot = known.indexOf(field);
+    if (slot < 0) throw wrongArgument(fn, field, unknownField(field, known, "option"));
+    try {
+      found[slot] = (options as Record<string, unknown>)[field];
+    } catch {
+      throw wrongArgument(fn, "options", "options must be a plain object (reading a field threw) (got an object)");
+    }
+  }
+  return found;
+}
+
+/** Whether `value` is a plain object: made by `{…}` or `Object.create(null)`, not an array, a `Map`, a class instance. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null || isArray(value)) return false;
+  try {
+    const prototype = Object.getPrototypeOf(value);
+    return prototype === null || Object.getPrototypeOf(prototype) === null;
+  } catch {
+    return false;
+  }
+}
+
+export { RateboundError };

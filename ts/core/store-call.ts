@@ -5,7 +5,7 @@
  * refuses every later read and write, so a late transaction commits nothing.
  * @module
  */
-import type { RateLimitState, RateLimitStore, StateRef, WriteInfo } from "../wasm/ratebound.js";
+import type { RateLimitState, RateLimitStore, RemoteBatch, StateRef, WriteInfo } from "./types.js";
 
 /** What a result decided without the store carries: why, and the store's error. */
 export type Degraded = {
@@ -64,9 +64,12 @@ export function ownField(object: unknown, field: string): [boolean, unknown] | u
   }
 }
 
-/** A call on the store as the limiter always made it: inside `store.transaction` when the host has one. */
-export function plainCall<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
-  if (typeof store.transaction === "function") return store.transaction(async (tx) => await work(tx));
+/**
+ * A call on the store as the limiter always made it: inside `store.transaction`
+ * when the host has one (unless `direct`: a store that decides next to its data).
+ */
+export function plainCall<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>, direct = false): Promise<T> {
+  if (!direct && typeof store.transaction === "function") return store.transaction(async (tx) => await work(tx));
   try {
     return Promise.resolve(work(store));
   } catch (error) {
@@ -94,8 +97,8 @@ export class StoreCall {
   }
 
   /** Runs `work`, rejecting with a {@link StoreTimeoutError} when it has not settled within the timeout. */
-  run<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
-    const attempt = this.#attempt(store, work);
+  run<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>, direct = false): Promise<T> {
+    const attempt = this.#attempt(store, work, direct);
     const timeoutMs = this.#timeoutMs;
     if (timeoutMs === undefined) return attempt;
     return new Promise<T>((resolve, reject) => {
@@ -116,8 +119,8 @@ export class StoreCall {
     });
   }
 
-  #attempt<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
-    if (typeof store.transaction === "function") {
+  #attempt<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>, direct: boolean): Promise<T> {
+    if (!direct && typeof store.transaction === "function") {
       this.#viaTransaction = true;
       try {
         return Promise.resolve(store.transaction((tx) => this.#body(tx, work)));
@@ -149,13 +152,16 @@ export class StoreCall {
     if (this.#timeout !== undefined) throw this.#timeout;
   }
 
-  /** `store`, recording what its `read` and `write` throw, and refusing both once the call timed out. */
+  /** `store`, recording what its methods throw, and refusing every call once the call timed out. */
   #guard(store: RateLimitStore): RateLimitStore {
-    return {
-      read: (ref: StateRef) => this.#watch(() => store.read(ref)),
+    const guarded: RateLimitStore = {
+      read: (ref: StateRef, info?: { now: number }) => this.#watch(() => store.read(ref, info)),
       write: (ref: StateRef, state: RateLimitState | null, info?: WriteInfo) =>
         this.#watch(() => (info === undefined ? store.write(ref, state) : store.write(ref, state, info))),
     };
+    if (typeof store.readMany === "function") guarded.readMany = (refs: StateRef[], info?: { now: number }) => this.#watch(() => store.readMany!(refs, info));
+    if (typeof store.decide === "function") guarded.decide = (batch: RemoteBatch) => this.#watch(() => store.decide!(batch));
+    return guarded;
   }
 
   #watch<T>(operation: () => T): T {

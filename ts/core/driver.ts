@@ -1,0 +1,448 @@
+/**
+ * The driver: every read and write of a store happens here, between the
+ * core's two halves. A batch of decisions is planned (bad input fails
+ * before any store is touched), the states it names are read in one batch,
+ * the core decides synchronously, and the writes go back in one batch — or,
+ * for a store that decides next to its data, the plan is sent instead and
+ * the core replays the answer. A synchronous store is driven synchronously:
+ * no Promise until the caller's.
+ * @module
+ */
+import { core, io, itemsOwner, layout, ownItems } from "./engine.js";
+import { coreError, corruptState, mustBe, RateboundError, wrongArgument, type Place } from "./errors.js";
+import { refId, refOf } from "./call.js";
+import type { Compiled } from "./config.js";
+import type { RateLimitFigures, RateLimitResult, RateLimitState, RateLimitStore, RemoteAnswer, RemoteItem, StateRef } from "./types.js";
+
+/** One decision: a limit's call, checked, with its random numbers drawn. */
+export interface Call {
+  /** The limit's name. */
+  readonly name: string;
+  /** The key, or `undefined` for the shared state. */
+  readonly key: string | undefined;
+  /** The limit's compiled config. */
+  readonly limit: Compiled;
+  /** Tokens asked. */
+  readonly count: number;
+  /** Whether it reserves. */
+  readonly reserve: boolean;
+  /** `limit` (true) or `check`. */
+  readonly write: boolean;
+  /** The call's clock, ms. */
+  readonly now: number;
+  /** Its random numbers (`limit.draws` of them). */
+  readonly draws: readonly number[];
+}
+
+/** What one decision answers: a result and, when the batch asked for them, its figures. */
+export interface Decided {
+  readonly result: RateLimitResult;
+  readonly figures: RateLimitFigures | undefined;
+}
+
+/** A planned batch: its calls, the distinct states they read, and which slot each read uses. */
+export interface Planned {
+  readonly calls: readonly Call[];
+  readonly all: boolean;
+  /** The states read, each once. */
+  readonly refs: StateRef[];
+  /** Per call: how many shards it reads, and the slot of each. */
+  readonly reads: number[];
+  readonly slots: number[];
+  /** Per call: its error when planning failed (`each` mode only). */
+  readonly errors: (RateboundError | undefined)[];
+  /** Whether the answers carry figures. */
+  readonly figures: boolean;
+}
+
+const ALLOWED: RateLimitResult = Object.freeze({ ok: true }) as RateLimitResult;
+
+/** Writes the calls into the buffer's items. */
+function putItems(calls: readonly Call[]): void {
+  const { ITEMS, ITEM } = layout;
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index]!;
+    const at = ITEMS + index * ITEM;
+    const numbers = call.limit.numbers;
+    for (let field = 0; field < 7; field++) io[at + field] = numbers[field]!;
+    io[at + 7] = call.count;
+    io[at + 8] = call.reserve ? 1 : 0;
+    io[at + 9] = call.write ? 1 : 0;
+    io[at + 10] = call.now;
+    const draws = call.draws;
+    for (let draw = 0; draw < 4; draw++) io[at + 11 + draw] = draws[draw] ?? 0;
+  }
+}
+
+/** Writes each call's slots into the buffer's map. */
+function putMap(planned: Planned): void {
+  const { MAP } = layout;
+  const { slots } = planned;
+  for (let index = 0; index < slots.length; index++) io[MAP + index] = slots[index]!;
+}
+
+/**
+ * Plans `calls`: the core checks each (bad input fails here, before any
+ * store is touched) and names the shards it reads; the states are
+ * de-duplicated into slots. All or nothing (`all`): the first error throws.
+ * Each call its own (`each`): an error is that call's.
+ *
+ * @param calls The decisions.
+ * @param all Whether they are one `limitAll`.
+ * @param figures Whether the answers carry the figures headers show.
+ * @returns The plan.
+ */
+export function plan(calls: readonly Call[], all: boolean, figures = false): Planned {
+  const { PLAN, PLAN_STRIDE, OUT, OUT_STRIDE, MAX_ITEMS, MAX_SLOTS } = layout;
+  if (calls.length > MAX_ITEMS) {
+    throw wrongArgument("limitAll", "requests", `requests must be at most ${MAX_ITEMS} limits (got ${calls.length})`);
+  }
+  putItems(calls);
+  const status = core.rb_plan(calls.length);
+  const refs: StateRef[] = [];
+  const reads: number[] = [];
+  const slots: number[] = [];
+  const errors: (RateboundError | undefined)[] = [];
+  const ids = calls.length > 1 ? new Map<string, number>() : undefined;
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index]!;
+    const at = PLAN + index * PLAN_STRIDE;
+    if (status < 0 && io[at + 7]! < 0) {
+      const error = coreError(io, OUT + index * OUT_STRIDE, call.name);
+      if (all) throw error;
+      errors.push(error);
+      reads.push(0);
+      slots.push(0, 0);
+      continue;
+    }
+    errors.push(undefined);
+    const count = io[at + 2]!;
+    reads.push(count);
+    for (let read = 0; read < 2; read++) {
+      if (read >= count) {
+        slots.push(0);
+        continue;
+      }
+      const shard = io[at + read]!;
+      if (ids === undefined) {
+        slots.push(refs.length);
+        refs.push(refOf(call.name, call.key, shard));
+        continue;
+      }
+      const id = refId(call.name, call.key, shard);
+      let slot = ids.get(id);
+      if (slot === undefined) {
+        ids.set(id, (slot = refs.length));
+        refs.push(refOf(call.name, call.key, shard));
+      }
+      slots.push(slot);
+    }
+  }
+  if (refs.length > MAX_SLOTS) {
+    throw wrongArgument("limitAll", "requests", `requests must read at most ${MAX_SLOTS} states (got ${refs.length})`);
+  }
+  const planned: Planned = { calls, all, refs, reads, slots, errors, figures };
+  ownItems(planned);
+  return planned;
+}
+
+/** Whether a value is a Promise or another thenable. */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as { then?: unknown }).then === "function";
+}
+
+/** Reads `refs` in one batch at the call's clock `now`: `readMany` when the store has it, else every `read` at once. */
+export function readAll(store: RateLimitStore, refs: StateRef[], now: number): unknown[] | Promise<unknown[]> {
+  const info = { now };
+  if (typeof store.readMany === "function") return store.readMany(refs, info);
+  let pending = false;
+  const answers: unknown[] = new Array(refs.length);
+  for (let index = 0; index < refs.length; index++) {
+    let answer: unknown;
+    try {
+      answer = store.read(refs[index]!, info);
+    } catch (error) {
+      // The reads already under way are abandoned: their failures are not unhandled.
+      for (const earlier of answers.slice(0, index)) if (isThenable(earlier)) earlier.then(undefined, () => {});
+      throw error;
+    }
+    if (isThenable(answer)) pending = true;
+    answers[index] = answer;
+  }
+  return pending ? Promise.all(answers) : answers;
+}
+
+/**
+ * A store's answer for `ref` as the core takes it (value, ts; NaN value:
+ * none): `null` or `undefined` for none, else an object whose `value` and
+ * `ts` are finite numbers. Anything else is CORRUPT_STATE naming the ref.
+ */
+export function putState(at: number, answer: unknown, place: Place): void {
+  if (answer === null || answer === undefined) {
+    io[at] = Number.NaN;
+    io[at + 1] = Number.NaN;
+    return;
+  }
+  if (typeof answer !== "object") throw corruptState(place, mustBe("state", "{ value, ts } or null", answer));
+  let value: unknown;
+  let ts: unknown;
+  try {
+    value = (answer as RateLimitState).value;
+    ts = (answer as RateLimitState).ts;
+  } catch {
+    throw corruptState(place, "state must be { value, ts } or null (got an object)");
+  }
+  if (typeof value !== "number" || !Number.isFinite(value)) throw corruptState(place, mustBe("value", "a finite number", value));
+  if (typeof ts !== "number" || !Number.isFinite(ts)) throw corruptState(place, mustBe("ts", "a finite number", ts));
+  io[at] = value;
+  io[at + 1] = ts;
+}
+
+/** The answer of call `index`, from the buffer. */
+function answerOf(index: number, withFigures: boolean): Decided {
+  const { OUT, OUT_STRIDE } = layout;
+  const out = OUT + index * OUT_STRIDE;
+  const ok = io[out] === 1;
+  const wait = io[out + 1]!;
+  const result: RateLimitResult = ok ? (Number.isNaN(wait) ? ALLOWED : { ok: true, retryAfter: wait }) : { ok: false, retryAfter: wait };
+  if (!withFigures) return { result, figures: undefined };
+  const seconds = io[out + 6]!;
+  const figures: RateLimitFigures = {
+    limit: io[out + 2]!,
+    remaining: io[out + 3]!,
+    reset: io[out + 4]!,
+    window: io[out + 5]!,
+    ...(Number.isNaN(seconds) ? {} : { retryAfter: seconds }),
+    sampled: io[out + 7]!,
+  };
+  return { result, figures };
+}
+
+/** What a decided batch answers: per call, its decision or its error; and the batch's own result. */
+export interface BatchAnswer {
+  readonly each: (Decided | RateboundError)[];
+  readonly batch: RateLimitResult;
+}
+
+/**
+ * Decides a planned batch on the states read (`stored`, per ref), in the
+ * buffer. Returns the answers; the states to write stay in the buffer's
+ * slots (pending) for {@link writeAll}.
+ */
+function decideOn(planned: Planned, stored: unknown[]): BatchAnswer {
+  const { SLOTS, SLOT, OUT, OUT_STRIDE, EXTRA } = layout;
+  // The buffer may have served other calls since the plan: write this batch again.
+  if (itemsOwner !== planned) {
+    putItems(planned.calls);
+    ownItems(planned);
+  }
+  putMap(planned);
+  for (let slot = 0; slot < planned.refs.length; slot++) putState(SLOTS + slot * SLOT, stored[slot], planned.refs[slot]!);
+  const status = core.rb_decide(planned.calls.length, planned.refs.length, planned.all ? 1 : 0);
+  const each: (Decided | RateboundError)[] = [];
+  for (let index = 0; index < planned.calls.length; index++) {
+    const out = OUT + index * OUT_STRIDE;
+    const error = planned.errors[index];
+    if (error !== undefined) each.push(error);
+    else if (io[out]! < 0) each.push(coreError(io, out, planned.calls[index]!.name));
+    else each.push(answerOf(index, planned.figures));
+  }
+  if (status < 0) {
+    const first = each.find((entry): entry is RateboundError => entry instanceof RateboundError);
+    throw first ?? new RateboundError("INVALID_REQUEST", "the batch failed");
+  }
+  const wait = io[EXTRA]!;
+  const batch: RateLimitResult = status === 1 ? (Number.isNaN(wait) ? ALLOWED : { ok: true, retryAfter: wait }) : { ok: false, retryAfter: wait };
+  return { each, batch };
+}
+
+/**
+ * Writes what the decision left pending in the buffer's slots through
+ * `store`, in slot order; a Promise when the store answers with one. Reads
+ * the buffer before anything can run, so a later call cannot change it.
+ */
+function writeAll(store: RateLimitStore, planned: Planned): void | Promise<void> {
+  const { SLOTS, SLOT } = layout;
+  let chain: Promise<void> | undefined;
+  for (let slot = 0; slot < planned.refs.length; slot++) {
+    const at = SLOTS + slot * SLOT;
+    const value = io[at + 2]!;
+    if (Number.isNaN(value)) continue;
+    const ref = planned.refs[slot]!;
+    const state = { value, ts: io[at + 3]! };
+    const info = { now: latestNow(planned, slot), fullAt: io[at + 4]! };
+    if (chain !== undefined) {
+      chain = chain.then(() => store.write(ref, state, info) as void);
+      continue;
+    }
+    const done = store.write(ref, state, info);
+    if (isThenable(done)) chain = Promise.resolve(done) as Promise<void>;
+  }
+  return chain;
+}
+
+/** The `now` of the last call of the batch that read `slot` (its write is that call's). */
+function latestNow(planned: Planned, slot: number): number {
+  const calls = planned.calls;
+  if (calls.length === 1) return calls[0]!.now;
+  let now = calls[0]!.now;
+  for (let index = 0; index < calls.length; index++) {
+    const reads = planned.reads[index]!;
+    if ((reads > 0 && planned.slots[2 * index] === slot) || (reads > 1 && planned.slots[2 * index + 1] === slot)) now = calls[index]!.now;
+  }
+  return now;
+}
+
+/**
+ * Runs a planned batch against `store` (already inside its transaction when
+ * it has one): reads, decides, writes; synchronously when the store answers
+ * synchronously.
+ *
+ * @param store Where the states live.
+ * @param planned The batch, from {@link plan}.
+ * @returns The answers, or a Promise of them.
+ */
+export function run(store: RateLimitStore, planned: Planned): BatchAnswer | Promise<BatchAnswer> {
+  if (planned.refs.length === 0) return decideOn(planned, []);
+  const stored = readAll(store, planned.refs, planned.calls.length === 1 ? planned.calls[0]!.now : Math.max(...planned.calls.map((call) => call.now)));
+  const finish = (states: unknown[]): BatchAnswer | Promise<BatchAnswer> => {
+    if (!Array.isArray(states) || states.length !== planned.refs.length) {
+      throw wrongArgument("RateLimiter", "store", `store.readMany must answer one state per ref (got ${Array.isArray(states) ? states.length : typeof states})`);
+    }
+    const answer = decideOn(planned, states);
+    const done = writeAll(store, planned);
+    return isThenable(done) ? done.then(() => answer) : answer;
+  };
+  return isThenable(stored) ? Promise.resolve(stored).then(finish) : finish(stored);
+}
+
+/**
+ * The batch as a store that decides next to its data takes it (see
+ * `docs/internals.md`): the plan's numbers, per shard.
+ */
+export function remoteItems(planned: Planned): RemoteItem[] {
+  const { PLAN, PLAN_STRIDE } = layout;
+  // Plan again: the buffer may have served other calls since.
+  putItems(planned.calls);
+  ownItems(planned);
+  core.rb_plan(planned.calls.length);
+  return planned.calls.map((call, index) => {
+    const at = PLAN + index * PLAN_STRIDE;
+    const [kind, , period, , , shards, start] = call.limit.numbers as number[];
+    const reads = planned.reads[index]!;
+    const maxReserved = io[at + 10]!;
+    return {
+      reads: planned.slots.slice(2 * index, 2 * index + reads),
+      kind: kind as 0 | 1,
+      rate: io[at + 8]!,
+      period: period!,
+      capacity: io[at + 9]!,
+      maxReserved: Number.isNaN(maxReserved) ? null : maxReserved,
+      shards: shards!,
+      start: Number.isNaN(start!) ? null : start!,
+      count: call.count,
+      reserve: call.reserve,
+      write: call.write,
+      now: call.now,
+      fresh: Array.from({ length: reads }, (_, read) => ({ value: io[at + 3 + 2 * read]!, ts: io[at + 4 + 2 * read]! })),
+    };
+  });
+}
+
+/**
+ * Runs a planned batch on a store that decides next to its data: one round
+ * trip. The core then replays the decision on what the store read, and its
+ * answer is the call's; when the store wrote other than the core decided,
+ * the call fails closed (`STORE_MISMATCH`).
+ */
+export async function runRemote(store: RateLimitStore & { decide: NonNullable<RateLimitStore["decide"]> }, planned: Planned): Promise<BatchAnswer> {
+  const live = planned.calls.filter((_, index) => planned.errors[index] === undefined);
+  if (live.length !== planned.calls.length) throw planned.errors.find((error) => error !== undefined)!;
+  const remote: RemoteAnswer = await store.decide({ refs: planned.refs, items: remoteItems(planned), all: planned.all });
+  const answer = decideOn(planned, remote.stored);
+  let writes = 0;
+  for (let slot = 0; slot < planned.refs.length; slot++) if (!Number.isNaN(io[layout.SLOTS + slot * layout.SLOT + 2]!)) writes++;
+  planned.calls.forEach((call, index) => {
+    const decided = answer.each[index];
+    const core = !(decided instanceof RateboundError) && call.write && (planned.all ? answer.batch.ok : decided!.result.ok);
+    if (Boolean(remote.wrote[index]) !== core || (planned.all && core && writes === 0)) {
+      throw new RateboundError(
+        "STORE_MISMATCH",
+        `Rate limit ${JSON.stringify(call.name)}: the store ${remote.wrote[index] ? "wrote" : "did not write"} where the core decided otherwise; the call failed closed`,
+      );
+    }
+  });
+  return answer;
+}
+
+/**
+ * One call, decided where its states are read (no `decide` of the store's
+ * own): the common case, with nothing allocated beyond the refs, the states
+ * and the answer. A synchronous store is read, decided and written with
+ * nothing run in between.
+ *
+ * @param store Where the states live (inside its transaction when it has one).
+ * @param call The call, checked.
+ * @param figures Whether the answer carries its figures.
+ * @returns The decision, or a Promise of it.
+ */
+export function runOne(store: RateLimitStore, call: Call, figures: boolean): Decided | Promise<Decided> {
+  const { ITEMS, PLAN, OUT, SLOTS, SLOT, MAP } = layout;
+  putItems1(ITEMS, call);
+  ownItems(undefined);
+  if (core.rb_plan(1) < 0) throw coreError(io, OUT, call.name);
+  const reads = io[PLAN + 2]!;
+  const info = { now: call.now };
+  const first = refOf(call.name, call.key, io[PLAN]!);
+  const second = reads === 2 ? refOf(call.name, call.key, io[PLAN + 1]!) : undefined;
+  const readFirst = store.read(first, info);
+  let readSecond: unknown;
+  if (second !== undefined) {
+    try {
+      readSecond = store.read(second, info);
+    } catch (error) {
+      if (isThenable(readFirst)) readFirst.then(undefined, () => {});
+      throw error;
+    }
+  }
+  const finish = (stateFirst: unknown, stateSecond: unknown): Decided | Promise<Decided> => {
+    putItems1(ITEMS, call);
+    putState(SLOTS, stateFirst, first);
+    if (second !== undefined) putState(SLOTS + SLOT, stateSecond, second);
+    io[MAP] = 0;
+    io[MAP + 1] = 1;
+    if (core.rb_decide(1, reads, 1) < 0) throw coreError(io, OUT, call.name);
+    const decided = answerOf(0, figures);
+    let chain: Promise<void> | undefined;
+    for (let slot = 0; slot < reads; slot++) {
+      const at = SLOTS + slot * SLOT;
+      const value = io[at + 2]!;
+      if (Number.isNaN(value)) continue;
+      const ref = slot === 0 ? first : second!;
+      const state = { value, ts: io[at + 3]! };
+      const written = { now: call.now, fullAt: io[at + 4]! };
+      if (chain !== undefined) chain = chain.then(() => store.write(ref, state, written) as void);
+      else {
+        const done = store.write(ref, state, written);
+        if (isThenable(done)) chain = Promise.resolve(done) as Promise<void>;
+      }
+    }
+    return chain === undefined ? decided : chain.then(() => decided);
+  };
+  if (isThenable(readFirst) || isThenable(readSecond)) {
+    return Promise.all([readFirst, readSecond]).then(([stateFirst, stateSecond]) => finish(stateFirst, stateSecond));
+  }
+  return finish(readFirst, readSecond);
+}
+
+/** Writes one call as item 0. */
+function putItems1(at: number, call: Call): void {
+  const numbers = call.limit.numbers;
+  for (let field = 0; field < 7; field++) io[at + field] = numbers[field]!;
+  io[at + 7] = call.count;
+  io[at + 8] = call.reserve ? 1 : 0;
+  io[at + 9] = call.write ? 1 : 0;
+  io[at + 10] = call.now;
+  const draws = call.draws;
+  for (let draw = 0; draw < 4; draw++) io[at + 11 + draw] = draws[draw] ?? 0;
+}

@@ -1,0 +1,84 @@
+/**
+ * `getValue` and `reset`: the reads and writes around the core's sampling
+ * and report.
+ * @module
+ */
+import { core, io, layout, ownItems } from "./engine.js";
+import { coreError } from "./errors.js";
+import { refOf, type Random, drawMany } from "./call.js";
+import { isThenable, putState, readAll } from "./driver.js";
+import { describe, type Compiled } from "./config.js";
+import type { RateLimitStore, RateLimitValue } from "./types.js";
+
+/** Writes `limit` as item 0's config. */
+function putLimit(limit: Compiled): void {
+  ownItems(undefined);
+  limit.numbers.forEach((number, index) => (io[layout.ITEMS + index] = number));
+}
+
+/**
+ * The limit's value: the shards the core samples (`sampleShards`, default 1),
+ * read in one batch, and the core's report.
+ *
+ * @param store The store, inside its transaction when it has one.
+ * @param name The limit's name.
+ * @param key The key.
+ * @param limit Its compiled config.
+ * @param wanted `sampleShards` as given (a number, or `undefined`).
+ * @param now The clock, ms.
+ * @param random The limiter's random source.
+ * @returns `{ value, ts, shard, config }`.
+ */
+export function getValue(
+  store: RateLimitStore,
+  name: string,
+  key: string | undefined,
+  limit: Compiled,
+  wanted: number | undefined,
+  now: number,
+  random: Random,
+): RateLimitValue | Promise<RateLimitValue> {
+  const { EXTRA, OUT } = layout;
+  const asked = wanted === undefined ? 0 : 1;
+  putLimit(limit);
+  const needed = core.rb_value_draws(asked, wanted ?? 0);
+  if (needed < 0) throw coreError(io, OUT, name);
+  const draws = drawMany(random, needed);
+  putLimit(limit);
+  draws.forEach((drawn, index) => (io[EXTRA + index] = drawn));
+  const count = core.rb_plan_value(asked, wanted ?? 0, now);
+  if (count < 0) throw coreError(io, OUT, name);
+  const shards = Array.from(io.subarray(EXTRA + 1024, EXTRA + 1024 + count));
+  const refs = shards.map((shard) => refOf(name, key, shard));
+  const finish = (stored: unknown[]): RateLimitValue => {
+    putLimit(limit);
+    shards.forEach((shard, index) => {
+      io[EXTRA + 1024 + index] = shard;
+      putState(EXTRA + 2048 + 2 * index, stored[index], { name, key, shard });
+    });
+    core.rb_value(count, now);
+    const start = io[EXTRA + 3]!;
+    return { value: io[EXTRA]!, ts: io[EXTRA + 1]!, shard: io[EXTRA + 2]!, config: describe(limit.numbers, Number.isNaN(start) ? undefined : start) };
+  };
+  const stored = readAll(store, refs, now);
+  return isThenable(stored) ? Promise.resolve(stored).then(finish) : finish(stored);
+}
+
+/**
+ * Deletes the state of every shard of `name` and `key`.
+ *
+ * @param store The store, inside its transaction when it has one.
+ * @param name The limit's name.
+ * @param key The key.
+ * @param limit Its compiled config.
+ * @param now The clock, ms.
+ * @returns When every shard is deleted.
+ */
+export async function reset(store: RateLimitStore, name: string, key: string | undefined, limit: Compiled, now: number): Promise<void> {
+  putLimit(limit);
+  if (core.rb_check_now(now) < 0) throw coreError(io, layout.OUT, name);
+  for (let shard = 0; shard < limit.shards; shard++) {
+    const done = store.write(refOf(name, key, shard), null);
+    if (isThenable(done)) await done;
+  }
+}
