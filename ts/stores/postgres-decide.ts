@@ -72,7 +72,7 @@ const pow2 = (exponent: number): string => `'${String(2 ** exponent)}'::float8`;
  * REPLACE FUNCTION` statements, in order.
  *
  * `<table>_decide_v1(p_names text[], p_keys text[], p_shards integer[],
- * p_locks text[], p_items float8[], p_all boolean) → text[]`:
+ * p_locks text[], p_items float8[], p_all boolean) → text`:
  *
  * - Refs `1..R`: the `name`, `key` and `shard` columns of each state the
  *   batch reads, and the text of its advisory lock (hashed with
@@ -86,9 +86,11 @@ const pow2 = (exponent: number): string => `'${String(2 ** exponent)}'::float8`;
  * - `p_all`: all or nothing (`limitAll`, `checkAll`), else each item is its
  *   own call, decided after the ones before it.
  *
- * Returns `[sqlstate, message]` followed, on success (both NULL), by the
- * value and ts each ref held when read (NULL, NULL: no row), as text, then
- * `1` or `0` per item: whether its grant was written. A stored row that is
+ * Returns one text, so that no driver's array parsing stands between it and
+ * the store: `error SQLSTATE message` when the call failed (and did
+ * nothing), else `ok`, then the value and ts each ref held when read (`- -`:
+ * no row), then one digit per item, `1` when its grant was written (only a
+ * `write` item's is), all separated by single spaces (no number's text has one). A stored row that is
  * not two finite numbers is decided on by nothing and overwritten by nothing:
  * the function writes nothing and returns it as it is. An item whose wait is
  * not finite, or whose state would not be, writes nothing (and, all or
@@ -371,7 +373,7 @@ function decideSql(table: string, decide: string, h: Helpers): string {
   const call = (name: string, state: string, count: string) =>
     `${name}(kind, rate, period, capacity, max_reserved, reserve, ${state}[1], ${state}[2], now, ${count})`;
   return `CREATE OR REPLACE FUNCTION ${decide}(p_names text[], p_keys text[], p_shards integer[], p_locks text[],
-  p_items float8[], p_all boolean) RETURNS text[]
+  p_items float8[], p_all boolean) RETURNS text
 LANGUAGE plpgsql VOLATILE SET extra_float_digits = 3 AS $fn$
 DECLARE
   refs integer := coalesce(cardinality(p_names), 0);
@@ -390,7 +392,7 @@ DECLARE
   all_ok boolean := true;
   any_write boolean := false;
   failed boolean := false;
-  answer text[] := ARRAY[NULL, NULL]::text[];
+  answer text := 'ok';
   ref integer;
   lock_order integer[] := CASE WHEN refs = 1 THEN ARRAY[1] ELSE ARRAY[]::integer[] END;
   row_value float8;
@@ -496,14 +498,14 @@ BEGIN
             pending_value[first_ref] := write_first[3];
             pending_ts[first_ref] := write_first[4];
             pending_full_at[first_ref] := ${h.fullAt}(kind, rate, period, capacity, shards, has_start, write_first[3], write_first[4]);
-            wrote[item + 1] := true;
+            wrote[item + 1] := writes;
           END IF;
           IF write_second IS NOT NULL THEN
             pending[second_ref] := true;
             pending_value[second_ref] := write_second[3];
             pending_ts[second_ref] := write_second[4];
             pending_full_at[second_ref] := ${h.fullAt}(kind, rate, period, capacity, shards, has_start, write_second[3], write_second[4]);
-            wrote[item + 1] := true;
+            wrote[item + 1] := writes;
           END IF;
         END IF;
       END LOOP;
@@ -524,16 +526,13 @@ BEGIN
     END IF;
 
     FOR ref IN 1 .. refs LOOP
-      answer := answer || stored_value[ref]::text || stored_ts[ref]::text;
+      answer := answer || ' ' || coalesce(stored_value[ref]::text, '-') || ' ' || coalesce(stored_ts[ref]::text, '-');
     END LOOP;
-    FOR item IN 1 .. items LOOP
-      answer := answer || CASE WHEN wrote[item] THEN '1' ELSE '0' END;
-    END LOOP;
-    RETURN answer;
+    RETURN answer || ' ' || array_to_string(ARRAY(SELECT CASE WHEN w THEN '1' ELSE '0' END FROM unnest(wrote) AS w), '');
   EXCEPTION WHEN others OR query_canceled THEN
     -- Everything this call did is rolled back (the block is a subtransaction); the statement
     -- succeeds, so the caller's transaction stays usable, and the store rejects with the code.
-    RETURN ARRAY[SQLSTATE, SQLERRM]::text[];
+    RETURN 'error ' || SQLSTATE || ' ' || SQLERRM;
   END;
 END
 $fn$`;

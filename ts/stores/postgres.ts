@@ -15,7 +15,7 @@
  * decide on the same state.
  * @module
  */
-import { withJitter, type RateLimitState, type RateLimitStore, type StateRef } from "ratebound";
+import { withJitter, type RateLimitState, type RateLimitStore, type RemoteAnswer, type RemoteBatch, type StateRef } from "ratebound";
 import { queryableOf, type PostgresJsLike, type PostgresQueryable } from "./postgres-table.js";
 import { decideFunctionName } from "./postgres-decide.js";
 import { SqlStoreError, codedError, columnText, describe, hasMethod, invalidOption, oneAtATime, tableParts, type WriteInfo } from "./shared/sql.js";
@@ -24,55 +24,7 @@ import { ownCopy } from "./shared/options.js";
 export { SqlStoreError, type WriteInfo } from "./shared/sql.js";
 export { createTable, createTableSql, pruneStates, type PostgresJsLike, type PostgresQueryable, type PostgresTableOptions } from "./postgres-table.js";
 
-/** One decision of a {@link RemoteBatch}: numbers only (docs/internals.md). */
-export interface RemoteItem {
-  /** Indexes into `batch.refs`: one shard, or two for a sharded limit. */
-  reads: number[];
-  /** 0 token bucket, 1 fixed window. */
-  kind: 0 | 1;
-  /** Per shard (the plan's, already divided). */
-  rate: number;
-  /** In ms. */
-  period: number;
-  /** Per shard. */
-  capacity: number;
-  /** Per shard; `null`: unlimited, 0: no reservation at all. */
-  maxReserved: number | null;
-  /** The limit's shard count. */
-  shards: number;
-  /** A fixed window's start (decides whether states may expire). */
-  start: number | null;
-  /** Tokens asked for. */
-  count: number;
-  /** Whether to go into debt rather than be refused. */
-  reserve: boolean;
-  /** `limit` (true) or `check` (false). */
-  write: boolean;
-  /** In ms. */
-  now: number;
-  /** Per read: the state it starts from when it has none. */
-  fresh: RateLimitState[];
-}
-
-/** A call's plan, for a store that decides next to its data. */
-export interface RemoteBatch {
-  /** Every state the batch reads, each once. */
-  refs: StateRef[];
-  /** The decisions, in order. */
-  items: RemoteItem[];
-  /** All or nothing (`limitAll`, `checkAll`), else each item its own call. */
-  all: boolean;
-}
-
-/** What the store read and did. */
-export interface RemoteAnswer {
-  /** Per ref: what it held when read (`null`: nothing), as stored (the core judges it). */
-  stored: unknown[];
-  /** Per item: whether its grant was written. */
-  wrote: boolean[];
-}
-
-/** A {@link RateLimitStore} that decides next to its data. */
+/** A {@link RateLimitStore} that decides next to its data (see `RemoteBatch` in docs/internals.md). */
 export interface PostgresStore extends RateLimitStore {
   /** Runs `body` in one transaction (the caller's own when it has one). */
   transaction<T>(body: (store: RateLimitStore) => Promise<T>): Promise<T>;
@@ -353,7 +305,9 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
 
   /** Runs the decision statement where `db` says, and returns its rows. */
   async function runDecide(params: string[]): Promise<unknown[]> {
-    const text = `SELECT ${decideFunction}($1::text[], $2::text[], $3::integer[], $4::text[], $5::float8[], $6::boolean) AS answer`;
+    // Every parameter is text on the wire (drivers that serialize by the server's type, as
+    // postgres.js and PGlite do, would turn the string "true" into false), cast in SQL.
+    const text = `SELECT ${decideFunction}($1::text::text[], $2::text::text[], $3::text::integer[], $4::text::text[], $5::text::float8[], $6::text::boolean) AS answer`;
     const rowsOf = (answer: { rows?: unknown }) => {
       if (typeof answer !== "object" || answer === null || !Array.isArray(answer.rows)) throw badRow("query() did not answer with { rows: [...] }");
       return answer.rows as unknown[];
@@ -389,7 +343,8 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
       const [first = 0, second] = item.reads;
       numbers.push(item.kind, item.rate, item.period, item.capacity, item.maxReserved, item.shards, item.start, item.count);
       numbers.push(item.reserve ? 1 : 0, item.write ? 1 : 0, item.now, first + 1, second === undefined ? 0 : second + 1);
-      numbers.push(item.fresh[0].value, item.fresh[0].ts, item.fresh[1]?.value ?? null, item.fresh[1]?.ts ?? null);
+      const [fresh = { value: Number.NaN, ts: Number.NaN }, freshSecond] = item.fresh;
+      numbers.push(fresh.value, fresh.ts, freshSecond?.value ?? null, freshSecond?.ts ?? null);
     }
     const params = [
       textArray(columns.map((column) => column[0])),
@@ -405,15 +360,16 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
     for (let attempt = 1; ; attempt++) {
       const rows = await runDecide(params);
       const answer = (rows[0] as { answer?: unknown } | undefined)?.answer;
-      if (!Array.isArray(answer) || answer.length < 2) throw badRow("the decision function answered with no array");
-      if (answer[0] === null) return parseAnswer(answer, batch);
-      const code = String(answer[0]);
+      if (typeof answer !== "string") throw badRow("the decision function answered with no text");
+      if (!answer.startsWith("error ")) return parseAnswer(answer, batch);
+      const [, code = "", ...words] = answer.split(" ");
+      const message = words.join(" ");
       if (retry && RETRYABLE.has(code)) {
-        if (attempt >= maxAttempts) throw contended(attempt, functionError(code, answer[1]));
+        if (attempt >= maxAttempts) throw contended(attempt, functionError(code, message));
         await backOff(attempt, code);
         continue;
       }
-      throw functionError(code, answer[1]);
+      throw functionError(code, message);
     }
   }
   async function transaction<T>(body: (store: RateLimitStore) => Promise<T>): Promise<T> {
@@ -507,17 +463,21 @@ function functionError(code: string, message: unknown): Error {
   return Object.assign(new Error(`ratebound/postgres: ${String(message)}; nothing was written`), { name: "PostgresError", code });
 }
 
-/** The function's answer: per ref what it held (value and ts text; NULL: no row), per item `1` when written. */
-function parseAnswer(answer: unknown[], batch: RemoteBatch): RemoteAnswer {
+/** The function's answer: `ok`, per ref the value and ts it held (`- -`: no row), and a digit per item, `1` when written. */
+function parseAnswer(answer: string, batch: RemoteBatch): RemoteAnswer {
+  const words = answer.split(" ");
   const refs = batch.refs.length;
-  if (answer.length !== 2 + 2 * refs + batch.items.length) throw badRow("the decision function answered for another batch");
+  const digits = words[1 + 2 * refs] ?? "";
+  if (words[0] !== "ok" || words.length !== 2 + 2 * refs || digits.length !== batch.items.length) {
+    throw badRow("the decision function answered for another batch");
+  }
   const stored: unknown[] = [];
   for (let ref = 0; ref < refs; ref++) {
-    const [value, ts] = [answer[2 + 2 * ref], answer[3 + 2 * ref]];
-    stored.push(value === null && ts === null ? null : { value: Number(value), ts: Number(ts) });
+    const [value, ts] = [words[1 + 2 * ref], words[2 + 2 * ref]];
+    // float8 text (shortest exact, NaN and ±Infinity spelled out) reads back exactly through Number().
+    stored.push(value === "-" ? null : { value: Number(value), ts: Number(ts) });
   }
-  const wrote = batch.items.map((_, item) => answer[2 + 2 * refs + item] === "1");
-  return { stored, wrote };
+  return { stored, wrote: Array.from(digits, (digit) => digit === "1") };
 }
 
 /** A number as `float8in` reads it back exactly: JavaScript's shortest form, `-0` kept. */
