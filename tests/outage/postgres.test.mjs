@@ -2,9 +2,11 @@
 // free loopback port, stopped after), through a pg Pool: the limiter's connections are killed
 // with pg_terminate_backend and new ones refused (closed rejects, open admits degraded, the
 // memory fallback admits at most the bound; once connections are allowed again, decisions are the
-// database's); and a table lock held by another connection keeps a call past the timeout: the
-// call answers at the timeout, its body's later write is refused, and after the lock is released
-// the row shows that nothing committed late (without the timeout, the same call commits). And a
+// database's); a table lock held by another connection keeps a transactional call past the
+// timeout: the call answers at the timeout, its body's later write is refused, and after the lock
+// is released the row shows that nothing committed late (without the timeout, the same call
+// commits); a decision (one statement) held by a row lock past the timeout decides, once the lock
+// is released, on what the holder committed. And a
 // backend killed while a call waits for a row lock, with README's setup and nothing more, in a
 // process of its own: the call rejects with a code and the process lives on (issue 24 item 3).
 import { after, before, describe, test } from "node:test";
@@ -160,7 +162,7 @@ describe("a real PostgreSQL server", () => {
     assert.deepEqual(await appRow("login", "locked"), { value: 2, ts: NOW });
   });
 
-  test("a row locked FOR UPDATE by another transaction: the fallback decides at the timeout, and the row keeps the holder's value", { timeout: 30_000 }, async () => {
+  test("a row locked FOR UPDATE by another transaction: the fallback decides at the timeout; the late statements then decide on the holder's commit, never past the bound", { timeout: 30_000 }, async () => {
     const limiter = new RateLimiter(postgresStore(app), LIMITS, { now: () => NOW, timeout: 150 });
     await limiter.limit("feed", { key: "row", count: 1 });
     const holder = await app.connect();
@@ -176,10 +178,13 @@ describe("a real PostgreSQL server", () => {
     } finally {
       holder.release();
     }
-    await new Promise((resolve) => setTimeout(resolve, 300)); // the held calls' bodies end
-    assert.deepEqual(await appRow("feed", "row"), { value: 4, ts: NOW }, "none of the 8 late calls (each would be granted) wrote over the holder's commit");
-    assert.deepEqual(await limiter.limit("feed", { key: "row" }), { ok: true }, "the database decides again");
-    assert.deepEqual(await appRow("feed", "row"), { value: 3, ts: NOW });
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the late statements end
+    // A decision is one statement, which a call that timed out cannot take back (as a Redis
+    // script): each of the 8 took the row after the holder's commit and decided on what the
+    // holder left, 4 tokens. So 4 were charged and 4 refused: none wrote over the holder's commit,
+    // and together they never took more than the bound.
+    assert.deepEqual(await appRow("feed", "row"), { value: 0, ts: NOW }, "the late statements decided on the holder's 4, in turn");
+    assert.deepEqual(await limiter.limit("feed", { key: "row" }), { ok: false, retryAfter: 12_000 }, "the database decides again");
   });
 
   test("a backend killed while limit() waits for a row lock rejects the call with a code, and the process lives on (README's setup, 3 of 3 runs; issue 24 item 3)", { timeout: 60_000 }, async () => {
