@@ -26,6 +26,22 @@ describe("PGlite", () => {
   });
   postgresScenarios({ db: () => db, inTransaction: (fn) => db.transaction(fn) });
 
+  test("a decision is ONE statement on PGlite and inside its transaction, and -0 and 5e-324 make an exact round trip", async () => {
+    const statements = [];
+    const counted = (connection) => Object.assign(Object.create(connection), { query: (text, params) => (statements.push(text), connection.query(text, params)) });
+    const tiny = { tiny: { kind: "token bucket", rate: 1, period: 1e300, capacity: 5e-324 } };
+    const limiter = limiterOn(pgHost.postgresStore(counted(db)), tiny);
+    assert.deepEqual(await limiter.limit("tiny", { key: "exact", count: -0 }), { ok: true });
+    await db.transaction(async (tx) => {
+      assert.deepEqual(await limiterOn(pgHost.postgresStore(counted(tx)), tiny).limit("tiny", { key: "exact", count: 5e-324 }), { ok: true });
+    });
+    assert.equal(statements.length, 2, statements.join("\n"));
+    const [row] = (await db.query("SELECT value::text AS value, ts::text AS ts FROM ratebound WHERE name = 'tiny' AND key = 'exact'")).rows;
+    assert.deepEqual(row, { value: "0", ts: String(NOW) }, "5e-324 - 5e-324");
+    // 5e-324 refills in 5e-24 ms, but the clock at NOW cannot tell that from 0: the honest wait is one step of it (2^-12 ms).
+    assert.deepEqual(await limiter.limit("tiny", { key: "exact", count: 5e-324 }), { ok: false, retryAfter: 2 ** -12 });
+  });
+
   test("a closed PGlite fails the call with a code (the suite's last test: it closes the database)", async () => {
     await db.close();
     const error = await limiterOn(pgHost.postgresStore(db)).limit("daily").catch((caught) => caught);
@@ -155,6 +171,109 @@ describe("a real PostgreSQL server", () => {
     const [{ left }] = await query("SELECT sum(value) AS left FROM ratebound WHERE name = 'shardedBurst' AND key = 's'");
     assert.ok(admitted <= 60 && admitted >= 40, `admitted ${admitted}`);
     assert.ok(Math.abs(60 - admitted - left) < 1e-9, `the shards hold 60 - ${admitted} (got ${left})`);
+  });
+
+  /** A connection that counts the statements sent through it (pg's query()). */
+  function counting(connection) {
+    const counted = Object.create(connection);
+    counted.statements = [];
+    counted.query = (text, params) => (counted.statements.push(text), connection.query(text, params));
+    return counted;
+  }
+
+  test("a decision is ONE statement: one query on a pool, one inside the app's transaction (limit, check, limitAll)", async () => {
+    const onPool = counting(pool);
+    const limiter = limiterOn(pgHost.postgresStore(onPool), limits);
+    await limiter.limit("burst", { key: "one-statement" });
+    await limiter.check("burst", { key: "one-statement" });
+    await limiter.limitAll([{ name: "burst", key: "one-statement" }, { name: "burst", key: "one-statement-2" }]);
+    assert.equal(onPool.statements.length, 3, onPool.statements.join("\n"));
+    assert.ok(onPool.statements.every((text) => /^SELECT "ratebound_decide_v1"\(/.test(text)));
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      const inside = counting(client);
+      await limiterOn(pgHost.postgresStore(inside), limits).limit("burst", { key: "one-statement" });
+      assert.equal(inside.statements.length, 1, "no SAVEPOINT, no BEGIN: one statement in the app's transaction");
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
+    assert.equal((await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'one-statement'"))[0].value, CAPACITY - 3);
+  });
+
+  test("a decision in the app's transaction holds its lock to the end of that transaction: another call waits, then sees the commit", async () => {
+    const key = "held-to-commit";
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      assert.deepEqual(await limiterOn(pgHost.postgresStore(client), limits).limit("burst", { key, count: 40 }), { ok: true });
+      let settled = false;
+      const other = limiterOn(pgHost.postgresStore(pool), limits)
+        .limit("burst", { key, count: 20 })
+        .finally(() => (settled = true));
+      await sleep(300);
+      assert.equal(settled, false, "the other call waits for the app's transaction");
+      await client.query("COMMIT");
+      assert.deepEqual(await other, { ok: false, retryAfter: 17_280_000 }, "and then decides on the 10 the commit left");
+    } finally {
+      client.release();
+    }
+  });
+
+  test("a decision that fails inside the app's transaction leaves it usable: the app's own writes still commit", async () => {
+    const key = "usable-after-failure";
+    await limiterOn(pgHost.postgresStore(pool), limits).limit("burst", { key });
+    const holder = await pool.connect();
+    const client = await pool.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM ratebound WHERE name = 'burst' AND key = $1 FOR UPDATE", [key]);
+      await client.query("BEGIN");
+      await client.query("INSERT INTO posts (author, body) VALUES ($1, 'before')", [key]);
+      await client.query("SET LOCAL lock_timeout = '100ms'");
+      const error = await limiterOn(pgHost.postgresStore(client), limits).limit("burst", { key }).catch((caught) => caught);
+      assert.equal(error.code, "55P03", error.message);
+      await client.query("INSERT INTO posts (author, body) VALUES ($1, 'after')", [key]);
+      await client.query("COMMIT");
+    } finally {
+      await holder.query("ROLLBACK");
+      holder.release();
+      client.release();
+    }
+    assert.deepEqual((await query("SELECT body FROM posts WHERE author = $1 ORDER BY id", [key])).map((row) => row.body), ["before", "after"]);
+    assert.equal((await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = $1", [key]))[0].value, CAPACITY - 1);
+  });
+
+  test("a decision waits for a transaction (grants, settle, reset) that holds a new key's lock, and decides on what it committed: the two paths share their locks", async () => {
+    const store = pgHost.postgresStore(pool);
+    const ref = { name: "burst", key: "shared-locks", shard: 0 };
+    let opened;
+    const readDone = new Promise((resolve) => (opened = resolve));
+    let release;
+    const gate = new Promise((resolve) => (release = resolve));
+    // The transactional path as a grant runs it: read (no row: it takes the ref's advisory lock), then write.
+    const transaction = store.transaction(async (tx) => {
+      assert.equal(await tx.read(ref), null);
+      opened();
+      await gate;
+      await tx.write(ref, { value: 10, ts: NOW }, { now: NOW, fullAt: Infinity });
+    });
+    let decided = false;
+    let decision;
+    try {
+      await readDone;
+      decision = limiterOn(store, limits)
+        .limit("burst", { key: "shared-locks", count: 4 })
+        .finally(() => (decided = true));
+      await sleep(300);
+      assert.equal(decided, false, "the decision waits for the transaction's lock on the missing row");
+    } finally {
+      release();
+      await transaction;
+    }
+    assert.deepEqual(await decision, { ok: true });
+    assert.deepEqual(await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'shared-locks'"), [{ value: 6 }], "10 committed, then 4 taken: no lost update");
   });
 
   test("concurrent calls on one pg Client outside a transaction queue up and each commits alone", async () => {
