@@ -105,7 +105,7 @@ const pow2 = (exponent: number): string => `'${String(2 ** exponent)}'::float8`;
 export function decideFunctionSql(schema: string, table: string, decide: string): string[] {
   const fn = (name: string) => `${schema}"ratebound_v${DECIDE_VERSION}_${name}"`;
   const [addName, mulName, divName, edge, min, max, nextUp] = [fn("add"), fn("mul"), fn("div"), fn("edge"), fn("min"), fn("max"), fn("next_up")];
-  const [advance, reference, shard, fullAt] = [fn("advance"), fn("decide_reference"), fn("decide"), fn("full_at")];
+  const [advance, shard, fullAt] = [fn("advance"), fn("decide"), fn("full_at")];
   // SQL expressions of IEEE a + b, a - b, a * b and a / b.
   const add = (a: string, b: string) => `${addName}(${a}, ${b})`;
   const sub = (a: string, b: string) => `${addName}(${a}, -(${b}))`;
@@ -113,7 +113,8 @@ export function decideFunctionSql(schema: string, table: string, decide: string)
   const div = (a: string, b: string) => `${divName}(${a}, ${b})`;
   const huge = pow2(1023); // below it, a sum cannot overflow
   const [low, high] = [pow2(-511), pow2(511)]; // between them, a product or quotient can neither overflow nor underflow
-  const finite = (x: string) => `(${x} <> 'NaN' AND ${x} <> 'Infinity' AND ${x} <> '-Infinity')`;
+  // x - x is 0 for every finite x and NaN for NaN and the infinities (and never raises).
+  const finite = (x: string) => `(${x} - ${x} = 0)`;
   const pure = "LANGUAGE sql IMMUTABLE PARALLEL SAFE";
   return [
     // IEEE 754's result of a + b, a * b or a / b where PostgreSQL's operator would raise
@@ -251,73 +252,60 @@ BEGIN
   RETURN ARRAY[next_value, next_ts, retry];
 END
 $fn$`,
-    // src/decision.rs decide_as_reference: [ok (1/0), retryAfter (NULL: none), value, ts].
-    `CREATE OR REPLACE FUNCTION ${reference}(kind float8, rate float8, period float8, capacity float8, max_reserved float8,
-  reserve boolean, value float8, ts float8, now float8, count float8) RETURNS float8[]
+    // src/decision.rs: decide_as_reference, and with `honest` decide (its wait made honest by
+    // replay): [ok (1/0), retryAfter (NULL: none), value, ts].
+    `CREATE OR REPLACE FUNCTION ${shard}(kind float8, rate float8, period float8, capacity float8, max_reserved float8,
+  reserve boolean, value float8, ts float8, now float8, count float8, honest boolean) RETURNS float8[]
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
 DECLARE
   next float8[] := ${advance}(kind, rate, period, capacity, value, ts, now, count);
   refused boolean := false;
   unstorable boolean;
-  retry float8 := next[3];
-  available float8;
+  wait float8 := next[3];
+  x float8;
+  then_ms float8;
+  short_by float8;
+  later float8;
 BEGIN
   IF next[1] < 0 AND next[1] <> 'NaN' THEN
     IF NOT reserve THEN
       refused := true;
     ELSIF max_reserved IS NOT NULL THEN
       -- count > available + maxReserved, as IEEE compares (count is never NaN here: next[1] would be).
-      available := (${advance}(kind, rate, period, capacity, value, ts, now, 0))[1];
-      refused := count > ${add("available", "max_reserved")};
+      x := (${advance}(kind, rate, period, capacity, value, ts, now, 0))[1];
+      refused := count > ${add("x", "max_reserved")};
     END IF;
   END IF;
   unstorable := NOT (${finite("next[1]")} AND ${finite("next[2]")});
-  IF unstorable AND (retry IS NULL OR retry = 'NaN') THEN retry := 'Infinity'; END IF;
-  RETURN ARRAY[CASE WHEN refused OR unstorable THEN 0 ELSE 1 END, retry, next[1], next[2]];
-END
-$fn$`,
-    // src/decision.rs decide: the reference's decision with its wait made honest by replay.
-    `CREATE OR REPLACE FUNCTION ${shard}(kind float8, rate float8, period float8, capacity float8, max_reserved float8,
-  reserve boolean, value float8, ts float8, now float8, count float8) RETURNS float8[]
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
-DECLARE
-  decided float8[] := ${reference}(kind, rate, period, capacity, max_reserved, reserve, value, ts, now, count);
-  ok boolean := decided[1] = 1;
-  wait float8 := decided[2];
-  within_reach boolean;
-  then_ms float8;
-  short_by float8;
-  later float8;
-  x float8;
-BEGIN
-  IF wait IS NULL THEN RETURN decided; END IF;
-  within_reach := CASE WHEN NOT reserve THEN count <= capacity
-    WHEN max_reserved IS NOT NULL THEN count <= ${add("capacity", "max_reserved")} ELSE true END;
-  IF NOT (ok OR within_reach) THEN RETURN decided; END IF;
-  FOR attempt IN 1..8 LOOP
-    then_ms := ${add("now", "wait")};
-    -- What the next call computes then, with no traffic in between.
-    IF ok THEN
-      short_by := -((${advance}(kind, rate, period, capacity, decided[3], decided[4], then_ms, 0))[1]);
-    ELSIF reserve AND max_reserved IS NOT NULL THEN
-      x := (${advance}(kind, rate, period, capacity, value, ts, then_ms, 0))[1];
-      x := ${add("x", "max_reserved")};
-      short_by := -(${sub("x", "count")});
-    ELSE
-      short_by := -((${advance}(kind, rate, period, capacity, value, ts, then_ms, count))[1]);
-    END IF;
-    IF NOT (short_by > 0 AND short_by <> 'NaN') THEN EXIT; END IF;
-    IF kind = 1 THEN
-      later := ${add("then_ms", "period")};
-    ELSE
-      x := ${div("rate", "period")};
-      x := ${div("short_by", "x")};
-      x := ${add("then_ms", "x")};
-      later := ${max}(x, ${nextUp}(then_ms));
-    END IF;
-    wait := ${sub("later", "now")};
-  END LOOP;
-  RETURN ARRAY[decided[1], wait, decided[3], decided[4]];
+  IF unstorable AND (wait IS NULL OR wait = 'NaN') THEN wait := 'Infinity'; END IF;
+  -- decide: a wait is made honest when the next call could be granted at all.
+  IF honest AND wait IS NOT NULL AND (NOT (refused OR unstorable) OR CASE WHEN NOT reserve THEN count <= capacity
+      WHEN max_reserved IS NOT NULL THEN count <= ${add("capacity", "max_reserved")} ELSE true END) THEN
+    FOR attempt IN 1..8 LOOP
+      then_ms := ${add("now", "wait")};
+      -- What the next call computes then, with no traffic in between.
+      IF NOT (refused OR unstorable) THEN
+        short_by := -((${advance}(kind, rate, period, capacity, next[1], next[2], then_ms, 0))[1]);
+      ELSIF reserve AND max_reserved IS NOT NULL THEN
+        x := (${advance}(kind, rate, period, capacity, value, ts, then_ms, 0))[1];
+        x := ${add("x", "max_reserved")};
+        short_by := -(${sub("x", "count")});
+      ELSE
+        short_by := -((${advance}(kind, rate, period, capacity, value, ts, then_ms, count))[1]);
+      END IF;
+      IF NOT (short_by > 0 AND short_by <> 'NaN') THEN EXIT; END IF;
+      IF kind = 1 THEN
+        later := ${add("then_ms", "period")};
+      ELSE
+        x := ${div("rate", "period")};
+        x := ${div("short_by", "x")};
+        x := ${add("then_ms", "x")};
+        later := ${max}(x, ${nextUp}(then_ms));
+      END IF;
+      wait := ${sub("later", "now")};
+    END LOOP;
+  END IF;
+  RETURN ARRAY[CASE WHEN refused OR unstorable THEN 0 ELSE 1 END, wait, next[1], next[2]];
 END
 $fn$`,
     // src/transition.rs full_at and filled_at: from when the state may be dropped (Infinity: never certain).
@@ -352,7 +340,7 @@ BEGIN
   RETURN 'Infinity';
 END
 $fn$`,
-    decideSql(table, decide, { add, sub, div, max, reference, shard, fullAt, finite }),
+    decideSql(table, decide, { add, sub, div, max, shard, fullAt, finite }),
   ];
 }
 
@@ -362,7 +350,6 @@ interface Helpers {
   sub: (a: string, b: string) => string;
   div: (a: string, b: string) => string;
   max: string;
-  reference: string;
   shard: string;
   fullAt: string;
   finite: (x: string) => string;
@@ -370,31 +357,40 @@ interface Helpers {
 
 /** src/batch.rs decide_batch and src/limiter.rs decide_planned, with the locks, reads and writes. */
 function decideSql(table: string, decide: string, h: Helpers): string {
-  const call = (name: string, state: string, count: string) =>
-    `${name}(kind, rate, period, capacity, max_reserved, reserve, ${state}[1], ${state}[2], now, ${count})`;
+  const call = (state: string, count: string, honest: boolean) =>
+    `${h.shard}(kind, rate, period, capacity, max_reserved, reserve, ${state}[1], ${state}[2], now, ${count}, ${honest})`;
+  // The state a read starts from: what this batch wrote there, else what it held, else its fresh state.
+  const current = (ref: string, fresh: number) => `CASE WHEN pending_value[${ref}] IS NOT NULL THEN ARRAY[pending_value[${ref}], pending_ts[${ref}]]
+          WHEN stored_value[${ref}] IS NOT NULL THEN ARRAY[stored_value[${ref}], stored_ts[${ref}]]
+          ELSE ARRAY[p_items[at + ${fresh}], p_items[at + ${fresh + 1}]] END`;
+  // What writing `state` (a decision: value at [3], ts at [4]) to `ref` leaves pending; full_at is
+  // Infinity without a look at the state for 3+ shards and a fixed window with a random start.
+  const pend = (ref: string, state: string) => `pending_value[${ref}] := ${state}[3];
+            pending_ts[${ref}] := ${state}[4];
+            pending_full_at[${ref}] := CASE WHEN shards >= 3 OR (kind = 1 AND NOT has_start) THEN 'Infinity'::float8
+              ELSE ${h.fullAt}(kind, rate, period, capacity, shards, has_start, ${state}[3], ${state}[4]) END;
+            wrote[item + 1] := writes;`;
   return `CREATE OR REPLACE FUNCTION ${decide}(p_names text[], p_keys text[], p_shards integer[], p_locks text[],
   p_items float8[], p_all boolean) RETURNS text
 LANGUAGE plpgsql VOLATILE SET extra_float_digits = 3 AS $fn$
 DECLARE
   refs integer := coalesce(cardinality(p_names), 0);
   items integer := coalesce(cardinality(p_items), 0) / ${ITEM_STRIDE};
-  -- Per ref: what it held (stored_has false: no row), what this batch will write there (pending), and its full_at.
-  stored_has boolean[] := array_fill(false, ARRAY[refs]);
-  stored_value float8[] := array_fill(NULL::float8, ARRAY[refs]);
-  stored_ts float8[] := array_fill(NULL::float8, ARRAY[refs]);
-  pending boolean[] := array_fill(false, ARRAY[refs]);
-  pending_value float8[] := array_fill(NULL::float8, ARRAY[refs]);
-  pending_ts float8[] := array_fill(NULL::float8, ARRAY[refs]);
-  pending_full_at float8[] := array_fill(NULL::float8, ARRAY[refs]);
-  -- Per item: whether it had writes.
-  wrote boolean[] := array_fill(false, ARRAY[items]);
+  -- Per ref (NULL: none): the state it held, and the one this batch will write there with its full_at.
+  stored_value float8[] := '{}';
+  stored_ts float8[] := '{}';
+  pending_value float8[] := '{}';
+  pending_ts float8[] := '{}';
+  pending_full_at float8[] := '{}';
+  -- Per item: whether its grant is written.
+  wrote boolean[] := '{}';
   corrupt boolean := false;
   all_ok boolean := true;
   any_write boolean := false;
   failed boolean := false;
   answer text := 'ok';
   ref integer;
-  lock_order integer[] := CASE WHEN refs = 1 THEN ARRAY[1] ELSE ARRAY[]::integer[] END;
+  lock_order integer[] := ARRAY[1];
   row_value float8;
   row_ts float8;
   at integer;
@@ -402,16 +398,19 @@ DECLARE
   count float8; reserve boolean; writes boolean; now float8; first_ref integer; second_ref integer;
   state_first float8[]; state_second float8[]; fresh_first boolean;
   alone_first float8[]; alone_second float8[]; shared_first float8[]; shared_second float8[];
-  balance float8; half float8; share float8; value_first float8; value_second float8; result_ok boolean; result_wait float8; write_first float8[]; write_second float8[];
+  balance float8; half float8; share float8; result_ok boolean; result_wait float8; write_first float8[]; write_second float8[];
 BEGIN
   BEGIN
     -- Lock and read every ref in one global order: name, key (bytewise), shard. (One or two refs,
     -- the common case, are ordered without a query.)
     IF refs = 2 THEN
-      lock_order := CASE WHEN p_names[2] COLLATE "C" < p_names[1] COLLATE "C"
-        OR (p_names[2] = p_names[1] AND (p_keys[2] COLLATE "C" < p_keys[1] COLLATE "C" OR (p_keys[2] = p_keys[1] AND p_shards[2] < p_shards[1])))
-        THEN ARRAY[2, 1] ELSE ARRAY[1, 2] END;
-    ELSIF refs > 2 THEN
+      IF p_names[2] COLLATE "C" < p_names[1] COLLATE "C"
+          OR (p_names[2] = p_names[1] AND (p_keys[2] COLLATE "C" < p_keys[1] COLLATE "C" OR (p_keys[2] = p_keys[1] AND p_shards[2] < p_shards[1]))) THEN
+        lock_order := ARRAY[2, 1];
+      ELSE
+        lock_order := ARRAY[1, 2];
+      END IF;
+    ELSIF refs <> 1 THEN
       lock_order := ARRAY(SELECT u.o FROM unnest(p_names, p_keys, p_shards) WITH ORDINALITY AS u(n, k, s, o)
         ORDER BY u.n COLLATE "C", u.k COLLATE "C", u.s);
     END IF;
@@ -426,8 +425,7 @@ BEGIN
           WHERE name = p_names[ref] AND key = p_keys[ref] AND shard = p_shards[ref] FOR UPDATE;
       END IF;
       IF FOUND THEN
-        stored_has[ref] := true;
-        stored_value[ref] := row_value;
+        stored_value[ref] := row_value; -- (the column is NOT NULL: NULL means no row)
         stored_ts[ref] := row_ts;
         IF NOT (${h.finite("row_value")} AND ${h.finite("row_ts")}) THEN corrupt := true; END IF;
       END IF;
@@ -442,11 +440,9 @@ BEGIN
         first_ref := p_items[at + 12]; second_ref := p_items[at + 13];
         -- decide_planned: the first shard alone when it grants and is fresh, or the limit has fewer
         -- than 3 shards; else the second, the fuller of two that grant, or both combined.
-        fresh_first := NOT (pending[first_ref] OR stored_has[first_ref]);
-        state_first := CASE WHEN pending[first_ref] THEN ARRAY[pending_value[first_ref], pending_ts[first_ref]]
-          WHEN stored_has[first_ref] THEN ARRAY[stored_value[first_ref], stored_ts[first_ref]]
-          ELSE ARRAY[p_items[at + 14], p_items[at + 15]] END;
-        alone_first := ${call(h.shard, "state_first", "count")};
+        fresh_first := pending_value[first_ref] IS NULL AND stored_value[first_ref] IS NULL;
+        state_first := ${current("first_ref", 14)};
+        alone_first := ${call("state_first", "count", true)};
         write_first := NULL;
         write_second := NULL;
         IF second_ref = 0 OR (alone_first[1] = 1 AND (fresh_first OR shards < 3)) THEN
@@ -454,27 +450,23 @@ BEGIN
           result_wait := alone_first[2];
           IF result_ok THEN write_first := alone_first; END IF;
         ELSE
-          state_second := CASE WHEN pending[second_ref] THEN ARRAY[pending_value[second_ref], pending_ts[second_ref]]
-            WHEN stored_has[second_ref] THEN ARRAY[stored_value[second_ref], stored_ts[second_ref]]
-            ELSE ARRAY[p_items[at + 16], p_items[at + 17]] END;
-          alone_second := ${call(h.shard, "state_second", "count")};
+          state_second := ${current("second_ref", 16)};
+          alone_second := ${call("state_second", "count", true)};
           IF alone_first[1] = 1 AND (alone_second[1] = 0 OR alone_first[3] > alone_second[3]) THEN
             result_ok := true; result_wait := alone_first[2]; write_first := alone_first;
           ELSIF alone_second[1] = 1 THEN
             result_ok := true; result_wait := alone_second[2]; write_second := alone_second;
           ELSE
             -- src/shard.rs combine: shares that leave both shards at the same value.
-            value_first := alone_first[3];
-            value_second := alone_second[3];
-            balance := ${h.add("value_first", "value_second")};
+            balance := ${h.add("alone_first[3]", "alone_second[3]")};
             balance := ${h.add("balance", "count")};
             half := ${h.div("balance", "2")};
-            share := ${h.add("value_first", "count")};
+            share := ${h.add("alone_first[3]", "count")};
             share := ${h.sub("share", "half")};
-            shared_first := ${call(h.reference, "state_first", "share")};
-            share := ${h.add("value_second", "count")};
+            shared_first := ${call("state_first", "share", false)};
+            share := ${h.add("alone_second[3]", "count")};
             share := ${h.sub("share", "half")};
-            shared_second := ${call(h.reference, "state_second", "share")};
+            shared_second := ${call("state_second", "share", false)};
             result_ok := shared_first[1] = 1 AND shared_second[1] = 1;
             result_wait := CASE WHEN shared_first[2] IS NULL AND shared_second[2] IS NULL THEN NULL
               ELSE ${h.max}(coalesce(shared_first[2], 0), coalesce(shared_second[2], 0)) END;
@@ -494,41 +486,37 @@ BEGIN
         any_write := any_write OR writes;
         IF writes OR p_all THEN
           IF write_first IS NOT NULL THEN
-            pending[first_ref] := true;
-            pending_value[first_ref] := write_first[3];
-            pending_ts[first_ref] := write_first[4];
-            pending_full_at[first_ref] := ${h.fullAt}(kind, rate, period, capacity, shards, has_start, write_first[3], write_first[4]);
-            wrote[item + 1] := writes;
+            ${pend("first_ref", "write_first")}
           END IF;
           IF write_second IS NOT NULL THEN
-            pending[second_ref] := true;
-            pending_value[second_ref] := write_second[3];
-            pending_ts[second_ref] := write_second[4];
-            pending_full_at[second_ref] := ${h.fullAt}(kind, rate, period, capacity, shards, has_start, write_second[3], write_second[4]);
-            wrote[item + 1] := writes;
+            ${pend("second_ref", "write_second")}
           END IF;
         END IF;
       END LOOP;
 
       -- All or nothing: writes only when every item is granted and one writes.
       IF p_all AND (failed OR NOT all_ok OR NOT any_write) THEN
-        pending := array_fill(false, ARRAY[refs]);
-        wrote := array_fill(false, ARRAY[items]);
+        pending_value := '{}';
+        wrote := '{}';
       END IF;
       FOR ref IN 1 .. refs LOOP
-        CONTINUE WHEN NOT pending[ref];
+        CONTINUE WHEN pending_value[ref] IS NULL;
         INSERT INTO ${table} (name, key, shard, value, ts, full_at)
           VALUES (p_names[ref], p_keys[ref], p_shards[ref], pending_value[ref], pending_ts[ref], pending_full_at[ref])
           ON CONFLICT (name, key, shard) DO UPDATE SET value = excluded.value, ts = excluded.ts, full_at = excluded.full_at;
       END LOOP;
     ELSE
-      wrote := array_fill(false, ARRAY[items]);
+      wrote := '{}';
     END IF;
 
     FOR ref IN 1 .. refs LOOP
       answer := answer || ' ' || coalesce(stored_value[ref]::text, '-') || ' ' || coalesce(stored_ts[ref]::text, '-');
     END LOOP;
-    RETURN answer || ' ' || array_to_string(ARRAY(SELECT CASE WHEN w THEN '1' ELSE '0' END FROM unnest(wrote) AS w), '');
+    answer := answer || ' ';
+    FOR item IN 1 .. items LOOP
+      answer := answer || CASE WHEN wrote[item] THEN '1' ELSE '0' END;
+    END LOOP;
+    RETURN answer;
   EXCEPTION WHEN others OR query_canceled THEN
     -- Everything this call did is rolled back (the block is a subtransaction); the statement
     -- succeeds, so the caller's transaction stays usable, and the store rejects with the code.
