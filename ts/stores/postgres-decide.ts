@@ -168,11 +168,10 @@ $fn$ SELECT CASE WHEN abs(b) BETWEEN ${low} AND ${high} AND (a = 0 OR abs(a) BET
     `CREATE OR REPLACE FUNCTION ${min}(a float8, b float8) RETURNS float8 ${pure} AS
 $fn$ SELECT CASE WHEN a = 'NaN' OR b = 'NaN' THEN 'NaN'::float8 WHEN a < b THEN a WHEN b < a THEN b
   WHEN a = 0 AND get_byte(float8send(a), 0) >= 128 THEN a ELSE b END $fn$`,
-    // Rust's f64::max as the core's WebAssembly computes it: a NaN operand is ignored, and of
-    // two zeros +0 is the greater.
+    // Rust's f64::max as the core's WebAssembly computes it: a NaN operand is ignored, and of two
+    // equal numbers (-0 and +0 too) the first is returned.
     `CREATE OR REPLACE FUNCTION ${max}(a float8, b float8) RETURNS float8 ${pure} AS
-$fn$ SELECT CASE WHEN a = 'NaN' THEN b WHEN b = 'NaN' THEN a WHEN a > b THEN a WHEN b > a THEN b
-  WHEN get_byte(float8send(a), 0) >= 128 THEN b ELSE a END $fn$`,
+$fn$ SELECT CASE WHEN a = 'NaN' THEN b WHEN b = 'NaN' THEN a WHEN b > a THEN b ELSE a END $fn$`,
     // Rust's f64::next_up: the least number greater than x. For y > 0 normal and at least 2^-969,
     // y * 2^-53 is exact and lies in [ulp/2, ulp): y + y * 2^-53 rounds to y + ulp, except for a
     // power of two (a tie, kept even), where y * 2^-52 is the ulp itself; y - y * 2^-53 rounds to
