@@ -1,113 +1,132 @@
-// Contention, measured: one global limit on Deno KV, driven by many concurrent clients at a fixed
-// offered load, for shards = 1, 3, 10 and 30. Prints, per shard count, how many requests were
-// admitted, how many commits lost the race per admitted request, and the latency percentiles.
-// Every request is a client with its own transaction; the clients share `--clients` database
-// connections (default 1: one process serving many concurrent requests, as a Deno server does).
+// `npm run bench:contention`: contention, measured. One global token bucket, driven by many
+// concurrent requests at a fixed offered load, for shards = 1, 3, 10 and 30, on every host that
+// persists through transactions or scripts: Deno KV, Redis and PostgreSQL (each a real engine or
+// server on this machine). Prints, per host, offered load and shard count, how many requests were
+// admitted against the most the limit could admit (and whether it stayed within it), how many
+// the limiter gave up on (failed closed), the host's own retry counters, and the latency
+// percentiles; writes the tables to its section of BENCHMARKS.md.
 //
-//   npm run bench:contention [-- --rate 300,600 --seconds 5 --clients 1 --repeat 3 --shards 1,3,10,30 --limit 1000 --json]
-//   npm run bench:contention -- --host postgres [--connections 10 …]   (a real PostgreSQL server)
+//   npm run bench:contention [-- --hosts kv,redis,postgres --rate 300,600,1500 --seconds 5 --repeat 3
+//                               --shards 1,3,10,30 --limit 1000 --clients 1 --connections 10
+//                               --pkg DIR --json --no-write]
 //
-// The database is the Deno KV engine itself (denokv's SQLite backend, through @deno/kv in Node)
-// on a scratch file. Each request is one `kvTransaction` around `limit("global")`; it retries a
-// lost commit with jittered backoff up to 10 attempts, then fails closed. Arrivals are open-loop
-// (a fixed schedule, whatever the latency), and latency runs from a request's scheduled arrival
-// to its answer, so queueing behind slow commits is counted. The limit is generous by default
-// (1000/s) so that every request is admitted and writes: contention comes from writers, since a
-// refused request writes nothing and so commits nothing.
+// Arrivals are open-loop (a fixed schedule, whatever the latency), and latency runs from a
+// request's scheduled arrival to its answer, so queueing behind slow commits is counted. The limit
+// (1000/s by default, a capacity of one second's worth) admits every request at 300 and 600
+// offered per second, so every request writes: contention comes from writers, since a refused
+// request writes nothing. At 1500/s the load is over the limit, and "admitted ≤ bound" is put to
+// the test (under the limit it cannot fail). Every rejected request counts as given up, by its
+// reason (listed under each table).
 import { mkdtempSync, rmSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { openKv } from "@deno/kv";
-import { interleaved, offerLoad } from "./bench/contention-load.mjs";
-
-// `--host postgres`: the same measurement on a real PostgreSQL server (scripts/bench/contention-postgres.mjs).
-if (process.argv.includes("--host")) {
-  if (process.argv[process.argv.indexOf("--host") + 1] === "postgres") await import("./bench/contention-postgres.mjs");
-  else throw new Error("--host takes postgres (Deno KV is the default)");
-  process.exit(0);
-}
+import { kvContention } from "./bench/contention-kv.mjs";
+import { postgresContention } from "./bench/contention-postgres.mjs";
+import { redisContention } from "./bench/contention-redis.mjs";
+import { ROOT, installPackage, packageDir, withoutPkg } from "./bench/package.mjs";
+import { writeSection } from "./bench/sections.mjs";
 
 const { values: args } = parseArgs({
+  args: withoutPkg(process.argv.slice(2)).filter((arg, index, all) => !(arg === "--host" || all[index - 1] === "--host")),
   options: {
-    rate: { type: "string", default: "300,600" }, // offered requests per second: one table per rate
+    hosts: { type: "string", default: "kv,redis,postgres" },
+    rate: { type: "string", default: "300,600,1500" }, // offered requests per second: one table per rate (1500: over the limit, where the bound is tested)
     seconds: { type: "string", default: "5" },
-    clients: { type: "string", default: "1" }, // database connections the requests are spread over
+    clients: { type: "string", default: "1" }, // Deno KV and Redis connections the requests are spread over
+    connections: { type: "string", default: "10" }, // the PostgreSQL pool's size
     repeat: { type: "string", default: "3" }, // runs per shard count, interleaved; the table shows medians
     shards: { type: "string", default: "1,3,10,30" },
     limit: { type: "string", default: "1000" }, // the limit's rate, tokens per second (capacity: one second's worth)
     json: { type: "boolean", default: false },
+    "no-write": { type: "boolean", default: false },
   },
 });
-const offeredRates = args.rate.split(",").map(Number);
-const durationMs = Number(args.seconds) * 1000;
-const clientCount = Number(args.clients);
-const shardCounts = args.shards.split(",").map(Number);
-const limitPerSecond = Number(args.limit);
-const repeat = Number(args.repeat);
+// `--host postgres` (the old way to pick one host) still works.
+const hostAt = process.argv.indexOf("--host");
+const hosts = (hostAt > 0 ? process.argv[hostAt + 1].replace("deno-kv", "kv") : args.hosts).split(",");
+const options = {
+  offeredRates: args.rate.split(",").map(Number),
+  durationMs: Number(args.seconds) * 1000,
+  clientCount: Number(args.clients),
+  connections: Number(args.connections),
+  shardCounts: args.shards.split(",").map(Number),
+  limitPerSecond: Number(args.limit),
+  repeat: Number(args.repeat),
+};
+const MEASURE = { kv: kvContention, redis: redisContention, postgres: postgresContention };
+for (const host of hosts) if (!MEASURE[host]) throw new Error(`unknown host ${host}: --hosts takes kv, redis, postgres`);
 
-// The built package, as the tests use it (run `npm run build` first; the npm script does).
-const { RateLimiter } = await import("../pkg/dist/node.js");
-const { kvTransaction, KvConflictError } = await import("../pkg/dist/deno-kv.js");
-
-
-/** One run: `shards` shards, the fixed offered load, a fresh database. */
-async function measure(offeredPerSecond, shards) {
-  const dir = mkdtempSync(join(tmpdir(), "ratebound-bench-"));
-  const clients = await Promise.all(Array.from({ length: clientCount }, () => openKv(join(dir, "kv.sqlite"))));
-  const limits = { global: { kind: "token bucket", rate: limitPerSecond, period: 1000, shards } };
-  const counts = { conflicts: 0, locked: 0 };
-  const onConflict = (_attempt, reason) => (reason === "locked" ? counts.locked++ : counts.conflicts++);
-  try {
-    const run = await offerLoad({
-      offeredPerSecond,
-      durationMs,
-      limitPerSecond,
-      counts,
-      launch: (index) => kvTransaction(clients[index % clientCount], (tx) => new RateLimiter(tx, limits).limit("global"), { onConflict }),
-      gaveUp: (error) => error instanceof KvConflictError,
-    });
-    return {
-      shards,
-      ...run,
-      conflictsPerAdmitted: run.conflicts / Math.max(1, run.admitted),
-      lockedPerAdmitted: run.locked / Math.max(1, run.admitted),
-    };
-  } finally {
-    for (const kv of clients) kv.close();
-    rmSync(dir, { recursive: true, force: true });
+const started = Date.now();
+const loadAtStart = loadavg()[0];
+const pkg = packageDir();
+const work = mkdtempSync(join(tmpdir(), "ratebound-bench-contention-"));
+const results = [];
+try {
+  const { load } = installPackage(pkg, join(work, "project"));
+  for (const host of hosts) {
+    process.stderr.write(`bench:contention: ${host}\n`);
+    results.push(await MEASURE[host](load, options));
   }
+} finally {
+  rmSync(work, { recursive: true, force: true });
 }
-
-const tables = await interleaved({
-  offeredRates,
-  shardCounts,
-  repeat,
-  fields: ["offered", "admitted", "bound", "refused", "failed", "conflictsPerAdmitted", "lockedPerAdmitted", "p50", "p99"],
-  measure,
-});
-// The same load on Redis (ratebound/redis on a real redis-server it starts): see scripts/bench/contention-redis.mjs.
-const { redisContention, printRedisContention } = await import("./bench/contention-redis.mjs");
-const redisOptions = { offeredRates, durationMs, clientCount, shardCounts, limitPerSecond, repeat };
-const redis = await redisContention(redisOptions);
 
 if (args.json) {
-  console.log(JSON.stringify({ durationMs, clientCount, limitPerSecond, repeat, tables, redis }, null, 2));
-} else {
-  console.log(
-    `One global token bucket, ${limitPerSecond} tokens/s with a capacity of ${limitPerSecond}, on Deno KV ` +
-      `(@deno/kv in Node ${process.version}, a local SQLite file, ${clientCount} connection(s)). ` +
-      `Each cell is the median of ${repeat} runs of ${durationMs / 1000} s; load average at the start ${loadavg()[0].toFixed(1)}.`,
-  );
+  console.log(JSON.stringify({ ...options, results }, null, 2));
+  process.exit(0);
+}
+
+/** One host's tables as markdown. */
+function hostTables({ host, description, counters, tables }) {
+  const lines = [`### ${host}`, "", `${description}.`];
   for (const { offeredPerSecond, rows } of tables) {
-    console.log(`\n${offeredPerSecond} requests/s offered, ${(offeredPerSecond * durationMs) / 1000} per run:\n`);
-    console.log("| shards | admitted (bound) | refused | gave up | commit conflicts per admitted | file locked per admitted | p50 latency | p99 latency |");
-    console.log("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    const counted = rows.every((row) => row.runs.every((run) => run.counted !== false));
+    lines.push(
+      "",
+      `${host}, ${offeredPerSecond} requests/s offered, ${(offeredPerSecond * options.durationMs) / 1000} per run:`,
+      "",
+      `| shards | admitted (bound) | admitted ≤ bound | refused | gave up | ${counters.map((counter) => counter.label).join(" | ")} | p50 latency | p99 latency |`,
+      `|---:|---:|:---:|---:|---:|${counters.map(() => "---:").join("|")}|---:|---:|`,
+    );
     for (const row of rows) {
-      console.log(
-        `| ${row.shards} | ${row.admitted} (${row.bound}) | ${row.refused} | ${row.failed} | ${row.conflictsPerAdmitted.toFixed(2)} | ${row.lockedPerAdmitted.toFixed(2)} | ${row.p50.toFixed(1)} ms | ${row.p99.toFixed(1)} ms |`,
+      const counterCells = counters.map((counter) => (counted ? row[counter.field].toFixed(2) : "—"));
+      lines.push(
+        `| ${row.shards} | ${row.admitted} (${row.bound}) | ${row.withinBound ? "yes" : "**no**"} | ${row.refused} | ${row.failed} | ${counterCells.join(" | ")} | ${row.p50.toFixed(1)} ms | ${row.p99.toFixed(1)} ms |`,
       );
     }
+    const failed = rows.filter((row) => row.failedInAll > 0);
+    if (failed.length) {
+      lines.push("", "Given up, in all runs of the row, by reason:");
+      for (const row of failed) lines.push(`- ${row.shards} shard(s): ${Object.entries(row.failures).map(([reason, count]) => `${count} × \`${reason}\` (${row.messages[reason]})`).join("; ")}`);
+    }
+    if (!counted) lines.push("", "(—: this package takes no option to count retries on this host.)");
   }
-  printRedisContention(redis, redisOptions);
+  return lines.join("\n");
 }
+
+const markdown = `## Contention (\`npm run bench:contention\`)
+
+Generated by \`npm run bench:contention\` (\`scripts/bench-contention.mjs\`, \`scripts/bench/contention-*.mjs\`); do not edit by hand.
+
+- **Date**: ${new Date(started).toISOString().replace(/\.\d+Z$/, "Z")}; ${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores; Node ${process.version}
+- **Package**: ${pkg === join(ROOT, "pkg") ? "this checkout's \`pkg/\`" : `\`${pkg}\``}
+- **Load average** (1 min) at start ${loadAtStart.toFixed(2)}, at end ${loadavg()[0].toFixed(2)}; run time ${((Date.now() - started) / 1000).toFixed(0)} s
+
+One global token bucket, ${options.limitPerSecond} tokens/s with a capacity of ${options.limitPerSecond}, driven at a fixed offered load
+(open loop: requests arrive on schedule whatever the latency; latency runs from a request's scheduled
+arrival to its answer). Each cell is the median of ${options.repeat} runs of ${options.durationMs / 1000} s, the shard counts taking turns.
+"bound" is the most the limit could admit in the run (a full bucket plus its refill up to the last
+admission); "admitted ≤ bound" holds only if it held in every run of the row, and can only fail where the
+offered load is over the limit (${options.offeredRates.filter((rate) => rate > options.limitPerSecond).map((rate) => `${rate}/s`).join(", ") || "no table of this run"}). Under the limit every request could be admitted, so
+each one writes: that is where writers contend. "gave up" counts requests the limiter rejected (it failed
+closed: nothing admitted), by median per run; their reasons are listed under each table.
+
+${results.map(hostTables).join("\n\n")}
+`;
+process.stdout.write(`${markdown}\n`);
+if (!args["no-write"]) {
+  writeSection(join(ROOT, "BENCHMARKS.md"), "bench:contention", markdown);
+  process.stderr.write("bench:contention: wrote its section of BENCHMARKS.md\n");
+}
+process.exit(0);

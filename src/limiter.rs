@@ -11,7 +11,7 @@ use crate::request::{check_now, validate_request, Request};
 use crate::result::RateLimitResult;
 use crate::shard::combine;
 use crate::state::{State, StateRef, StateStore, WriteInfo};
-use crate::transition::{advance, full_at};
+use crate::transition::full_at;
 
 /// A decision not yet written: the answer, up to two shard states to write,
 /// and what each shard holds after it.
@@ -23,9 +23,8 @@ pub struct Outcome {
     pub writes: [Option<(u32, State)>; 2],
     /// The tokens each write takes (the whole count, or two shares).
     pub shares: [f64; 2],
-    /// The shards read, and each one's state at `now` after the decision
-    /// (written or not), for the answer's figures.
-    pub after: [(u32, State); 2],
+    /// The shards read, and each one's state as read (or fresh), for the answer's figures.
+    pub read: [(u32, State); 2],
     /// How many shards were read (1 or 2).
     pub reads: usize,
 }
@@ -38,12 +37,18 @@ impl Outcome {
         }
     }
 
-    /// The figures HTTP headers show, from this decision: for a sharded
-    /// limit, an estimate from the shards it read.
-    pub fn figures(&self, config: &Config, now_ms: f64) -> Figures {
-        let read = &self.after[..self.reads];
-        let mean = read.iter().map(|(_, state)| state.value).sum::<f64>() / read.len() as f64;
-        let whole = State { value: mean * f64::from(config.shard_count), ts: now_ms };
+    /// The figures HTTP headers show, from this decision: what the limit
+    /// holds after it (its writes when `committed`, else as it was), for a
+    /// sharded limit an estimate from the shards it read.
+    pub fn figures(&self, config: &Config, now_ms: f64, committed: bool) -> Figures {
+        let held = |index: usize| {
+            let (shard, read) = self.read[index];
+            let written = self.writes.iter().flatten().find(|(written, _)| committed && *written == shard);
+            (shard, Some(written.map_or(read, |(_, state)| *state)))
+        };
+        // The whole limit as `getValue` would report it from the shards read.
+        let report = crate::value::value_of(config, now_ms, self.reads, held);
+        let whole = State { value: report.value, ts: report.ts };
         let wait = match self.result {
             RateLimitResult::Refused { retry_after_ms, .. } => Some(retry_after_ms),
             RateLimitResult::Allowed { .. } => None,
@@ -119,16 +124,13 @@ pub fn decide_planned(config: &Config, request: Request, now_ms: f64, plan: &Pla
     // which validation allows, and refusing on one shard alone would refuse
     // it forever on a fresh limit, since refusals write nothing.
     let first_is_enough = alone_first.ok && (stored[0].is_none() || config.shard_count < MIN_CHOOSE_TWO);
-    let untouched = |state: State| State { value: advance(state, &shard_config, now_ms, 0.0).value, ts: advance(state, &shard_config, now_ms, 0.0).ts };
-    let (writes, shares, result, after, reads) = if plan.reads == 1 || first_is_enough {
-        let (writes, shares, result) = Outcome::single(first, alone_first, request.count);
-        let after_first = if result.is_ok() { alone_first.next } else { untouched(state_first) };
-        let after_second = stored[1].map_or(plan.fresh[1], untouched);
-        (writes, shares, result, [(first, after_first), (second, after_second)], plan.reads)
+    let read = [(first, state_first), (second, stored[1].unwrap_or(plan.fresh[1]))];
+    let (writes, shares, result) = if plan.reads == 1 || first_is_enough {
+        Outcome::single(first, alone_first, request.count)
     } else {
         let state_second = stored[1].unwrap_or(plan.fresh[1]);
         let alone_second = decide(state_second, &shard_config, now_ms, request);
-        let (writes, shares, result) = match (alone_first.ok, alone_second.ok) {
+        match (alone_first.ok, alone_second.ok) {
             (true, false) => Outcome::single(first, alone_first, request.count),
             (false, true) => Outcome::single(second, alone_second, request.count),
             (true, true) if alone_first.next.value > alone_second.next.value => Outcome::single(first, alone_first, request.count),
@@ -144,13 +146,12 @@ pub fn decide_planned(config: &Config, request: Request, now_ms: f64, plan: &Pla
                     false => ([None, None], [0.0, 0.0], RateLimitResult::refused(refused_wait(combined.retry_after_ms))),
                 }
             }
-        };
-        let after_of = |shard: u32, state: State| writes.iter().flatten().find(|(written, _)| *written == shard).map_or(untouched(state), |(_, next)| *next);
-        (writes, shares, result, [(first, after_of(first, state_first)), (second, after_of(second, state_second))], 2)
+        }
     };
+    let reads = plan.reads;
     check_wait(request, &result)?;
     check_writes(writes.iter().flatten().map(|(_, state)| state))?;
-    Ok(Outcome { result, writes, shares, after, reads })
+    Ok(Outcome { result, writes, shares, read, reads })
 }
 
 /// What a write of `state` to a shard of `config` tells the store.

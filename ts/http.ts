@@ -2,14 +2,21 @@
  * ratebound in front of HTTP handlers: {@link httpGuard} for any fetch-standard
  * handler (Workers, Deno, Bun, Next.js route handlers), and thin middleware for
  * Hono ({@link honoRateLimit}) and Express or Connect ({@link expressRateLimit}).
- * A refusal is a 429 with `Retry-After` in whole seconds (never early); the
+ * A refusal is a 429 with `Retry-After` in whole seconds (never early); a
+ * limiter that failed closed is a 503 with `Retry-After`; the
  * `RateLimit-Policy` and `RateLimit` header fields (draft-ietf-httpapi-ratelimit-headers-10
- * by default, drafts 8, 7 and 6 on request) carry the core's figures.
+ * by default, drafts 8, 7 and 6 on request) carry the core's figures, from the
+ * decision itself. {@link ipKey} keys a client by its address, an IPv6 one by its /56.
  * @module
  */
-export { httpGuard, HttpGuardError, decide, makePlan } from "./http/guard.js";
-export type { Decision, GuardedLimit, GuardedLimiter, GuardedNames, GuardResult, HttpGuardErrorCode, HttpGuardOptions, Plan, Refusal } from "./http/guard.js";
+export { httpGuard, decide, makePlan, responseOf } from "./http/guard.js";
+export type { Decision, GuardedLimit, GuardedLimiter, GuardedNames, GuardResult, HttpGuardOptions, Plan, Refusal, Unavailable } from "./http/guard.js";
+export { HttpGuardError } from "./http/errors.js";
+export type { HttpGuardErrorCode } from "./http/errors.js";
 export { honoRateLimit, expressRateLimit } from "./http/frameworks.js";
 export type { ExpressNext, ExpressRequestLike, ExpressResponseLike, HonoContextLike } from "./http/frameworks.js";
-export { HEADER_DRAFTS, isPolicyName, rateLimitHeaders } from "./http/headers.js";
+export { HEADER_DRAFTS, MAX_HEADER_INTEGER, isPolicyName, rateLimitHeaders } from "./http/headers.js";
 export type { HeaderDraft, HeaderPairs, NamedFigures } from "./http/headers.js";
+export { ipKey } from "./http/ip.js";
+export type { IpKeyOptions } from "./http/ip.js";
+export { HASHED_KEY_PREFIX, MAX_PLAIN_KEY_BYTES, storedKey } from "./http/key.js";

@@ -1,21 +1,45 @@
-// What a browser app that uses ratebound ships: a small app importing the main entry `ratebound`,
-// bundled and minified by esbuild as a user's build would do it (platform browser, so the
-// package's `browser` export condition resolves), plus the `.wasm` that bundle fetches at run
-// time. Each file gzipped alone at level 9 (`gzip -9`), as a server would send it.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+// What a browser app that uses ratebound ships: a small app importing the package, bundled and
+// minified by esbuild as a user's build would do it (platform browser, so the package's `browser`
+// export conditions resolve; code splitting on, so a dynamic `import()` becomes a chunk of its
+// own), plus every `.wasm` the bundle can load, however the package ships it:
+//
+// - imported as a module (`import wasm from "./x.wasm"`): esbuild's `file` loader emits it;
+// - fetched by URL (`new URL("./x.wasm", import.meta.url)`): Vite, webpack 5 and Parcel emit
+//   the file that pattern names, esbuild leaves the URL as it is, so the bench copies the file
+//   where that URL points, beside the chunk, as the user's server would serve it;
+// - inlined in the JavaScript (base64 or bytes): counted with the JavaScript, and flagged.
+//
+// Each file gzipped alone at level 9 (`gzip -9`), as a server sends it. ./browser-run.mjs then
+// runs the app in Chromium and counts what the page actually downloaded to decide.
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
 
-/** The app: import, make a limiter on a MemoryStore, decide once, show the answer. */
-export const APP_SOURCE = `import { RateLimiter, MemoryStore, SECOND } from "ratebound";
+/** The apps measured: the main entry (a limiter on a MemoryStore, one decision), and the preview alone. */
+export const APPS = {
+  main: {
+    label: "`RateLimiter` + `MemoryStore` + one `limit()`, importing `ratebound`",
+    source: `import { RateLimiter, MemoryStore, SECOND } from "ratebound";
 const limiter = new RateLimiter(new MemoryStore(), { preview: { kind: "token bucket", rate: 10, period: SECOND } });
 const status = await limiter.limit("preview", { key: "button" });
 document.body.dataset.ok = String(status.ok);
-`;
+`,
+  },
+  preview: {
+    label: "one `RateLimitPreview`, importing only `ratebound/preview`",
+    source: `import { RateLimitPreview } from "ratebound/preview";
+const snapshot = { value: 10, ts: Date.now(), shard: 0, config: { kind: "token bucket", rate: 10, period: 1000, capacity: 10, shards: 1 } };
+const preview = new RateLimitPreview(snapshot);
+document.body.dataset.ok = String(preview.status().ok);
+`,
+  },
+};
 
-/** The `.wasm` files the bundled code fetches: `new URL("….wasm", import.meta.url)` in an input. */
-const WASM_URL = /new\s+URL\(\s*["']([^"']+\.wasm)["']\s*,\s*import\.meta\.url\s*\)/g;
+/** `new URL("….wasm", import.meta.url)` in a module: the pattern bundlers turn into an asset. */
+const WASM_URL = /new\s+URL\(\s*["'`]([^"'`]+\.wasm)["'`]\s*,\s*import\.meta\.url\s*\)/g;
+/** A WebAssembly module's first bytes ("\0asm"), as base64 or as a byte list, inside JavaScript. */
+const INLINE_WASM = /AGFzbQ|\\0asm|\\x00asm|\\u0000asm|0,\s*97,\s*115,\s*109/;
 
 const gzip = (bytes) => gzipSync(bytes, { level: 9 }).length;
 
@@ -61,72 +85,113 @@ export function wasmSections(bytes) {
 }
 
 /**
- * Bundles {@link APP_SOURCE} against the package installed in `work/node_modules/ratebound`.
+ * Bundles one of {@link APPS} against the package installed in `project/node_modules/ratebound`.
  *
- * @param {string} work A project directory with the built package in node_modules/ratebound.
- * @returns {Promise<object>} `jsRaw`, `jsGzip`, `wasmRaw`, `wasmGzip`, `total` (both gzipped),
- * `wasmFiles` (paths in the package), `fetched` (each `.wasm` URL relative to the bundle, with the
- * file to serve there), `bundle` (the bundle's path), `inputs` (each bundled module's minified bytes, largest
- * first), `sections` (of the `.wasm`), `resolvedEntry` (the package file the import resolved to).
+ * @param {string} project A project with the built package in node_modules/ratebound (./package.mjs).
+ * @param {keyof typeof APPS} name Which app.
+ * @returns {Promise<object>} `name`, `label`, `root` (the folder to serve), `files` (every file the
+ * build made or the bundle fetches: `{ url, aliases, path, kind: "js" | "wasm", raw, gzip, eager, from }`,
+ * `url` relative to `root`, `aliases` every URL that serves the same file, `eager` for the entry
+ * and the chunks it imports statically),
+ * `static` (sums over every file: `{ jsRaw, jsGzip, wasmRaw, wasmGzip, total }`), `eager` (the
+ * same over the entry, its static chunks and every `.wasm`: what loads before anything lazy),
+ * `inlineWasm` (JS files that carry a module's bytes), `inputs` (each bundled module's minified
+ * bytes, largest first), `wasm` (per `.wasm`: its package path and `sections`), `resolvedEntry`
+ * (the package file the import resolved to), `esbuildVersion`.
  * @example
- * const app = await measureBrowserApp(work); // app.total <= 24 * 1024 is the target
+ * const app = await measureBrowserApp(project, "main"); // app.static.total: bytes, gzip
  */
-export async function measureBrowserApp(work) {
-  const dir = join(work, "browser-app");
+export async function measureBrowserApp(project, name) {
+  const { label, source } = APPS[name];
+  const dir = join(project, `browser-${name}`);
+  const root = join(dir, "out");
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "app.js"), APP_SOURCE);
-  const outfile = join(dir, "out", "app.js");
+  writeFileSync(join(dir, "app.js"), source);
   const { metafile } = await build({
-    absWorkingDir: work,
+    absWorkingDir: project,
     entryPoints: [join(dir, "app.js")],
-    outfile,
+    outdir: root,
     bundle: true,
     minify: true,
+    splitting: true,
     format: "esm",
     platform: "browser",
     target: "es2022",
-    // Should the browser entry ever import the .wasm itself, emit it as a file, as a user's
-    // esbuild config would have to; today the entry fetches it by URL, which esbuild leaves as is.
     loader: { ".wasm": "file" },
     metafile: true,
     logLevel: "error",
   });
-  const [outputPath, output] = Object.entries(metafile.outputs).find(([path]) => path.endsWith(".js"));
-  const js = readFileSync(resolve(work, outputPath));
-  const inputs = Object.entries(output.inputs)
+  const packageRoot = join(project, "node_modules", "ratebound");
+  const outputs = Object.entries(metafile.outputs).map(([path, output]) => ({ path: resolve(project, path), output }));
+  const entry = outputs.find(({ output }) => output.entryPoint);
+  // The entry and the chunks it imports statically load first; dynamic imports load when reached.
+  const eager = new Set();
+  const visit = (path) => {
+    if (eager.has(path)) return;
+    eager.add(path);
+    const output = outputs.find((candidate) => candidate.path === path)?.output;
+    for (const imported of output?.imports ?? []) if (imported.kind === "import-statement") visit(resolve(project, imported.path));
+  };
+  visit(entry.path);
+  const files = [];
+  const describe = (path, url, kind, from) => {
+    const bytes = readFileSync(path);
+    files.push({ url, aliases: [url], path, kind, raw: bytes.length, gzip: gzip(bytes), eager: kind === "wasm" || eager.has(path), from });
+  };
+  for (const { path } of outputs) {
+    if (path.endsWith(".js")) describe(path, relative(root, path), "js", "emitted by esbuild");
+    else if (path.endsWith(".wasm")) describe(path, relative(root, path), "wasm", "imported as a module, emitted by esbuild");
+  }
+  // .wasm files a bundled module fetches by URL: served where the URL points from its chunk.
+  for (const { path: chunk, output } of outputs.filter(({ path }) => path.endsWith(".js"))) {
+    for (const input of Object.keys(output.inputs)) {
+      for (const match of readFileSync(resolve(project, input), "utf8").matchAll(WASM_URL)) {
+        const source = resolve(project, dirname(input), match[1]);
+        const served = resolve(dirname(chunk), match[1]);
+        mkdirSync(dirname(served), { recursive: true });
+        copyFileSync(source, served);
+        // A bundler emits one asset per file, however many modules name it: count it once,
+        // under every URL that names it.
+        const known = files.find((file) => file.source === source);
+        if (known) {
+          if (!known.aliases.includes(relative(root, served))) known.aliases.push(relative(root, served));
+          continue;
+        }
+        describe(served, relative(root, served), "wasm", `fetched by URL from \`${relative(packageRoot, resolve(project, input))}\``);
+        Object.assign(files.at(-1), { source, packagePath: relative(packageRoot, source) });
+      }
+    }
+  }
+  const inlineWasm = files.filter((file) => file.kind === "js" && INLINE_WASM.test(readFileSync(file.path, "latin1"))).map((file) => file.url);
+  const sum = (chosen) => {
+    const js = chosen.filter((file) => file.kind === "js");
+    const wasm = chosen.filter((file) => file.kind === "wasm");
+    const add = (list, field) => list.reduce((total, file) => total + file[field], 0);
+    return { jsRaw: add(js, "raw"), jsGzip: add(js, "gzip"), wasmRaw: add(wasm, "raw"), wasmGzip: add(wasm, "gzip"), total: add(chosen, "gzip"), files: chosen.length };
+  };
+  if (!files.some((file) => file.kind === "wasm") && inlineWasm.length === 0) {
+    throw new Error(`the ${name} app loads no WebAssembly that the bench can find (no .wasm emitted or fetched by URL, none inlined): the browser entry changed how it loads the core`);
+  }
+  const inputs = outputs
+    .filter(({ path }) => path.endsWith(".js"))
+    .flatMap(({ output }) => Object.entries(output.inputs))
     .map(([path, { bytesInOutput }]) => ({ path: path.replace(/^node_modules\/ratebound\//, ""), bytes: bytesInOutput }))
     .filter((input) => input.bytes > 0)
     .sort((a, b) => b.bytes - a.bytes);
-  const packageRoot = join(work, "node_modules", "ratebound");
-  const appInput = Object.keys(metafile.inputs).find((path) => path.endsWith("app.js") && !path.includes("node_modules"));
-  const resolvedEntry = relative(packageRoot, resolve(work, metafile.inputs[appInput].imports[0].path));
-  // The .wasm: emitted next to the bundle if esbuild handled it as an asset, else the file the
-  // package's code fetches relative to itself (which the app must serve beside the bundle).
-  // `fetched` maps each URL (relative to the bundle) to the file to serve there.
-  const fetched = new Map(Object.keys(metafile.outputs).filter((path) => path.endsWith(".wasm")).map((path) => [relative(dirname(outfile), resolve(work, path)), resolve(work, path)]));
-  if (fetched.size === 0) {
-    for (const input of Object.keys(output.inputs)) {
-      for (const match of readFileSync(resolve(work, input), "utf8").matchAll(WASM_URL)) fetched.set(match[1], resolve(work, dirname(input), match[1]));
-    }
-  }
-  const wasmFiles = new Set(fetched.values());
-  if (wasmFiles.size === 0) throw new Error("the bundled app fetches no .wasm: the browser entry changed how it loads the core");
-  const wasm = [...wasmFiles].map((path) => readFileSync(path));
-  const wasmRaw = wasm.reduce((sum, bytes) => sum + bytes.length, 0);
-  const wasmGzip = wasm.reduce((sum, bytes) => sum + gzip(bytes), 0);
-  const jsGzip = gzip(js);
+  const appInput = Object.keys(metafile.inputs).find((path) => path.endsWith(join(`browser-${name}`, "app.js")));
+  const resolvedEntry = relative(packageRoot, resolve(project, metafile.inputs[appInput].imports[0].path));
+  const wasm = files.filter((file) => file.kind === "wasm").map((file) => ({ url: file.url, packagePath: file.packagePath ?? file.url, sections: wasmSections(readFileSync(file.path)) }));
   return {
-    jsRaw: js.length,
-    jsGzip,
-    wasmRaw,
-    wasmGzip,
-    total: jsGzip + wasmGzip,
-    wasmFiles: [...wasmFiles].map((path) => relative(packageRoot, path)),
+    name,
+    label,
+    root,
+    files,
+    static: sum(files),
+    eager: sum(files.filter((file) => file.eager)),
+    inlineWasm,
     inputs,
-    sections: wasmSections(wasm[0]),
+    wasm,
     resolvedEntry,
-    bundle: outfile,
-    fetched: [...fetched].map(([url, path]) => ({ url, path })),
     esbuildVersion: (await import("esbuild")).version,
   };
 }

@@ -1,12 +1,10 @@
-// Runs the bundled browser app of ./browser-app.mjs in headless Chromium, so the bytes counted
-// are those of an app that works: a static server on a free loopback port serves the bundle and
-// the `.wasm` where the bundle fetches it; the page must decide (granted) without an error, and
-// the server records what was fetched. Chromium is optional for `npm run bench` (only `npm test`
-// installs it): without it the row says the app was not run.
-import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
-import { createServer } from "node:http";
-import { dirname, extname, join, normalize, sep } from "node:path";
+// Runs a bundled browser app of ./browser-app.mjs in headless Chromium, so the bytes counted are
+// those of an app that works, and are the bytes it downloads: a static server on a free loopback
+// port serves the build folder; the page must decide (granted) without an error, and every file
+// it fetched is counted, gzipped alone. Chromium is optional for `npm run bench` (only `npm test`
+// installs it): without it the row says the app was not run and counts what the build made.
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { serveStatic } from "../../tests/packaging/static-server.mjs";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -14,23 +12,18 @@ const TIMEOUT_MS = 30_000;
 const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 /**
- * @param {{ bundle: string, fetched: { url: string, path: string }[] }} app What measureBrowserApp returned.
- * @returns {Promise<{ ran: true, served: string[] } | { ran: false, reason: string }>} What the
- * page fetched, or why it was not run. Throws when the page ran and failed.
+ * @param {{ root: string, files: { url: string, kind: string, raw: number, gzip: number }[] }} app What measureBrowserApp returned.
+ * @returns {Promise<{ ran: true, fetched: object[], downloaded: { jsGzip: number, wasmGzip: number, total: number } } | { ran: false, reason: string }>}
+ * What the page fetched (the build's files it asked for, in order) and their gzipped sums, or why
+ * it was not run. Throws when the page ran and failed, or fetched a file the build did not make.
  * @example
- * const run = await runInChromium(app); // { ran: true, served: ["/index.html", "/app.js", "/wasm/ratebound_bg.wasm"] }
+ * const run = await runInChromium(app); // run.downloaded.total: bytes the page loaded, gzip
  */
 export async function runInChromium(app) {
   if (!existsSync(CHROMIUM)) return { ran: false, reason: `no ${CHROMIUM} (\`npm test\`'s setup installs it)` };
-  const root = dirname(app.bundle);
-  for (const { url, path } of app.fetched) {
-    if (join(root, url) === path) continue; // emitted by esbuild next to the bundle
-    mkdirSync(dirname(join(root, url)), { recursive: true });
-    copyFileSync(path, join(root, url));
-  }
-  writeFileSync(join(root, "index.html"), `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module" src="./app.js"></script></head><body></body></html>`);
+  writeFileSync(join(app.root, "index.html"), `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module" src="./app.js"></script></head><body></body></html>`);
   const { chromium } = await import("playwright-core");
-  const server = await serveStatic(root);
+  const server = await serveStatic(app.root);
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: TIMEOUT_MS });
   try {
     const page = await browser.newPage();
@@ -49,14 +42,16 @@ export async function runInChromium(app) {
       .then((handle) => handle.jsonValue())
       .catch((error) => `no answer (${error.message.split("\n")[0]})`);
     const ok = await Promise.race([answer, failure]);
-    if (ok !== "true" || problems.length) throw new Error(`the bundled browser app did not decide: ${[`answer ${ok}`, ...problems].join("; ")}`);
-    // The .wasm counted must be exactly what the page fetched.
-    const servedWasm = new Set(server.served.filter((path) => path.endsWith(".wasm")).map((path) => app.fetched.find(({ url }) => join("/", url) === path)?.path ?? path));
-    const counted = new Set(app.fetched.map(({ path }) => path));
-    if (servedWasm.size !== counted.size || [...servedWasm].some((path) => !counted.has(path))) {
-      throw new Error(`the app fetched ${[...servedWasm].join(", ") || "no .wasm"}, but the bench counted ${[...counted].join(", ")}`);
+    if (ok !== "true" || problems.length) throw new Error(`the bundled ${app.name ?? ""} browser app did not decide: ${[`answer ${ok}`, ...problems].join("; ")}`);
+    const fetched = [];
+    for (const path of server.served) {
+      if (path === "/index.html") continue;
+      const file = app.files.find(({ aliases }) => aliases.some((url) => `/${url}` === path));
+      if (!file) throw new Error(`the page fetched ${path}, which the bench did not find in the build: it cannot be counted`);
+      if (!fetched.includes(file)) fetched.push(file);
     }
-    return { ran: true, served: server.served };
+    const add = (kind) => fetched.filter((file) => kind === undefined || file.kind === kind).reduce((total, file) => total + file.gzip, 0);
+    return { ran: true, fetched, downloaded: { jsGzip: add("js"), wasmGzip: add("wasm"), total: add() } };
   } finally {
     await browser.close();
     await server.close();

@@ -1,13 +1,31 @@
-// Bundle sizes of the built package: the .wasm raw and gzipped, the JS each runtime entry loads
-// (its static imports followed within dist/), and every JS file the package ships. gzip is
-// zlib at level 9, the equivalent of `gzip -9`; each file is gzipped alone, as it is served.
+// Bundle sizes of the built package: every .wasm it ships, raw and gzipped, the JS each runtime
+// entry of its main export loads (its static imports followed within dist/), and every JS file
+// the package ships. gzip is zlib at level 9, the equivalent of `gzip -9`; each file is gzipped
+// alone, as it is served.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { gzipSync } from "node:zlib";
 
-/** The runtime entries of the package's main export, as files in dist/. */
-export const ENTRIES = ["node.js", "node.cjs", "browser.js", "deno.js", "workerd.js"];
-const WASM = join("wasm", "ratebound_bg.wasm");
+/**
+ * The files the main export (`"."`) resolves to, one per runtime condition, as paths in dist/.
+ * @param {string} packageRoot The package's folder (with package.json).
+ * @returns {string[]}
+ * @example
+ * mainEntries(packageRoot); // ["node.js", "node.cjs", "browser.js", "deno.js", "workerd.js"]
+ */
+export function mainEntries(packageRoot) {
+  const { exports } = JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8"));
+  const files = new Set();
+  const visit = (target) => {
+    if (typeof target === "string") {
+      if (/\.(c|m)?js$/.test(target)) files.add(relative("dist", target));
+    } else if (target && typeof target === "object") {
+      for (const [condition, value] of Object.entries(target)) if (condition !== "types") visit(value);
+    }
+  };
+  visit(typeof exports === "object" && exports !== null && "." in exports ? exports["."] : exports);
+  return [...files];
+}
 
 const gzipped = (path) => gzipSync(readFileSync(path), { level: 9 }).length;
 
@@ -43,29 +61,29 @@ export function jsLoadedBy(dist, entry) {
   return [...seen];
 }
 
-function allJs(dist, dir = dist) {
+function allFiles(dist, pattern, dir = dist) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) return allJs(dist, path);
-    return /\.(c|m)?js$/.test(entry.name) ? [relative(dist, path)] : [];
+    if (entry.isDirectory()) return allFiles(dist, pattern, path);
+    return pattern.test(entry.name) ? [relative(dist, path)] : [];
   });
 }
 
 /**
- * The `.wasm` raw and gzipped, the JS each runtime entry loads, and every JS file shipped.
- * @param {string} dist The package's dist/ folder.
- * @returns {{ wasmRaw: number, wasmGzip: number, entries: { entry: string, files: string[], jsGzip: number }[], everyJs: string[], allJsGzip: number, total: number }}
+ * Every `.wasm` shipped, the JS each runtime entry loads, and every JS file shipped.
+ * @param {string} packageRoot The package's folder (with package.json and dist/).
+ * @returns {{ wasm: { file: string, raw: number, gzip: number }[], entries: { entry: string, files: string[], jsGzip: number }[], everyJs: string[], allJsGzip: number }}
  * @example
- * measureBundle(dist).allJsGzip; // bytes, every .js and .cjs file gzipped alone
+ * measureBundle(packageRoot).allJsGzip; // bytes, every .js and .cjs file gzipped alone
  */
-export function measureBundle(dist) {
+export function measureBundle(packageRoot) {
+  const dist = join(packageRoot, "dist");
   const sum = (files) => files.reduce((total, file) => total + gzipped(join(dist, file)), 0);
-  const wasmRaw = readFileSync(join(dist, WASM)).length;
-  const wasmGzip = gzipped(join(dist, WASM));
-  const entries = ENTRIES.map((entry) => {
+  const wasm = allFiles(dist, /\.wasm$/).map((file) => ({ file, raw: readFileSync(join(dist, file)).length, gzip: gzipped(join(dist, file)) }));
+  const entries = mainEntries(packageRoot).map((entry) => {
     const files = jsLoadedBy(dist, entry);
     return { entry, files, jsGzip: sum(files) };
   });
-  const everyJs = allJs(dist);
-  return { wasmRaw, wasmGzip, entries, everyJs, allJsGzip: sum(everyJs), total: wasmGzip + sum(everyJs) };
+  const everyJs = allFiles(dist, /\.(c|m)?js$/);
+  return { wasm, entries, everyJs, allJsGzip: sum(everyJs) };
 }

@@ -1,6 +1,7 @@
 // The load loop every contention measurement shares (Deno KV, Redis, PostgreSQL): open-loop
 // arrivals at a fixed offered rate, latency from each request's scheduled arrival to its answer,
-// and the most a limit could admit in the run; plus interleaved repeats summarised by medians.
+// the most a limit could admit in the run (and whether it admitted more), every failed request by
+// its reason; plus interleaved repeats summarised by medians.
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -14,15 +15,22 @@ export function median(values) {
   return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
+/** A short name for why a request failed: its `code`, else its class. */
+const reasonOf = (error) => String(error?.code ?? error?.name ?? typeof error);
+
 /**
  * Offers `offeredPerSecond` requests for `durationMs`: request `index` is `launch(index)`, a
- * Promise of a limiter result; a rejection for which `gaveUp(error)` holds counts as a request
- * the host gave up on (failed closed), any other rejection ends the run. `counts` may carry the
- * host's own counters (conflicts, retries), which its callbacks increment.
- * @returns The counts, `bound` (a full bucket plus its refill up to the last admission), `p50`, `p99`.
+ * Promise of a limiter result. Every rejection is a request the limiter failed (it gave up, or
+ * failed closed), counted by its reason (the error's `code`, else its class) in `failures`, with
+ * one message per reason in `messages`. `counts` may carry the host's own counters (conflicts,
+ * retries), which its callbacks increment.
+ * @returns The counts, `failures`, `messages`, `bound` (a full bucket plus its refill up to the
+ * last admission), `withinBound` (admitted ≤ bound), `p50`, `p99`.
  */
-export async function offerLoad({ offeredPerSecond, durationMs, limitPerSecond, launch, gaveUp, counts = {} }) {
+export async function offerLoad({ offeredPerSecond, durationMs, limitPerSecond, launch, counts = {} }) {
   Object.assign(counts, { offered: 0, admitted: 0, refused: 0, failed: 0 });
+  const failures = {};
+  const messages = {};
   const latencies = [];
   const pending = new Set();
   const total = Math.round((offeredPerSecond * durationMs) / 1000);
@@ -34,7 +42,8 @@ export async function offerLoad({ offeredPerSecond, durationMs, limitPerSecond, 
     const due = Math.min(total, Math.floor(((performance.now() - start) * offeredPerSecond) / 1000) + 1);
     for (; counts.offered < due; counts.offered++) {
       const arrival = start + (counts.offered * 1000) / offeredPerSecond;
-      const request = launch(counts.offered)
+      const request = Promise.resolve()
+        .then(() => launch(counts.offered))
         .then(
           (status) => {
             if (!status.ok) return counts.refused++;
@@ -42,8 +51,10 @@ export async function offerLoad({ offeredPerSecond, durationMs, limitPerSecond, 
             lastAdmittedMs = Math.max(lastAdmittedMs, Date.now());
           },
           (error) => {
-            if (!gaveUp(error)) throw error;
             counts.failed++;
+            const reason = reasonOf(error);
+            failures[reason] = (failures[reason] ?? 0) + 1;
+            messages[reason] ??= String(error?.message ?? error).slice(0, 200);
           },
         )
         .finally(() => {
@@ -56,9 +67,13 @@ export async function offerLoad({ offeredPerSecond, durationMs, limitPerSecond, 
   }
   await Promise.all(pending);
   latencies.sort((a, b) => a - b);
+  const bound = Math.floor(limitPerSecond + (limitPerSecond * (lastAdmittedMs - startMs)) / 1000);
   return {
     ...counts,
-    bound: Math.floor(limitPerSecond + (limitPerSecond * (lastAdmittedMs - startMs)) / 1000),
+    failures,
+    messages,
+    bound,
+    withinBound: counts.admitted <= bound,
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
   };
@@ -66,8 +81,9 @@ export async function offerLoad({ offeredPerSecond, durationMs, limitPerSecond, 
 
 /**
  * Every shard count at every offered load, `repeat` times, interleaved (1, 3, 10, 30, 1, 3, …) so
- * that a slow moment of the machine does not land on one row; each row holds the medians of `fields`.
- * @returns `[{ offeredPerSecond, rows: [{ shards, runs, ...medians }] }]`.
+ * that a slow moment of the machine does not land on one row; each row holds the medians of
+ * `fields`, every run's `failures` summed, and whether every run stayed within its bound.
+ * @returns `[{ offeredPerSecond, rows: [{ shards, runs, withinBound, failures, messages, ...medians }] }]`.
  */
 export async function interleaved({ offeredRates, shardCounts, repeat, fields, measure }) {
   const tables = [];
@@ -78,11 +94,32 @@ export async function interleaved({ offeredRates, shardCounts, repeat, fields, m
     }
     const rows = shardCounts.map((shards) => {
       const all = runs.get(shards);
-      const row = { shards, runs: all };
+      const row = { shards, runs: all, withinBound: all.every((run) => run.withinBound), failures: {}, messages: {} };
       for (const field of fields) row[field] = median(all.map((run) => run[field]));
+      for (const run of all) {
+        for (const [reason, count] of Object.entries(run.failures)) row.failures[reason] = (row.failures[reason] ?? 0) + count;
+        Object.assign(row.messages, run.messages);
+      }
+      row.failedInAll = all.reduce((sum, run) => sum + run.failed, 0);
       return row;
     });
     tables.push({ offeredPerSecond, rows });
   }
   return tables;
+}
+
+/**
+ * A store (or transaction) made with a counting option when the package takes it, else without:
+ * a newer package may have dropped the option (a store that decides next to its data has no
+ * conflicts to count). `make(true)` passes the option; it must throw synchronously when refused.
+ * @returns {{ value: unknown, counted: boolean }}
+ * @example
+ * const { value: store, counted } = withCounter((count) => redisStore(client, count ? { onConflict } : {}));
+ */
+export function withCounter(make) {
+  try {
+    return { value: make(true), counted: true };
+  } catch {
+    return { value: make(false), counted: false };
+  }
 }

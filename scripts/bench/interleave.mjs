@@ -7,12 +7,33 @@
 const clock = () => Number(process.hrtime.bigint());
 
 /**
- * A copy of `source` (a function that takes `(context, n)` and closes over nothing) with type
- * feedback of its own. V8 shares feedback between closures of the same source text, so one
- * loop body driving every contender would turn polymorphic and charge each contender for the
- * others' shapes; a fresh copy per contender keeps every loop monomorphic.
+ * A copy of `source` (a function that closes over nothing) compiled from a source text of its
+ * own: the text carries a comment naming `id`. V8 caches what `eval` compiles by source text and
+ * hands every copy of one text the same type feedback, so copies of one loop made for several
+ * contenders would go polymorphic and charge each contender for the others' shapes; a text per
+ * contender keeps each copy's feedback its own.
+ *
+ * @param {Function | string} source A function, or its source text.
+ * @param {string} id The contender's id; copies with different ids never share feedback.
+ * @returns {Function}
+ * @example
+ * const loop = fresh((context, n) => { let s = 0; for (let i = 0; i < n; i++) s += context.f(i); return s; }, "reference token bucket");
  */
-export function fresh(source) {
+export function fresh(source, id) {
+  if (typeof id !== "string" || id.length === 0) throw new TypeError("fresh: every copy needs the id of its contender");
+  const label = id.replace(/\*\//g, "* /").replace(/[\r\n]/g, " ");
+  return (0, eval)(`(/* contender: ${label} */ ${source.toString()})`);
+}
+
+/**
+ * The same copy, made as the harness made it before issue 23: one source text for every copy, so
+ * every copy shares one feedback vector. Kept only to show, in the harness check, what sharing costs.
+ * @param {Function | string} source
+ * @returns {Function}
+ * @example
+ * const shared = sharedText(loop); // never for a timed row
+ */
+export function sharedText(source) {
   return (0, eval)(`(${source.toString()})`);
 }
 

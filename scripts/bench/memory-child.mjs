@@ -1,27 +1,27 @@
-// Heap per key, in a fresh process started with --expose-gc (by scripts/bench.mjs):
+// Heap per key, in a fresh process started with --expose-gc and ./wasm-probe.mjs (by
+// scripts/bench.mjs), which sees every WebAssembly instance the package makes:
 //
-//   node --expose-gc scripts/bench/memory-child.mjs <dist> ratebound|map <keys>
+//   node --expose-gc --import ./wasm-probe.mjs scripts/bench/memory-child.mjs <project> ratebound|map <keys>
 //
 // ratebound: a RateLimiter on a MemoryStore, one token bucket; after <keys> distinct keys were
-//   granted once each, (JS heap used + the wasm memory's size) minus the same with 0 keys.
+//   granted once each, (JS heap used + every wasm memory's size) minus the same with 0 keys.
 // map: the same keys in a plain Map<string, number>, for comparison: what the MemoryStore's
 //   key → slot map alone costs.
 // Prints one JSON line.
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [dist, mode, keyCountText] = process.argv.slice(2);
+const [project, mode, keyCountText] = process.argv.slice(2);
 const keyCount = Number(keyCountText);
 const settle = () => {
   for (let i = 0; i < 4; i++) globalThis.gc();
 };
 const key = (i) => `user:${i}`;
 
-const ratebound = await import(pathToFileURL(join(dist, "node.js")).href);
-// The glue module node.js initialised: initSync() returns its exports, the memory among them.
-const { initSync } = await import(pathToFileURL(join(dist, "wasm", "ratebound.js")).href);
-const memory = initSync().memory;
-const { RateLimiter, MemoryStore } = ratebound;
+const probe = globalThis.__rateboundWasmProbe;
+if (!probe) throw new Error("run with --import ./wasm-probe.mjs");
+const { load } = await import(pathToFileURL(join(project, "load.mjs")).href);
+const { RateLimiter, MemoryStore } = await load("ratebound");
 const config = { kind: "token bucket", rate: 10, period: 60_000 };
 
 // Warm up on a limiter of its own (compiled code, lazily made objects), then drop it.
@@ -34,7 +34,7 @@ const config = { kind: "token bucket", rate: 10, period: 60_000 };
 
 const snapshot = () => {
   settle();
-  return { heap: process.memoryUsage().heapUsed, wasm: memory.buffer.byteLength };
+  return { heap: process.memoryUsage().heapUsed, wasm: probe.memoryBytes() };
 };
 
 let result;
@@ -47,7 +47,7 @@ if (mode === "ratebound") {
     if (!ok) throw new Error(`key ${i} was refused`);
   }
   const after = snapshot();
-  if (store.size !== keyCount) throw new Error(`the store holds ${store.size} states, not ${keyCount}`);
+  if (typeof store.size === "number" && store.size !== keyCount) throw new Error(`the store holds ${store.size} states, not ${keyCount}`);
   result = { heapBytes: after.heap - before.heap, wasmBytes: after.wasm - before.wasm };
 } else {
   const map = new Map();

@@ -1,13 +1,19 @@
-// The timed rows of `npm run bench`: ratebound against its peers in this process, each group of
-// contenders interleaved by ./interleave.mjs. Every batch checks that it took the path its row
-// names (all granted, or all refused), so a drifting clock or a wrong config cannot quietly
-// time something else.
-import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
+// The timed rows of `npm run bench`: ratebound against its peers in this process, interleaved by
+// ./interleave.mjs. Every batch checks that it took the path its row names (all granted, or all
+// refused), so a drifting clock or a wrong config cannot quietly time something else.
+//
+// No two contenders share type feedback. Each contender's loop is compiled from a source text of
+// its own (./interleave.mjs `fresh`), and each runs its own copy of the code it times: its own
+// install of the package (./package.mjs: a module instance, and a WebAssembly instance, of its
+// own), its own copy of rate-limiter-flexible, its own copy of the reference `calculateRateLimit`
+// (compiled from the function's source text with the contender's id). Within one copy, calls
+// from several contenders would share the library's feedback just as copies of one loop do.
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { fresh, interleave } from "./interleave.mjs";
+import { installPackage } from "./package.mjs";
 
-const require = createRequire(import.meta.url);
 const HOUR = 3_600_000;
 /** An "allowed" limit holds so many tokens that no benchmark can run it out. */
 const PLENTY = 1e12;
@@ -20,7 +26,7 @@ const noneGranted = (granted) => {
 };
 
 // The loops. Each closes over nothing (see `fresh`) and cycles through `context.keys`.
-const LOOPS = {
+export const LOOPS = {
   rateboundLimit: async (context, n) => {
     const { limiter, name, keys } = context;
     let cursor = context.cursor;
@@ -116,17 +122,18 @@ const LOOPS = {
   },
 };
 
-/** A contender: a fresh copy of `loop` over `context`, checked by `verify`. */
+/** A contender: its own copy of `loop` over `context`, checked by `verify`. */
 function contender(id, loop, context, verify) {
-  const body = fresh(LOOPS[loop]);
+  const body = fresh(LOOPS[loop], id);
   return { id, run: (n) => body(context, n), verify };
 }
 
 /**
  * The plain JavaScript limiter a user might write instead: the reference `calculateRateLimit`
  * over a Map, with the same rule (granted when the value left is >= 0; a refusal writes nothing).
+ * Each contender compiles its own copy of this class (see {@link ownCopy}).
  */
-class PlainLimiter {
+const PLAIN_LIMITER = class PlainLimiter {
   constructor(calculate, config) {
     this.calculate = calculate;
     this.config = config;
@@ -140,6 +147,70 @@ class PlainLimiter {
   }
   limit(key) {
     return Promise.resolve(this.limitSync(key));
+  }
+};
+
+/**
+ * A copy of a self-contained function or class (one that refers to no module-level name, only to
+ * globals), compiled from its own source text for contender `id`: the same code with feedback of
+ * its own. `probe`, when given, runs on the original and the copy and must give equal results.
+ *
+ * @param {Function} original
+ * @param {string} id
+ * @param {(fn: Function) => unknown} [probe]
+ * @returns {Function}
+ * @example
+ * const calculate = ownCopy(reference.calculateRateLimit, "transition token bucket reference", (f) => f(null, config, 0, 1));
+ */
+export function ownCopy(original, id, probe) {
+  const copy = fresh(original, id);
+  if (probe && JSON.stringify(probe(copy)) !== JSON.stringify(probe(original))) throw new Error(`the copy of ${original.name} for "${id}" answers differently`);
+  return copy;
+}
+
+/** Answers of the reference on a few inputs: what a copy of it must reproduce. */
+export const referenceProbe = (calculate) =>
+  [
+    [{ value: 5, ts: 1_000 }, { kind: "token bucket", rate: 10, period: 60_000 }, 31_000, 1],
+    [{ value: 5, ts: 1_000 }, { kind: "fixed window", rate: 10, period: 60_000, start: 0 }, 131_000, 20],
+    [null, { kind: "token bucket", rate: 3, period: 1_000, capacity: 2 }, 5, 3],
+  ].map((args) => calculate(...args));
+
+/**
+ * Private copies of the code each contender runs, under `project/contenders/` (so anything else
+ * resolves to the project's packages): the package installed anew per contender (its own modules
+ * and WebAssembly instance), rate-limiter-flexible copied per contender, the reference compiled
+ * anew per contender.
+ */
+class Copies {
+  constructor(pkg, project, reference) {
+    this.pkg = pkg;
+    this.root = join(project, "contenders");
+    this.reference = reference;
+    this.made = 0;
+    mkdirSync(this.root, { recursive: true });
+  }
+  #install(id, copies) {
+    const dir = join(this.root, `${String(this.made++).padStart(2, "0")}-${id.replace(/[^a-z0-9]+/gi, "-")}`);
+    return installPackage(this.pkg, dir, { copies, link: false });
+  }
+  /** `{ api, glue }`: the package's main entry and, when the build has one, its wasm-bindgen glue module (the same instance). */
+  async ratebound(id) {
+    const install = this.#install(id, []);
+    const api = await install.load("ratebound");
+    const gluePath = join(install.dist, "wasm", "ratebound.js");
+    const glue = existsSync(gluePath) ? await import(pathToFileURL(gluePath).href) : {};
+    return { api, glue };
+  }
+  flexible(id) {
+    return this.#install(id, ["rate-limiter-flexible"]).require("rate-limiter-flexible");
+  }
+  calculate(id) {
+    return ownCopy(this.reference.calculateRateLimit, id, referenceProbe);
+  }
+  plainLimiter(id, config) {
+    const Plain = ownCopy(PLAIN_LIMITER, `${id} (PlainLimiter)`);
+    return new Plain(this.calculate(`${id} (its calculateRateLimit)`), config);
   }
 }
 
@@ -181,13 +252,13 @@ function slabContender(glue, MemoryStore, config, id, granted) {
  * The wasm call inside `calculateRateLimit` alone (the glue's internal `CompiledConfig`), when
  * the build has it: a contender, or the reason there is none.
  */
-function compiledTransitionContender(glue, kind, config, state, now) {
+function compiledTransitionContender(glue, id, config, state, now) {
   if (typeof glue.CompiledConfig?.prototype?.transition !== "function") return { reason: "the glue has no CompiledConfig.transition" };
   try {
     const compiled = new glue.CompiledConfig(config);
     const answered = compiled.transition(true, state.value, state.ts, now, 1);
     if (!(typeof answered === "number" || answered === undefined)) return { reason: "CompiledConfig.transition answered in a shape this bench does not know" };
-    return { contender: contender(`CompiledConfig.transition ${kind}`, "compiledTransition", { compiled, state, now }) };
+    return { contender: contender(id, "compiledTransition", { compiled, state, now }) };
   } catch (error) {
     return { reason: `CompiledConfig.transition failed: ${error.message}` };
   }
@@ -198,34 +269,36 @@ function compiledTransitionContender(glue, kind, config, state, now) {
  * load: ids are "transition <kind> <ratebound|reference>", "limit <allowed|refused> 1k
  * <ratebound|flexible|plain|plain sync>", "limit <kind> <allowed|refused> <1|10>",
  * "decideInSlab <kind> <allowed|refused> <1|10>", and the pieces of limit() and of
- * calculateRateLimit.
+ * calculateRateLimit. Each contender runs its own copies (see the top of this file).
  *
- * @param {{ dist: string, rounds: number, batchMs: number, warmupMs: number, log: (line: string) => void }} options
+ * @param {{ pkg: string, project: string, rounds: number, batchMs: number, warmupMs: number, log: (line: string) => void }} options
+ * `pkg`: the built package directory; `project`: a project with it installed (./package.mjs), where
+ * the copies go.
  * @returns {Promise<{ timing: Map<string, object>, skipped: string[] }>} the figures, and why any
  * internal piece was not timed.
  * @example
- * const { timing } = await timeEverything({ dist, rounds: 5, batchMs: 15, warmupMs: 200, log });
+ * const { timing } = await timeEverything({ pkg, project, rounds: 5, batchMs: 15, warmupMs: 200, log });
  * timing.get("limit allowed 1k ratebound").median; // ns per awaited limit()
  */
-export async function timeEverything({ dist, rounds, batchMs, warmupMs, log }) {
-  const ratebound = await import(pathToFileURL(join(dist, "node.js")).href);
-  // The same module instance node.js loaded, for timing internal pieces alone.
-  const glue = await import(pathToFileURL(join(dist, "wasm", "ratebound.js")).href);
+export async function timeEverything({ pkg, project, rounds, batchMs, warmupMs, log }) {
   const reference = await import("@convex-dev/rate-limiter");
-  const flexible = require("rate-limiter-flexible");
-  const { RateLimiter, MemoryStore } = ratebound;
+  const copies = new Copies(pkg, project, reference);
   const contenders = [];
   const skipped = [];
   const add = ({ contender: found, reason }) => (found ? contenders.push(found) : skipped.push(reason));
 
   // 1. The pure transition, on an existing state.
+  log("installing a copy of the package for every contender");
   const transitionBase = { state: { value: 5, ts: 1_750_000_000_000 }, now: 1_750_000_001_000 };
   for (const kind of ["token bucket", "fixed window"]) {
     const config = kind === "token bucket" ? { kind, rate: 10, period: 60_000 } : { kind, rate: 10, period: 60_000, start: 0 };
     const base = { ...transitionBase, config };
-    contenders.push(contender(`transition ${kind} ratebound`, "transition", { ...base, calculate: ratebound.calculateRateLimit }));
-    contenders.push(contender(`transition ${kind} reference`, "transition", { ...base, calculate: reference.calculateRateLimit }));
-    add(compiledTransitionContender(glue, kind, config, transitionBase.state, transitionBase.now));
+    const ours = `transition ${kind} ratebound`;
+    contenders.push(contender(ours, "transition", { ...base, calculate: (await copies.ratebound(ours)).api.calculateRateLimit }));
+    const theirs = `transition ${kind} reference`;
+    contenders.push(contender(theirs, "transition", { ...base, calculate: copies.calculate(theirs) }));
+    const compiled = `CompiledConfig.transition ${kind}`;
+    add(compiledTransitionContender((await copies.ratebound(compiled)).glue, compiled, config, transitionBase.state, transitionBase.now));
   }
 
   // 2. limit() on a MemoryStore against RateLimiterMemory and the plain limiter, token bucket.
@@ -233,24 +306,28 @@ export async function timeEverything({ dist, rounds, batchMs, warmupMs, log }) {
   const keys = Array.from({ length: KEY_COUNT }, (_, i) => `user:${i}`);
   for (const path of ["allowed", "refused"]) {
     const tokenBucket = path === "allowed" ? { kind: "token bucket", rate: PLENTY, period: 1_000 } : { kind: "token bucket", rate: 10, period: HOUR };
+    const id = `limit ${path} 1k`;
+    const { RateLimiter, MemoryStore } = (await copies.ratebound(`${id} ratebound`)).api;
     const rb = new RateLimiter(new MemoryStore(), { bench: tokenBucket });
     // RateLimiterMemory is a fixed window of `duration` seconds holding `points`.
+    const flexible = copies.flexible(`${id} flexible`);
     const rlm = new flexible.RateLimiterMemory(path === "allowed" ? { points: PLENTY, duration: 3_600 } : { points: 10, duration: 3_600 });
-    const plain = new PlainLimiter(reference.calculateRateLimit, tokenBucket);
+    const plain = copies.plainLimiter(`${id} plain`, tokenBucket);
+    const plainSync = copies.plainLimiter(`${id} plain sync`, tokenBucket);
     // Give every key its state (and, to refuse, take all its tokens) before timing.
     for (const key of keys) {
       for (let taken = 0; taken < (path === "allowed" ? 1 : 10); taken++) {
         await rb.limit("bench", { key });
         await rlm.consume(key).catch(() => {});
         plain.limitSync(key);
+        plainSync.limitSync(key);
       }
     }
     const verify = path === "allowed" ? allGranted : noneGranted;
-    const id = `limit ${path} 1k`;
     contenders.push(contender(`${id} ratebound`, "rateboundLimit", { limiter: rb, name: "bench", keys, cursor: 0 }, verify));
     contenders.push(contender(`${id} flexible`, "flexibleConsume", { limiter: rlm, keys, cursor: 0, RateLimiterRes: flexible.RateLimiterRes }, verify));
     contenders.push(contender(`${id} plain`, "plainAwaited", { limiter: plain, keys, cursor: 0 }, verify));
-    contenders.push(contender(`${id} plain sync`, "plainSync", { limiter: plain, keys, cursor: 0 }, verify));
+    contenders.push(contender(`${id} plain sync`, "plainSync", { limiter: plainSync, keys, cursor: 0 }, verify));
   }
 
   // 3. Every case of the native bench through the WebAssembly path, one key: limit() and
@@ -263,25 +340,26 @@ export async function timeEverything({ dist, rounds, batchMs, warmupMs, log }) {
         const config = path === "allowed" ? { kind, rate: PLENTY, period: 1_000, shards, ...window } : { kind, rate: 10, period: HOUR, shards, ...window };
         const granted = path === "allowed";
         const id = `${kind} ${path} ${shards}`;
-        const limiter = new RateLimiter(new MemoryStore(), { bench: config });
-        await limiter.limit("bench", { key: "hot" });
-        for (let refusalsInARow = 0; !granted && refusalsInARow < 1_000; ) {
-          refusalsInARow = (await limiter.limit("bench", { key: "hot" })).ok ? 0 : refusalsInARow + 1;
-        }
-        contenders.push(contender(`limit ${id}`, "rateboundLimit", { limiter, name: "bench", keys: ["hot"], cursor: 0 }, granted ? allGranted : noneGranted));
-        if (id === "token bucket allowed 1") {
-          // The same limit() once more, as a contender of its own: how far two timings of one thing drift.
-          const twin = new RateLimiter(new MemoryStore(), { bench: config });
-          await twin.limit("bench", { key: "hot" });
-          contenders.push(contender(`limit ${id} twin`, "rateboundLimit", { limiter: twin, name: "bench", keys: ["hot"], cursor: 0 }, allGranted));
-        }
-        add(slabContender(glue, MemoryStore, config, id, granted));
+        const oneKey = async (contenderId) => {
+          const { RateLimiter, MemoryStore } = (await copies.ratebound(contenderId)).api;
+          const limiter = new RateLimiter(new MemoryStore(), { bench: config });
+          await limiter.limit("bench", { key: "hot" });
+          for (let refusalsInARow = 0; !granted && refusalsInARow < 1_000; ) {
+            refusalsInARow = (await limiter.limit("bench", { key: "hot" })).ok ? 0 : refusalsInARow + 1;
+          }
+          contenders.push(contender(contenderId, "rateboundLimit", { limiter, name: "bench", keys: ["hot"], cursor: 0 }, granted ? allGranted : noneGranted));
+        };
+        await oneKey(`limit ${id}`);
+        // The same limit() once more, as a contender of its own: how far two timings of one thing drift.
+        if (id === "token bucket allowed 1") await oneKey(`limit ${id} twin`);
+        const { api, glue } = await copies.ratebound(`decideInSlab ${id}`);
+        add(slabContender(glue, api.MemoryStore, config, id, granted));
       }
     }
   }
   contenders.push(contender("Date.now()", "dateNow", {}));
   contenders.push(contender("await Promise.resolve(result)", "awaitSettled", { settled: Object.freeze({ ok: true }) }, allGranted));
-  const slab = new MemoryStore().slab;
+  const slab = new (await copies.ratebound("trivial wasm call")).api.MemoryStore().slab;
   if (typeof slab?.occupied === "function") contenders.push(contender("trivial wasm call", "trivialWasmCall", { slab }));
   else skipped.push("MemoryStore has no slab.occupied() to time a trivial wasm call");
 

@@ -5,7 +5,7 @@
 //! - `ITEMS`: one record per decision (stride [`ITEM`]): `kind` (0 token
 //!   bucket, 1 fixed window), `rate`, `period`, `capacity`, `maxReserved`
 //!   (NaN: none), `shards`, `start` (NaN: none), `count`, `reserve`,
-//!   `write`, `now`, four random draws.
+//!   `write`, `now`, four random draws, and whether to answer figures.
 //! - `PLAN`: per item (stride [`PLAN_STRIDE`]): the first and second shard,
 //!   how many shards are read, the fresh state of each (value, ts), status,
 //!   and the shard's `rate`, `capacity` and `maxReserved` (NaN: none): what a
@@ -21,6 +21,7 @@
 //!   grants, settles, sampled shards).
 
 use crate::batch::{Item, Slot};
+use crate::limiter::Outcome;
 use crate::config::{Config, Kind};
 use crate::error::Error;
 use crate::request::Request;
@@ -57,14 +58,24 @@ pub fn io() -> &'static mut [f64; IO_LEN] {
     unsafe { &mut *core::ptr::addr_of_mut!(IO) }
 }
 
+/// One item's answer, kept until the batch knows whether it commits.
+pub type Answer = Option<Result<Outcome, Error>>;
+
 static mut ITEMS_SCRATCH: [Item; MAX_ITEMS] = [Item::EMPTY; MAX_ITEMS];
 static mut SLOTS_SCRATCH: [Slot; MAX_SLOTS] = [Slot::EMPTY; MAX_SLOTS];
+static mut ANSWERS_SCRATCH: [Answer; MAX_ITEMS] = [None; MAX_ITEMS];
 
-/// Room for one batch's items and slots, reused by every call (nothing to clear: a
-/// call writes the prefix it uses before reading it).
-pub fn scratch() -> (&'static mut [Item; MAX_ITEMS], &'static mut [Slot; MAX_SLOTS]) {
+/// Room for one batch's items, slots and answers, reused by every call
+/// (nothing to clear: a call writes the prefix it uses before reading it).
+pub fn scratch() -> (&'static mut [Item; MAX_ITEMS], &'static mut [Slot; MAX_SLOTS], &'static mut [Answer; MAX_ITEMS]) {
     // SAFETY: as for `io`: one call at a time, and `rb_decide` alone takes them.
-    unsafe { (&mut *core::ptr::addr_of_mut!(ITEMS_SCRATCH), &mut *core::ptr::addr_of_mut!(SLOTS_SCRATCH)) }
+    unsafe {
+        (
+            &mut *core::ptr::addr_of_mut!(ITEMS_SCRATCH),
+            &mut *core::ptr::addr_of_mut!(SLOTS_SCRATCH),
+            &mut *core::ptr::addr_of_mut!(ANSWERS_SCRATCH),
+        )
+    }
 }
 
 /// The buffer's address, for the package's `Float64Array` view.

@@ -248,9 +248,17 @@ describe("examples/cloudflare", () => {
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);
   });
 
-  test("a request without a user is turned away before any object is asked", async () => {
-    const response = await request(undefined);
-    assert.equal(response.status, 401);
-    await response.text();
+  test("without a user, a client is limited by its address: 20 addresses of one IPv6 /64 share 10", async () => {
+    const statuses = [];
+    for (let host = 1; host <= 20; host++) {
+      const response = await example.dispatchFetch("http://127.0.0.1/", { headers: { "cf-connecting-ip": `2001:db8:77:1:${host.toString(16)}::1` }, signal: AbortSignal.timeout(30_000) });
+      const text = await response.text();
+      if (response.status === 200) assert.equal(text, "Hello, stranger");
+      statuses.push(response.status);
+    }
+    assert.equal(statuses.filter((status) => status === 200).length, 10, String(statuses));
+    const other = await example.dispatchFetch("http://127.0.0.1/", { headers: { "cf-connecting-ip": "2001:db8:78::1" }, signal: AbortSignal.timeout(30_000) });
+    assert.equal(other.status, 200, "another /56 is another client");
+    await other.text();
   });
 });

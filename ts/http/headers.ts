@@ -54,13 +54,22 @@ function sfString(name: string): string {
 }
 
 /**
+ * The largest Integer a Structured Field can carry (RFC 9651 §3.3.1: at most
+ * 15 digits). A conforming parser rejects a whole field with a longer one.
+ */
+export const MAX_HEADER_INTEGER = 999_999_999_999_999;
+
+/**
  * A figure as a header integer. The core gives whole numbers for `remaining`,
  * `reset`, `window` and `Retry-After`; `limit` is the configured capacity,
  * which a config may make fractional: the fields need an Integer, so its
- * whole part is written (what a client could ever spend at once).
+ * whole part is written (what a client could ever spend at once). A figure
+ * past 15 digits is written as {@link MAX_HEADER_INTEGER}: a limit of 1e15
+ * tokens reads `q=999999999999999`, one token short, never a field a parser
+ * refuses; a wait that long is as good as forever either way.
  */
-function integer(figure: number): string {
-  return Number.isInteger(figure) ? String(figure) : String(Math.floor(figure));
+export function headerInteger(figure: number): string {
+  return String(Math.min(Math.floor(figure), MAX_HEADER_INTEGER));
 }
 
 /**
@@ -103,27 +112,27 @@ export async function rateLimitHeaders(draft: HeaderDraft, limits: readonly Name
   if (draft === "none" || limits.length === 0) return [];
   if (draft === "draft-10") {
     return [
-      ["RateLimit-Policy", limits.map(({ name, figures }) => `${sfString(name)};q=${integer(figures.limit)};w=${integer(figures.window)}`).join(", ")],
-      ["RateLimit", limits.map(({ name, figures }) => `${sfString(name)};r=${integer(figures.remaining)};t=${integer(figures.reset)}`).join(", ")],
+      ["RateLimit-Policy", limits.map(({ name, figures }) => `${sfString(name)};q=${headerInteger(figures.limit)};w=${headerInteger(figures.window)}`).join(", ")],
+      ["RateLimit", limits.map(({ name, figures }) => `${sfString(name)};r=${headerInteger(figures.remaining)};t=${headerInteger(figures.reset)}`).join(", ")],
     ];
   }
   if (draft === "draft-8") {
     const pks = await Promise.all(limits.map(({ key }) => (key === undefined ? "" : partitionKey(key).then((pk) => `; pk=:${pk}:`))));
     return [
-      ["RateLimit-Policy", limits.map(({ name, figures }, index) => `${sfString(name)}; q=${integer(figures.limit)}; w=${integer(figures.window)}${pks[index]}`).join(", ")],
-      ["RateLimit", limits.map(({ name, figures }) => `${sfString(name)}; r=${integer(figures.remaining)}; t=${integer(figures.reset)}`).join(", ")],
+      ["RateLimit-Policy", limits.map(({ name, figures }, index) => `${sfString(name)}; q=${headerInteger(figures.limit)}; w=${headerInteger(figures.window)}${pks[index]}`).join(", ")],
+      ["RateLimit", limits.map(({ name, figures }) => `${sfString(name)}; r=${headerInteger(figures.remaining)}; t=${headerInteger(figures.reset)}`).join(", ")],
     ];
   }
   // Drafts 6 and 7 list every policy but report one limit: the tightest.
-  const policy: [string, string] = ["RateLimit-Policy", limits.map(({ figures }) => `${integer(figures.limit)};w=${integer(figures.window)}`).join(", ")];
+  const policy: [string, string] = ["RateLimit-Policy", limits.map(({ figures }) => `${headerInteger(figures.limit)};w=${headerInteger(figures.window)}`).join(", ")];
   const { figures } = tightest(limits);
   if (draft === "draft-7") {
-    return [policy, ["RateLimit", `limit=${integer(figures.limit)}, remaining=${integer(figures.remaining)}, reset=${integer(figures.reset)}`]];
+    return [policy, ["RateLimit", `limit=${headerInteger(figures.limit)}, remaining=${headerInteger(figures.remaining)}, reset=${headerInteger(figures.reset)}`]];
   }
   return [
     policy,
-    ["RateLimit-Limit", integer(figures.limit)],
-    ["RateLimit-Remaining", integer(figures.remaining)],
-    ["RateLimit-Reset", integer(figures.reset)],
+    ["RateLimit-Limit", headerInteger(figures.limit)],
+    ["RateLimit-Remaining", headerInteger(figures.remaining)],
+    ["RateLimit-Reset", headerInteger(figures.reset)],
   ];
 }

@@ -140,7 +140,7 @@ export interface DurableObjectStateLike {
 /** The body of a request to a {@link RateLimiterObject}, one per operation. */
 export type RateLimiterRequest =
   | { op: "limit" | "check"; name: string; options?: Omit<LimitOptions, "throws"> }
-  | { op: "limitAll" | "checkAll"; requests: BatchRequest[] }
+  | { op: "limitAll" | "checkAll"; requests: BatchRequest[]; options?: { figures?: boolean } }
   | { op: "getValue"; name: string; options?: GetValueOptions }
   | { op: "reset"; name: string; options?: ResetOptions }
   | { op: "settle"; grant: GrantData; actual: number; options?: SettleOptions };
@@ -240,7 +240,9 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
       case "checkAll": {
         if (!Array.isArray(requests)) throw new TypeError(`ratebound: ${op} needs an array of requests`);
         const batch = requests as (BatchRequest & Inline)[];
-        return op === "limitAll" ? limiter.limitAll(batch) : limiter.checkAll(batch);
+        // `figures` passes through, as `limit`'s options do: the object's decision computes them.
+        const batchOptions = (isObject(body.options) && body.options.figures === true ? { figures: true } : {}) as { throws?: boolean };
+        return op === "limitAll" ? limiter.limitAll(batch, batchOptions) : limiter.checkAll(batch, batchOptions);
       }
       case "getValue":
         return limiter.getValue(name as string, inline);
@@ -296,7 +298,7 @@ export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig
   check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
   /** As `RateLimiter.limitAll`: several limits of this object, all or none. */
-  limitAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>, options?: { throws?: boolean }): Promise<RateLimitResult>;
+  limitAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>, options?: { throws?: boolean; figures?: boolean }): Promise<RateLimitResult>;
   /** As `RateLimiter.checkAll`. */
   checkAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>, options?: { throws?: boolean }): Promise<RateLimitResult>;
   /** As `RateLimiter.getValue`. */
@@ -353,8 +355,11 @@ export function rateLimiterClient<Limits extends Record<string, RateLimitConfig>
     const inline = rest.config === undefined ? undefined : { config: rest.config };
     return { ...answer, grant: new Grant(answer.grant, (data, actual) => settle(data, actual, inline)) };
   };
-  const batch = (op: "limitAll" | "checkAll") => async (requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean } = {}) =>
-    decide(requests.map((request) => request.name).join(", "), (await send({ op, requests: [...requests] })) as RateLimitResult, options.throws);
+  const batch = (op: "limitAll" | "checkAll") => async (requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean; figures?: boolean } = {}) => {
+    const { throws, ...rest } = options;
+    const answer = await send({ op, requests: [...requests], ...(Object.keys(rest).length === 0 ? {} : { options: rest }) });
+    return decide(requests.map((request) => request.name).join(", "), answer as RateLimitResult, throws);
+  };
   return {
     limit: single("limit"),
     check: single("check"),

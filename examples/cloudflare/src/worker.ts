@@ -2,7 +2,7 @@
 // user's requests are decided one at a time, in the object that stores that user's limits.
 import { HOUR, MINUTE, type RateLimitConfig } from "ratebound";
 import { rateLimiterClient, rateLimiterObject, type DurableObjectStubLike } from "ratebound/durable-object";
-import { httpGuard } from "ratebound/http";
+import { httpGuard, ipKey } from "ratebound/http";
 
 export const LIMITS = {
   // 60 requests a minute per user, up to 10 at once.
@@ -22,13 +22,15 @@ interface Env {
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {
     const user = request.headers.get("x-user");
-    if (!user) return new Response("Who are you? Send an x-user header.", { status: 401 });
-    // One object per user: route to it by name.
-    const limiter = rateLimiterClient<typeof LIMITS>(env.RATE_LIMITS.get(env.RATE_LIMITS.idFromName(user)));
-    // A refusal is a ready 429 with Retry-After; allowed responses carry the RateLimit headers.
-    const guard = httpGuard(limiter, request.method === "PUT" ? "upload" : "api", { key: () => user });
+    // A signed-in user by name; anyone else by address: Cloudflare puts the client's in
+    // CF-Connecting-IP, and ipKey keys an IPv6 client by its /56 (one subscriber's many addresses).
+    const who = user ? `user:${user}` : `ip:${ipKey(request.headers.get("cf-connecting-ip") ?? undefined)}`;
+    // One object per key: route to it by name.
+    const limiter = rateLimiterClient<typeof LIMITS>(env.RATE_LIMITS.get(env.RATE_LIMITS.idFromName(who)));
+    // A refusal is a ready 429 with Retry-After, a store failure a 503; allowed responses carry the RateLimit headers.
+    const guard = httpGuard(limiter, request.method === "PUT" ? "upload" : "api", { key: () => who });
     const { ok, headers, response } = await guard(request);
     if (!ok) return response;
-    return new Response(`Hello, ${user}`, { headers });
+    return new Response(`Hello, ${user ?? "stranger"}`, { headers });
   },
 };
