@@ -60,7 +60,7 @@ function tableStatements(given: PostgresTableOptions, fn: string): string[] {
  *
  * @param options `table`: its name, `name` or `schema.name` (default `"ratebound"`).
  * @returns The statements, separated by `;` (the last without one).
- * @throws TypeError with `code: "INVALID_ARGUMENT"` for a bad `table`.
+ * @throws RateboundTypeError (`code: "INVALID_ARGUMENT"`) for a bad `table`.
  * @example
  * writeFileSync("migrations/001_ratebound.sql", createTableSql() + ";\n");
  */
@@ -76,7 +76,7 @@ export function createTableSql(given: PostgresTableOptions = {}): string {
  * @param db A `pg` Client or Pool, PGlite, a postgres.js `sql`, or any {@link PostgresQueryable}.
  * @param options `table`: its name (default `"ratebound"`).
  * @returns When the table and the function exist.
- * @throws TypeError with `code: "INVALID_ARGUMENT"` for a bad `db` or `table`; rejects with the database's coded error.
+ * @throws RateboundTypeError (`code: "INVALID_ARGUMENT"`) for a bad `db` or `table`; rejects with the database's coded error.
  * @example
  * await createTable(pool); // CREATE TABLE IF NOT EXISTS "ratebound" (…), CREATE OR REPLACE FUNCTION "ratebound_decide_v1" (…)
  */
@@ -128,6 +128,7 @@ export function queryable(db: PostgresQueryable | PostgresJsLike): PostgresQuery
   if (hasMethod(db, "unsafe")) return queryableOf(db as PostgresJsLike);
   throw invalidOption(
     `ratebound/postgres: db must have a query(text, params) method, like a pg Client, Pool or PGlite, or be a postgres.js sql (got ${describe(db)})`,
+    "db",
   );
 }
 

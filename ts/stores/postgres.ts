@@ -246,7 +246,7 @@ const NESTED: Framing = {
  * @param db A `pg` Client, PoolClient or Pool, PGlite or a PGlite transaction, a postgres.js `sql`, or any {@link PostgresQueryable}.
  * @param options `table` (default `"ratebound"`), `maxAttempts` (default 20), `random`, `onRetry`.
  * @returns The store.
- * @throws TypeError with `code: "INVALID_ARGUMENT"` for a `db` or an option it cannot use.
+ * @throws RateboundTypeError (a `TypeError`, `code: "INVALID_ARGUMENT"`) for a `db` or an option it cannot use.
  * @example
  * await client.query("BEGIN");
  * const { ok } = await new RateLimiter(postgresStore(client), LIMITS).limit("post", { key: userId });
@@ -256,17 +256,17 @@ const NESTED: Framing = {
 export function postgresStore(db: PostgresQueryable | PostgresPoolLike | PostgresJsLike, given: PostgresStoreOptions = {}): PostgresStore {
   const options = ownCopy("postgresStore", given, ["table", "maxAttempts", "random", "onRetry"]);
   const postgresJs = hasMethod(db, "unsafe") && (hasMethod(db, "begin") || hasMethod(db, "savepoint")) ? (db as PostgresJsLike) : undefined;
-  if (postgresJs === undefined && !hasMethod(db, "query")) throw invalidOption(notAConnection(db));
+  if (postgresJs === undefined && !hasMethod(db, "query")) throw invalidOption(notAConnection(db), "db");
   const parts = tableParts("postgres", options.table ?? "ratebound");
   const table = parts.map((part) => `"${part}"`).join(".");
   const decideFunction = decideFunctionName(parts).decide;
   const maxAttempts = options.maxAttempts ?? 20;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
-    throw invalidOption(`ratebound/postgres: maxAttempts must be an integer >= 1 (got ${describe(maxAttempts)})`);
+    throw invalidOption(`ratebound/postgres: maxAttempts must be an integer >= 1 (got ${describe(maxAttempts)})`, "maxAttempts");
   }
   for (const field of ["random", "onRetry"] as const) {
     if (options[field] !== undefined && typeof options[field] !== "function") {
-      throw invalidOption(`ratebound/postgres: ${field} must be a function (got ${describe(options[field])})`);
+      throw invalidOption(`ratebound/postgres: ${field} must be a function (got ${describe(options[field])})`, field);
     }
   }
   const isPool = postgresJs === undefined && hasMethod(db, "connect") && !hasMethod(db, "release") && typeof (db as { totalCount?: unknown }).totalCount === "number";

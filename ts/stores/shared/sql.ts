@@ -4,7 +4,7 @@
  * and a queue that gives one connection to one call at a time.
  * @module
  */
-import type { RateLimitState, StateRef, WriteInfo } from "ratebound";
+import { RateboundTypeError, type RateLimitState, type StateRef, type WriteInfo } from "ratebound";
 
 export type { WriteInfo };
 
@@ -118,27 +118,29 @@ export function quotedTable(host: string, table: unknown): string {
  * @param host `"postgres"` or `"sqlite"`, for the message.
  * @param table The name as given.
  * @returns Its parts, unquoted.
- * @throws TypeError with `code: "INVALID_ARGUMENT"` for anything else.
+ * @throws RateboundTypeError (`code: "INVALID_ARGUMENT"`) for anything else.
  */
 export function tableParts(host: string, table: unknown): string[] {
   const parts = typeof table === "string" ? table.split(".") : [];
   if (parts.length < 1 || parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
     throw invalidOption(
       `ratebound/${host}: table must be a name like "ratebound" or "schema.ratebound" (letters, digits and _; got ${describe(table)})`,
+      "table",
     );
   }
   return parts;
 }
 
 /**
- * A bad adapter option or argument: a `TypeError` with `code: "INVALID_ARGUMENT"`, like the
- * core's own argument errors, thrown when the store is made (never during a call).
+ * A bad adapter option or argument: the core's `RateboundTypeError` (a `TypeError` with
+ * `code: "INVALID_ARGUMENT"`), thrown when the store is made (never during a call).
  *
  * @param message What is wrong and what to do, for people.
+ * @param field The argument or option at fault.
  * @returns The error, to throw.
  */
-export function invalidOption(message: string): TypeError & { code: "INVALID_ARGUMENT" } {
-  return Object.assign(new TypeError(message), { code: "INVALID_ARGUMENT" as const });
+export function invalidOption(message: string, field?: string): RateboundTypeError {
+  return new RateboundTypeError(message, field);
 }
 
 /** A value as an option error shows it: JSON for plain data, else its type. */
