@@ -90,9 +90,10 @@ const pow2 = (exponent: number): string => `'${String(2 ** exponent)}'::float8`;
  * the store: `error SQLSTATE message` when the call failed (and did
  * nothing), else `ok`, then the value and ts each ref held when read (`- -`:
  * no row), then one digit per item, `1` when its grant was written (only a
- * `write` item's is), all separated by single spaces (no number's text has one). A stored row that is
- * not two finite numbers is decided on by nothing and overwritten by nothing:
- * the function writes nothing and returns it as it is. An item whose wait is
+ * `write` item's is), all separated by single spaces (no number's text has
+ * one). A stored row that is not two finite numbers is decided on by nothing
+ * and overwritten by nothing: the function writes nothing and returns it as
+ * it is. An item whose wait is
  * not finite, or whose state would not be, writes nothing (and, all or
  * nothing, neither does the batch). Each written row's `full_at` is when it
  * is full again (`Infinity`: never certain).
