@@ -199,13 +199,14 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       const figures = given.figures === undefined ? false : checkFlag(typeof name === "string" ? name : "", "figures", given.figures);
       const { config, policy } = this.#failure.limitPolicy(name, given.config);
       const call = this.#call(name, given, config, write);
-      const answered = (answer: Decided | BatchAnswer | RateLimitResult) =>
-        refusal(call.name, isBatchAnswer(answer) ? shaped(only(answer)) : isDecided(answer) ? shaped(answer) : answer, given.throws);
       if (this.#failure.isPlain(policy) && !this.#remote && typeof this.#store.transaction !== "function") {
         // No transaction, no policy to apply: a synchronous store is decided synchronously.
         const answer = runOne(this.#store, call, figures);
-        return isThenable(answer) ? answer.then(answered) : Promise.resolve(answered(answer));
+        if (!isThenable(answer)) return Promise.resolve(refusal(call.name, shaped(answer), given.throws));
+        return answer.then((decided) => refusal(call.name, shaped(decided), given.throws));
       }
+      const answered = (answer: Decided | BatchAnswer | RateLimitResult) =>
+        refusal(call.name, isBatchAnswer(answer) ? shaped(only(answer)) : isDecided(answer) ? shaped(answer) : answer, given.throws);
       // Bad input fails here, before the store is touched, whatever the policy.
       const planned = this.#remote ? plan([call], true, figures) : undefined;
       if (planned === undefined) plan([call], true, figures);
