@@ -68,6 +68,7 @@ const HOSTILE_CLASSES = [
   ["bounded = unbounded decisions", "bounded MemoryStore answers equal to an unbounded one's"],
   ["STORE_FULL", "bounded MemoryStore calls failed closed with STORE_FULL"],
   ["evictions", "keys the bounded MemoryStore dropped (full again)"],
+  ["grant records", "grants against records: rolled-back charges, callers' keys that spell a record, keyless and \"\" grants"],
 ];
 
 // 1. The package must be built (a no-op when nothing changed).
