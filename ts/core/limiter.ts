@@ -32,8 +32,9 @@ import {
   type ResetOptions,
   type SettleOptions,
 } from "./options.js";
-import { FailurePolicy, withoutPolicy, type FailureOptions, type LimitConfig } from "./failure-policy.js";
+import { FailurePolicy, withoutPolicy, type FailureOptions, type FallbackLimiter, type LimitConfig } from "./failure-policy.js";
 import { ownField } from "./store-call.js";
+import { laneOf } from "./coalesce.js";
 
 const OPTIONS = ["now", "random", "onStoreError", "timeout"] as const;
 const NO_DRAWS: readonly number[] = Object.freeze([]);
@@ -207,10 +208,13 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       const planned = this.#remote ? plan([call], true, figures) : undefined;
       if (planned === undefined) plan([call], true, figures);
       const fallbackOptions = { key: call.key, count: given.count, reserve: given.reserve, config } as LimitOptions;
+      const fallback = (limiter: FallbackLimiter) => (write ? limiter.limit(name, fallbackOptions) : limiter.check(name, fallbackOptions));
+      // A store that cannot decide next to its data: the call joins its key's batch (`coalesce.ts`).
+      if (this.#failure.coalesces) return this.#failure.coalesce(call, figures, policy, fallback).then(answered);
       const answer = this.#failure.run<Decided | BatchAnswer | RateLimitResult>(
         policy,
         (store) => (planned !== undefined ? runRemote(store as Required<RateLimitStore>, planned) : runOne(store, call, figures)),
-        (fallback) => (write ? fallback.limit(name, fallbackOptions) : fallback.check(name, fallbackOptions)),
+        fallback,
         this.#remote,
       );
       return answer.then(answered);
@@ -226,7 +230,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const call = this.#call(name, given, config, true);
     plan([call], true); // bad input fails before the store is touched
     const idWords = [draw(this.#random), draw(this.#random)].map((unit) => Math.floor(unit * 2 ** 32));
-    const answer = this.#failure.transact((store) => charge(store, call, idWords));
+    const answer = this.#failure.transact((store) => charge(store, call, idWords), [laneOf(call.name, call.key)]);
     const inline = config === undefined ? undefined : { config: config as RateLimitConfig };
     const settler = (data: GrantData, actual: number) => this.settle(data, actual, inline);
     return answer.then((result) => {
@@ -261,7 +265,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     if (typeof actual !== "number") throw invalidRequest(grant.name, "actual", mustBe("actual", "a finite number >= 0", actual));
     const now = checkNow(grant.name, this.#now());
     const draws = limit.settleDraws === 0 ? NO_DRAWS : drawMany(this.#random, limit.settleDraws);
-    return await this.#failure.transact((store) => settle(store, grant, limit, actual, now, draws));
+    return await this.#failure.transact((store) => settle(store, grant, limit, actual, now, draws), [laneOf(grant.name, grant.key)]);
   }
 
   /**
@@ -333,6 +337,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
       (fallback) => (write ? fallback.limitAll(core) : fallback.checkAll(core)),
       this.#remote,
+      calls.map((call) => laneOf(call.name, call.key)),
     );
     const names = calls.map((call) => call.name).join(", ");
     if (!isBatchAnswer(answer)) return refusal(names, answer, throws);
@@ -381,7 +386,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const key = checkKey(limitName, own(checked, "key"));
     const limit = this.#resolve(limitName, withoutPolicy(limitName, own(checked, "config")));
     const now = checkNow(limitName, this.#now());
-    await this.#failure.transact((store) => reset(store, limitName, key, limit, now));
+    await this.#failure.transact((store) => reset(store, limitName, key, limit, now), [laneOf(limitName, key)]);
   }
 }
 

@@ -96,9 +96,33 @@ export class StoreCall {
     this.#timeoutMs = timeoutMs;
   }
 
-  /** Runs `work`, rejecting with a {@link StoreTimeoutError} when it has not settled within the timeout. */
-  run<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>, direct = false): Promise<T> {
-    const attempt = this.#attempt(store, work, direct);
+  /**
+   * Runs `work`, rejecting with a {@link StoreTimeoutError} when it has not settled within the timeout.
+   * With `acquire` (a turn in a coalescing store's lanes, see `coalesce.ts`), the timeout covers the
+   * wait for the turn too, and the turn ends when the call does: answered, failed or timed out.
+   */
+  run<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>, direct = false, acquire?: () => Promise<() => void>): Promise<T> {
+    if (acquire === undefined) return this.#timed(this.#attempt(store, work, direct));
+    let release: (() => void) | undefined;
+    const attempt = acquire().then((granted) => {
+      release = granted;
+      // Timed out while it waited: the turn passes on, and the store is never asked.
+      if (this.#timeout !== undefined) {
+        granted();
+        throw this.#timeout;
+      }
+      return this.#attempt(store, work, direct);
+    });
+    const timed = this.#timed(attempt);
+    timed.then(
+      () => release?.(),
+      () => release?.(),
+    );
+    return timed;
+  }
+
+  /** `attempt`, or a {@link StoreTimeoutError} when it has not settled within the timeout. */
+  #timed<T>(attempt: Promise<T>): Promise<T> {
     const timeoutMs = this.#timeoutMs;
     if (timeoutMs === undefined) return attempt;
     return new Promise<T>((resolve, reject) => {

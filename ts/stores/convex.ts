@@ -120,10 +120,20 @@ function writeOutsideMutation(what: string): Error {
  * });
  */
 export function convexStore(db: ConvexDatabase): ConvexRateLimitStore {
+  // One store per ctx.db: the limiters a function makes share it, so their calls on one key are coalesced.
+  const made = STORES.get(db);
+  if (made !== undefined) return made;
   const reader = db as Reader;
   const writer = "insert" in db && typeof db.insert === "function" ? (db as Writer) : null;
-  return {
+  const store: ConvexRateLimitStore = {
     readOnly: writer === null,
+    /**
+     * The function's own transaction holds every call: `body` runs on this store. Being
+     * transactional, the store's concurrent `limit` and `check` calls on one key (a
+     * `Promise.all` in one mutation) are coalesced into one decision in arrival order, so
+     * they never decide on a state another of them is about to write.
+     */
+    transaction: async <T>(body: (store: RateLimitStore) => Promise<T>): Promise<T> => await body(store),
     async read(ref: StateRef): Promise<RateLimitState | null> {
       const doc = await findState(reader, ref);
       return doc === null ? null : { value: doc.value, ts: doc.ts };
@@ -141,7 +151,12 @@ export function convexStore(db: ConvexDatabase): ConvexRateLimitStore {
       }
     },
   };
+  STORES.set(db, store);
+  return store;
 }
+
+/** The store of each `ctx.db`. */
+const STORES = new WeakMap<object, ConvexRateLimitStore>();
 
 /** Turns a refusal thrown by the core into the `ConvexError` Convex sends to clients. */
 async function asConvexError<T>(call: () => Promise<T>): Promise<T> {
