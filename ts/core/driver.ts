@@ -98,6 +98,8 @@ export function plan(calls: readonly Call[], all: boolean, figures = false): Pla
     throw wrongArgument("limitAll", "requests", `requests must be at most ${MAX_ITEMS} limits (got ${calls.length})`);
   }
   putItems(calls);
+  // Until this plan succeeds, the items are no batch's: one waiting on its reads must write its own again.
+  ownItems(undefined);
   const status = core.rb_plan(calls.length);
   const refs: StateRef[] = [];
   const reads: number[] = [];
@@ -407,6 +409,7 @@ export function runOne(store: RateLimitStore, call: Call, figures: boolean): Dec
   }
   const finish = (stateFirst: unknown, stateSecond: unknown): Decided | Promise<Decided> => {
     putItems1(ITEMS, call);
+    ownItems(undefined);
     putState(SLOTS, stateFirst, first);
     if (second !== undefined) putState(SLOTS + SLOT, stateSecond, second);
     io[MAP] = 0;
