@@ -176,7 +176,9 @@ export class FailurePolicy {
       }
       this.#timeoutMs = timeout;
     }
-    this.options = (hasPolicy || hasTimeout ? without(options as object, ["onStoreError", "timeout"]) : options) as RateLimiterOptions | undefined;
+    // The fallback limiter takes `now` and `random`; a refusal it decides is never the store's to remember.
+    const [hasCache] = ownField(options, "refusalCache") ?? [false];
+    this.options = (hasPolicy || hasTimeout || hasCache ? without(options as object, ["onStoreError", "timeout", "refusalCache"]) : options) as RateLimiterOptions | undefined;
     this.limits = limits as Record<string, RateLimitConfig>;
     let names: string[] = [];
     try {
