@@ -19,7 +19,7 @@
 import { layout } from "./engine.js";
 import { plan, run, type Call, type Decided } from "./driver.js";
 import { RateboundError } from "./errors.js";
-import { StoreCall, StoreTimeoutError, type Degraded } from "./store-call.js";
+import { StoreCall, StoreTimeoutError, startTimer, type Degraded } from "./store-call.js";
 import type { RateLimitResult, RateLimitStore } from "./types.js";
 
 /** The lane of a limit's name and key (every shard of it, and its records). */
@@ -125,22 +125,25 @@ export class Lanes {
         const turn: Turn = { batch: (batch = []), start: () => this.#runBatch(lane, queue, turn.batch!) };
         queue.turns.push(turn);
       }
-      batch.push(waiting);
-      if (!queue.busy) {
-        this.#next(lane, queue);
-        return;
-      }
-      if (entry.timeoutMs !== undefined) {
+      if (queue.busy && entry.timeoutMs !== undefined) {
         // Its timeout counts from now: if its batch has not started by then, it is answered without it.
         const joined = batch;
-        waiting.timer = setTimeout(() => {
-          const at = joined.indexOf(waiting);
-          if (at < 0) return;
-          joined.splice(at, 1);
-          const timeout = new StoreTimeoutError(entry.timeoutMs!);
-          entry.recover(timeout, "store-timeout").then(resolve, reject);
-        }, entry.timeoutMs);
+        try {
+          waiting.timer = startTimer(() => {
+            const at = joined.indexOf(waiting);
+            if (at < 0) return;
+            joined.splice(at, 1);
+            const timeout = new StoreTimeoutError(entry.timeoutMs!);
+            entry.recover(timeout, "store-timeout").then(resolve, reject);
+          }, entry.timeoutMs);
+        } catch (error) {
+          if (batch.length === 0) queue.turns.pop();
+          reject(error);
+          return;
+        }
       }
+      batch.push(waiting);
+      if (!queue.busy) this.#next(lane, queue);
     });
   }
 
