@@ -21,5 +21,5 @@ test("Convex host outages in convex-test (vitest, tests/outage/convex/)", { time
     child.once("close", (code) => resolve({ code, output }));
   });
   assert.equal(code, 0, output);
-  assert.match(output, /Tests\s+8 passed \(8\)/, output);
+  assert.match(output, /Tests\s+9 passed \(9\)/, output);
 });

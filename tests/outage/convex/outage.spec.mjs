@@ -104,3 +104,9 @@ test("uncaught, the store's error fails the mutation with CONVEX_DB_FAILED's mes
   await expect(t.mutation(api.outage.uncaught, { key: "ada" })).rejects.toThrow(/ratebound\/convex: ctx\.db failed a write of the rateLimits table/);
   expect(await rows()).toEqual(TAKEN);
 });
+
+test('a write over a query\'s ctx.db is INVALID_ARGUMENT (the wrong store), which "open" does not turn into an admission', async () => {
+  const { t } = await prepared();
+  const error = await t.query(api.outage.limitInQueryOpen, {}).catch((caught) => caught);
+  expect(error?.message).toMatch(/limit writes rate limit state, which needs a mutation/);
+});

@@ -5,7 +5,8 @@
 // is then the limiter's doing, not the rollback's.
 import { v } from "convex/values";
 import { RateLimiter, convexStore } from "ratebound/convex";
-import { mutation } from "./_generated/server.js";
+import { RateLimiter as CoreRateLimiter } from "ratebound";
+import { mutation, query } from "./_generated/server.js";
 
 const NOW = 1_700_000_000_000;
 const API = { kind: "token bucket", rate: 5, period: 60_000 };
@@ -59,4 +60,10 @@ export const uncaught = mutation({
   handler: async (ctx, { key }) => {
     await new RateLimiter(convexStore(faultyDb(ctx.db, { read: "up", write: "throws" })), LIMITS, { now: () => NOW }).limit("api", { key });
   },
+});
+
+/** The core RateLimiter over a query's ctx.db, under "open": its write is the wrong store, never an admission. */
+export const limitInQueryOpen = query({
+  args: {},
+  handler: (ctx) => new CoreRateLimiter(convexStore(ctx.db), LIMITS, { now: () => NOW, onStoreError: "open" }).limit("api", { key: "ada" }),
 });
