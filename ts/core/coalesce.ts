@@ -69,7 +69,11 @@ const LANES = new WeakMap<object, Lanes>();
 
 /** Whether calls on `store` are coalesced: it makes each call a transaction and does not decide next to its data. */
 export function coalesces(store: RateLimitStore): boolean {
-  return typeof store.transaction === "function" && typeof store.decide !== "function";
+  try {
+    return typeof store.transaction === "function" && typeof store.decide !== "function";
+  } catch {
+    return false; // a store whose fields throw: the limiter's own check of it says what is wrong
+  }
 }
 
 /**
