@@ -99,6 +99,8 @@ export function plan(calls: readonly Call[], all: boolean, figures = false): Pla
     throw wrongArgument("limitAll", "requests", `requests must be at most ${MAX_ITEMS} limits (got ${calls.length})`);
   }
   putItems(calls, figures);
+  // Until this plan succeeds, the items are no batch's: one waiting on its reads must write its own again.
+  ownItems(undefined);
   const status = core.rb_plan(calls.length);
   const refs: StateRef[] = [];
   const reads: number[] = [];
@@ -407,11 +409,7 @@ export function runOne(store: RateLimitStore, call: Call, figures: boolean): Dec
     }
   }
   if (isThenable(readFirst) || isThenable(readSecond)) {
-    return Promise.all([readFirst, readSecond]).then(([stateFirst, stateSecond]) => {
-      // Other calls may have used the buffer while the store answered.
-      putItems1(ITEMS, call, figures);
-      return decideOne(store, call, figures, first, second, stateFirst, stateSecond);
-    });
+    return Promise.all([readFirst, readSecond]).then(([stateFirst, stateSecond]) => decideOne(store, call, figures, first, second, stateFirst, stateSecond));
   }
   return decideOne(store, call, figures, first, second, readFirst, readSecond);
 }
@@ -426,7 +424,11 @@ function decideOne(
   stateFirst: unknown,
   stateSecond: unknown,
 ): Decided | Promise<Decided> {
-  const { OUT, SLOTS, SLOT } = layout;
+  const { ITEMS, OUT, SLOTS, SLOT } = layout;
+  // Other calls may have used the buffer while the store answered (even a synchronous
+  // store's read may call a limiter): write the item again, and own it as no batch.
+  putItems1(ITEMS, call, figures);
+  ownItems(undefined);
   putState(SLOTS, stateFirst, first);
   if (second !== undefined) putState(SLOTS + SLOT, stateSecond, second);
   if (core.rb_decide_one() < 0) throw coreError(io, OUT, call.name);
