@@ -18,6 +18,8 @@ export type RateLimitErrorData = { kind: "RateLimited"; name: string; retryAfter
  * catch (error) { if (isRateLimitError(error)) console.log(error.data.retryAfter); }
  */
 export class RateLimitError extends Error {
+  /** `"RATE_LIMITED"`: a refusal, not a failure (see `docs/errors.md`). */
+  readonly code = "RATE_LIMITED";
   /** `{ kind: "RateLimited", name, retryAfter }`. */
   readonly data: RateLimitErrorData;
 

@@ -164,8 +164,9 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    */
   limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
   limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
-  limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
   limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
   limit(name: string, options?: LimitOptions): Promise<RateLimitResult | GrantResult> {
     return this.#decide(name, options, true);
   }
@@ -179,8 +180,9 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * const { ok } = await limiter.check("failedLogins", { key: userId });
    */
-  check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
   check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
   check(name: string, options?: LimitOptions): Promise<RateLimitResult> {
     return this.#decide(name, options, false);
   }
@@ -352,8 +354,9 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * const { value, ts, config } = await limiter.getValue("sendMessage", { key: userId });
    * const inAMinute = calculateRateLimit({ value, ts }, config, Date.now() + MINUTE);
    */
-  getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
   getValue(name: string, options: GetValueOptions & Inline): Promise<RateLimitValue>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
   async getValue(name: string, options?: GetValueOptions): Promise<RateLimitValue> {
     const checked = checkedOptions(name, options, VALUE_OPTIONS);
     const limitName = checkName(name);
@@ -373,8 +376,9 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * await limiter.reset("failedLogins", { key: userId });
    */
-  reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   reset(name: string, options: ResetOptions & Inline): Promise<void>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   async reset(name: string, options?: ResetOptions): Promise<void> {
     const checked = checkedOptions(name, options, RESET_OPTIONS);
     const limitName = checkName(name);
