@@ -8,7 +8,7 @@ import type { RateLimitConfig, RateLimiterOptions, RateLimitFigures, RateLimitRe
 import { checkCount, checkFlag, checkKey, checkName, checkNow, draw, drawMany, type Random } from "./call.js";
 import { compileConfig, CONFIG_FIELDS, type Compiled } from "./config.js";
 import { isThenable, plan, run, runOne, runRemote, type BatchAnswer, type Call, type Decided } from "./driver.js";
-import { invalidRequest, mustBe, RateboundError, unknownLimit, wrongArgument, unknownField, show } from "./errors.js";
+import { invalidConfig, invalidRequest, mustBe, RateboundError, unknownLimit, wrongArgument, unknownField, show } from "./errors.js";
 import { charge, grantInput, settle, Grant, type GrantResult } from "./grant.js";
 import { getValue, reset } from "./value.js";
 import {
@@ -38,6 +38,29 @@ import { ownField } from "./store-call.js";
 const OPTIONS = ["now", "random", "onStoreError", "timeout"] as const;
 const NO_DRAWS: readonly number[] = Object.freeze([]);
 const BATCH_FIELDS = ["name", "key", "count", "reserve", "config"];
+
+/** The fields a limiter's config may have: a config's, and its limit's failure policy. */
+const LIMIT_FIELDS = [...CONFIG_FIELDS, "onStoreError"];
+
+/**
+ * A limit's config compiled for the limiter, refusing one that could never grant: `capacity: 0`
+ * holds no tokens, so only a reservation can pass, and with no `maxReserved > 0` that is a limit
+ * whose every call would throw `COUNT_EXCEEDS_MAX`. With `maxReserved > 0` it is a limit that
+ * only paces (every call passes `reserve: true` and waits its `retryAfter`), and it is kept.
+ */
+function compileLimit(name: string, config: unknown): Compiled {
+  const compiled = compileConfig(name, config, LIMIT_FIELDS);
+  const [, , , capacity, maxReserved] = compiled.numbers as [number, number, number, number, number];
+  if (capacity === 0 && !(maxReserved > 0)) {
+    throw invalidConfig(
+      name,
+      "capacity",
+      `capacity must be > 0 unless maxReserved is > 0 (got capacity 0, maxReserved ${Number.isNaN(maxReserved) ? "absent" : maxReserved}): ` +
+        "a limit of capacity 0 holds no tokens and could grant only reservations",
+    );
+  }
+  return compiled;
+}
 
 /** Stores that look like a database client passed where a store belongs: what to wrap them in. */
 function storeShapeHint(store: unknown): string {
@@ -125,13 +148,13 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       } catch {
         throw wrongArgument("RateLimiter", "limits", "limits must be a plain object (listing its names threw) (got an object)");
       }
-      for (const name of names) this.#limits.set(checkName(name), compileConfig(name, named[name], [...CONFIG_FIELDS, "onStoreError"]));
+      for (const name of names) this.#limits.set(checkName(name), compileLimit(name, named[name]));
     }
   }
 
   /** The named limit's config, or the inline one compiled now. */
   #resolve(name: string, config: unknown): Compiled {
-    if (config !== undefined) return compileConfig(name, config, [...CONFIG_FIELDS, "onStoreError"]);
+    if (config !== undefined) return compileLimit(name, config);
     const limit = this.#limits.get(name);
     if (limit === undefined) throw unknownLimit(name);
     return limit;
