@@ -14,6 +14,7 @@ import {
   decideRateLimit,
   invalidArgument,
   ownOptions,
+  wrongArgument,
   type RateLimitConfig,
   type RateLimitState,
   type RateLimitValue,
@@ -313,15 +314,15 @@ function pick(snapshot: unknown, fields: readonly string[]): Record<string, unkn
  * @param serverTime Server clock when it answered, ms since the epoch.
  * @param receivedAt Client clock when the answer arrived, ms since the epoch.
  * @returns Milliseconds to add to the client clock to get the server's.
- * @throws `RangeError` when a time is not finite or `receivedAt < sentAt`.
+ * @throws {RateboundTypeError} `INVALID_ARGUMENT` when a time is not finite or `receivedAt < sentAt`.
  * @example
  * estimateServerTimeOffset(1_000, 6_100, 1_200); // => 5_000: the server is 5 s ahead
  */
 export function estimateServerTimeOffset(sentAt: number, serverTime: number, receivedAt: number): number {
   for (const [name, time] of [["sentAt", sentAt], ["serverTime", serverTime], ["receivedAt", receivedAt]] as const) {
-    if (!Number.isFinite(time)) throw new RangeError(`${name} must be a finite number of milliseconds (got ${time})`);
+    if (!Number.isFinite(time)) throw invalidArgument("estimateServerTimeOffset", name, "a finite number of milliseconds", time);
   }
-  if (receivedAt < sentAt) throw new RangeError(`receivedAt (${receivedAt}) is before sentAt (${sentAt})`);
+  if (receivedAt < sentAt) throw wrongArgument("estimateServerTimeOffset", "receivedAt", `receivedAt (${receivedAt}) is before sentAt (${sentAt})`);
   const roundTripMs = receivedAt - sentAt;
   return serverTime - (sentAt + roundTripMs / 2);
 }

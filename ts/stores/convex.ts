@@ -20,6 +20,7 @@ import {
 import { ConvexError, v } from "convex/values";
 import {
   RateLimiter as CoreRateLimiter,
+  RateboundError,
   RateLimitError,
   type BatchRequest,
   type GrantData,
@@ -94,8 +95,10 @@ function findState(db: Reader, ref: StateRef) {
     .unique();
 }
 
-function writeOutsideMutation(what: string): Error {
-  return new Error(
+function writeOutsideMutation(what: string): RateboundError {
+  // INVALID_REQUEST: a bug in the call, never a store failure (onStoreError "open" must not admit it).
+  return new RateboundError(
+    "INVALID_REQUEST",
     `ratebound/convex: ${what} writes rate limit state, which needs a mutation; ctx.db is read-only here (a query). ` +
       "In a query, use check or getValue.",
   );

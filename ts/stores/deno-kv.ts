@@ -8,7 +8,7 @@
  * Works with `Deno.Kv` (`Deno.openKv()`) and with `@deno/kv` in Node.
  * @module
  */
-import type { RateLimitState, RateLimitStore } from "ratebound";
+import { wrongArgument, type RateLimitState, type RateLimitStore } from "ratebound";
 import { OptimisticStore, OptimisticTransaction, runOptimistic, type OptimisticHost, type OptimisticOptions } from "./shared/optimistic.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
 
@@ -94,7 +94,7 @@ function keyId(key: KvKey): string {
       if (typeof part === "bigint") return ["b", part.toString()];
       if (typeof part === "boolean") return ["t", part];
       if (part instanceof Uint8Array) return ["u", Array.from(part)];
-      throw new TypeError(`ratebound/deno-kv: unsupported key part ${String(part)}`);
+      throw wrongArgument("ratebound/deno-kv", "key", `unsupported key part ${String(part)}`);
     }),
   );
 }
