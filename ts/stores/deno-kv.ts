@@ -64,6 +64,7 @@ export interface KvTransactionOptions {
  * @example
  * try { await kvTransaction(kv, body); }
  * catch (error) { if (error instanceof KvConflictError) return new Response("Busy, retry", { status: 503 }); }
+ * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#kv_conflict | docs/errors.md}: every code, what it means, what to do.
  */
 export class KvConflictError extends Error {
   /** `"KV_CONFLICT"`. */
