@@ -157,7 +157,7 @@ export class RateLimitPreview {
    *   { value: 0, ts: 60_000, shard: 0, config: { kind: "token bucket", rate: 3, period: 10_000, capacity: 3, shards: 1 } },
    *   { serverTimeOffset: 5_000 },
    * );
-   * preview.status({ at: 55_000 }); // => { ok: false, value: 0, retryAt: 58_333.333333333336 }
+   * preview.status({ at: 55_000 }); // => { ok: false, value: 0, retryAt: 58_334 }
    */
   status(request: PreviewRequest = {}): PreviewStatus {
     return this.#decide(request).status;
