@@ -48,11 +48,11 @@ const TYPES = ["@types/node@20", "@types/express", "@types/pg", "@types/better-s
  * current major and the one before (or, before 1.0, every 0.x release since the adapter's first).
  */
 const PREVIOUS_MAJOR_UNSUPPORTED = {
-  pg: "pg 7 hangs on connect on Node 14 and later (fixed in 8.0.3); Node 18 is the oldest the package supports",
-  postgres: "postgres.js 2 (2020) lacks the reserved connections and the API the adapter uses",
-  hono: "Hono 3 is end of life; the middleware's context type follows Hono 4",
-  convex: "Convex 0.x predates components and the functions the adapter uses",
-  "@upstash/redis": "@upstash/redis 0.x predates EVALSHA support in the REST client",
+  pg: "pg 7 hangs on connect on Node 14 and later (fixed in 8.0.3); the package supports Node 18 and later",
+  postgres: "postgres.js 2 (last released in 2021) is untested; the adapter's suites run on 3",
+  hono: "Hono 3 is no longer maintained and untested; the middleware's types follow Hono 4",
+  convex: "Convex 0.x predates the APIs the adapter and the component use (the range starts at 1.43)",
+  "@upstash/redis": "@upstash/redis 0.x is untested; the adapter's suites run on 1.x",
 };
 
 let work;
