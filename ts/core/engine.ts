@@ -16,6 +16,7 @@ export interface CoreExports {
   rb_plan(count: number): number;
   rb_decide(count: number, slots: number, mode: number): number;
   rb_decide_one(): number;
+  /** Grants: in the full module only (`grantsEngine`). */
   rb_plan_charge(slot: number): number;
   rb_charge(slot: number, tag: number): number;
   rb_settle_reads(): number;
@@ -30,8 +31,9 @@ export interface CoreExports {
   rb_jitter(retryAfter: number, maxJitter: number, random: number): number;
 }
 
-// The global, typed here so that no declaration the package ships names the WebAssembly namespace.
-declare const WebAssembly: { Instance: new (module: object, imports: object) => { exports: unknown } };
+// The globals, typed here so that no declaration the package ships names the WebAssembly namespace.
+declare const WebAssembly: { Instance: new (module: object, imports: object) => { exports: unknown }; Module: new (bytes: Uint8Array) => object };
+declare const atob: (text: string) => string;
 
 /** The buffer's regions and strides, read from the module. */
 export interface Layout {
@@ -47,6 +49,13 @@ export interface Layout {
   OUT_STRIDE: number;
   MAX_ITEMS: number;
   MAX_SLOTS: number;
+}
+
+/** An instance: its exports, its buffer and the buffer's layout. */
+export interface Engine {
+  readonly core: CoreExports;
+  readonly io: Float64Array;
+  readonly layout: Layout;
 }
 
 /** The instance's exports. */
@@ -69,12 +78,51 @@ export function ownItems(owner: unknown): void {
 }
 
 /**
+ * Compiles the core from its bytes inlined in JavaScript as base64 (the
+ * generated `dist/wasm/ratebound.base64.js`), synchronously, and makes it the
+ * one every call uses: the entry of every runtime that may compile WebAssembly
+ * from bytes (Node, Bun, browsers, bundlers and the test runners built on
+ * them). Nothing is read or fetched, so there is no path or URL for a bundler
+ * to rewrite and no top-level `await`.
+ *
+ * @param base64 The `.wasm` file's bytes in base64.
+ * @param full When `base64` is the small module (no grants): loads the full one's base64, on the first grant.
+ */
+export function useInlined(base64: string, full?: () => Promise<string>): void {
+  useModule(new WebAssembly.Module(bytesOfBase64(base64)));
+  loadFull = full;
+}
+
+/**
+ * Decodes base64 with the platform's own decoder where there is one
+ * (`Uint8Array.fromBase64`, Node's `Buffer`: a tenth of a millisecond for
+ * 60 KB), else `atob`. `Buffer` is read from `globalThis`, so that no bundler
+ * injects a polyfill for it into a browser bundle.
+ */
+function bytesOfBase64(base64: string): Uint8Array {
+  const native = Uint8Array as unknown as { fromBase64?: (text: string) => Uint8Array };
+  if (typeof native.fromBase64 === "function") return native.fromBase64(base64);
+  const buffer = (globalThis as { Buffer?: { from(text: string, encoding: "base64"): Uint8Array } }).Buffer;
+  if (typeof buffer?.from === "function") return buffer.from(base64, "base64");
+  const text = atob(base64);
+  const bytes = new Uint8Array(text.length);
+  for (let at = 0; at < text.length; at++) bytes[at] = text.charCodeAt(at);
+  return bytes;
+}
+
+/**
  * Instantiates the core from a compiled module (each runtime entry compiles
  * or imports it its own way) and makes it the one every call uses.
  *
  * @param module A compiled `WebAssembly.Module` of `ratebound.wasm`.
  */
 export function useModule(module: object): void {
+  ({ core, io, layout } = instantiate(module));
+  grants = typeof core.rb_charge === "function" ? Promise.resolve({ core, io, layout }) : undefined;
+}
+
+/** An instance of a compiled module, with its buffer and layout. */
+function instantiate(module: object): Engine {
   const exports = new WebAssembly.Instance(module, {}).exports as CoreExports;
   const at = (which: number) => exports.rb_layout(which);
   layout = {
@@ -92,6 +140,24 @@ export function useModule(module: object): void {
     MAX_SLOTS: at(11),
   };
   // The module never grows its memory (it allocates nothing), so the view stays valid.
-  io = new Float64Array(exports.memory.buffer, exports.rb_io(), at(12));
-  core = exports;
+  return { core: exports, io: new Float64Array(exports.memory.buffer, exports.rb_io(), at(12)), layout };
+}
+
+/** The instance that settles grants: the main one when it has them, else the full module, loaded once. */
+let grants: Promise<Engine> | undefined;
+/** How the runtime entry loads the full module when the main one is the small one (base64). */
+let loadFull: (() => Promise<string>) | undefined;
+
+/**
+ * The instance that charges and settles grants. A runtime that loaded the
+ * small module (no grants: what a browser app downloads) loads the full one
+ * on the first grant, once.
+ *
+ * @returns The engine with the grant exports.
+ */
+export function grantsEngine(): Promise<Engine> {
+  grants ??= (loadFull === undefined ? Promise.reject(new Error("ratebound: this runtime's entry loaded no module with grants")) : loadFull()).then((base64) =>
+    instantiate(new WebAssembly.Module(bytesOfBase64(base64))),
+  );
+  return grants;
 }
