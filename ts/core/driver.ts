@@ -60,19 +60,24 @@ const ALLOWED: RateLimitResult = Object.freeze({ ok: true }) as RateLimitResult;
 /** Writes the calls into the buffer's items. */
 function putItems(calls: readonly Call[], figures: boolean): void {
   const { ITEMS, ITEM } = layout;
-  for (let index = 0; index < calls.length; index++) {
-    const call = calls[index]!;
-    const at = ITEMS + index * ITEM;
-    io[at + 15] = figures ? 1 : 0;
-    const numbers = call.limit.numbers;
-    for (let field = 0; field < 7; field++) io[at + field] = numbers[field]!;
-    io[at + 7] = call.count;
-    io[at + 8] = call.reserve ? 1 : 0;
-    io[at + 9] = call.write ? 1 : 0;
-    io[at + 10] = call.now;
-    const draws = call.draws;
-    for (let draw = 0; draw < 4; draw++) io[at + 11 + draw] = draws[draw] ?? 0;
-  }
+  for (let index = 0; index < calls.length; index++) putItem(io, ITEMS + index * ITEM, calls[index]!, figures);
+}
+
+/**
+ * Writes one call as the item at `at` of `target` (a buffer's `ITEMS`
+ * region): its config's numbers, count, reserve, write, now, draws, and
+ * whether to answer figures.
+ */
+export function putItem(target: Float64Array, at: number, call: Call, figures: boolean): void {
+  const numbers = call.limit.numbers;
+  for (let field = 0; field < 7; field++) target[at + field] = numbers[field]!;
+  target[at + 7] = call.count;
+  target[at + 8] = call.reserve ? 1 : 0;
+  target[at + 9] = call.write ? 1 : 0;
+  target[at + 10] = call.now;
+  const draws = call.draws;
+  for (let draw = 0; draw < 4; draw++) target[at + 11 + draw] = draws[draw] ?? 0;
+  target[at + 15] = figures ? 1 : 0;
 }
 
 /** Writes each call's slots into the buffer's map. */
@@ -391,7 +396,7 @@ export async function runRemote(store: RateLimitStore & { decide: NonNullable<Ra
  */
 export function runOne(store: RateLimitStore, call: Call, figures: boolean): Decided | Promise<Decided> {
   const { ITEMS, PLAN, OUT } = layout;
-  putItems1(ITEMS, call, figures);
+  putItem(io, ITEMS, call, figures);
   ownItems(undefined);
   if (core.rb_plan(1) < 0) throw coreError(io, OUT, call.name);
   const reads = io[PLAN + 2]!;
@@ -427,7 +432,7 @@ function decideOne(
   const { ITEMS, OUT, SLOTS, SLOT } = layout;
   // Other calls may have used the buffer while the store answered (even a synchronous
   // store's read may call a limiter): write the item again, and own it as no batch.
-  putItems1(ITEMS, call, figures);
+  putItem(io, ITEMS, call, figures);
   ownItems(undefined);
   putState(SLOTS, stateFirst, first);
   if (second !== undefined) putState(SLOTS + SLOT, stateSecond, second);
@@ -450,15 +455,3 @@ function decideOne(
   return chain === undefined ? decided : chain.then(() => decided);
 }
 
-/** Writes one call as item 0. */
-function putItems1(at: number, call: Call, figures: boolean): void {
-  io[at + 15] = figures ? 1 : 0;
-  const numbers = call.limit.numbers;
-  for (let field = 0; field < 7; field++) io[at + field] = numbers[field]!;
-  io[at + 7] = call.count;
-  io[at + 8] = call.reserve ? 1 : 0;
-  io[at + 9] = call.write ? 1 : 0;
-  io[at + 10] = call.now;
-  const draws = call.draws;
-  for (let draw = 0; draw < 4; draw++) io[at + 11 + draw] = draws[draw] ?? 0;
-}

@@ -7,7 +7,7 @@
 import { io as mainIo, ownItems, type Engine } from "./engine.js";
 import { coreError, invalidRequest, mustBe, RateboundError, unknownField, wrongArgument } from "./errors.js";
 import { checkKey, checkName, refId, refOf } from "./call.js";
-import { isThenable, putState, readAll, type Call } from "./driver.js";
+import { isThenable, putItem, putState, readAll, type Call } from "./driver.js";
 import type { Compiled } from "./config.js";
 import type { GrantData, GrantShard, RateLimitResult, RateLimitState, RateLimitStore, SettleResult, StateRef } from "./types.js";
 
@@ -45,18 +45,10 @@ function chargeRefs(e: Engine, call: Call, slot: number): { refs: StateRef[]; re
   return { refs: wanted.map((shard) => refOf(call.name, call.key, shard)), reads };
 }
 
-/** Writes the call as item 0. */
+/** Writes the call as item 0 of the engine's buffer (a charge always writes, and answers no figures). */
 function putCall(e: Engine, call: Call): void {
-  const { io, layout } = e;
-  if (io === mainIo) ownItems(undefined);
-  const at = layout.ITEMS;
-  call.limit.numbers.forEach((number, index) => (io[at + index] = number));
-  io[at + 7] = call.count;
-  io[at + 8] = call.reserve ? 1 : 0;
-  io[at + 9] = 1;
-  io[at + 10] = call.now;
-  for (let draw = 0; draw < 4; draw++) io[at + 11 + draw] = call.draws[draw] ?? 0;
-  io[at + 15] = 0;
+  if (e.io === mainIo) ownItems(undefined);
+  putItem(e.io, e.layout.ITEMS, call, false);
 }
 
 /** Applies a core answer's writes (at `at`: count, then shard, value, ts, fullAt each) through `store`. */
