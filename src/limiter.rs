@@ -11,7 +11,7 @@ use crate::request::{check_now, validate_request, Request};
 use crate::result::RateLimitResult;
 use crate::shard::combine;
 use crate::state::{State, StateRef, StateStore, WriteInfo};
-use crate::transition::{advance, full_at};
+use crate::transition::full_at;
 
 /// A decision not yet written: the answer, up to two shard states to write,
 /// and what each shard holds after it.
@@ -23,9 +23,8 @@ pub struct Outcome {
     pub writes: [Option<(u32, State)>; 2],
     /// The tokens each write takes (the whole count, or two shares).
     pub shares: [f64; 2],
-    /// The shards read, and each one's state projected to `now` without
-    /// this decision, for the answer's figures.
-    pub before: [(u32, State); 2],
+    /// The shards read, and each one's state as read (or fresh), for the answer's figures.
+    pub read: [(u32, State); 2],
     /// How many shards were read (1 or 2).
     pub reads: usize,
 }
@@ -43,9 +42,9 @@ impl Outcome {
     /// sharded limit an estimate from the shards it read.
     pub fn figures(&self, config: &Config, now_ms: f64, committed: bool) -> Figures {
         let held = |index: usize| {
-            let (shard, before) = self.before[index];
+            let (shard, read) = self.read[index];
             let written = self.writes.iter().flatten().find(|(written, _)| committed && *written == shard);
-            (shard, Some(written.map_or(before, |(_, state)| *state)))
+            (shard, Some(written.map_or(read, |(_, state)| *state)))
         };
         // The whole limit as `getValue` would report it from the shards read.
         let report = crate::value::value_of(config, now_ms, self.reads, held);
@@ -125,11 +124,7 @@ pub fn decide_planned(config: &Config, request: Request, now_ms: f64, plan: &Pla
     // which validation allows, and refusing on one shard alone would refuse
     // it forever on a fresh limit, since refusals write nothing.
     let first_is_enough = alone_first.ok && (stored[0].is_none() || config.shard_count < MIN_CHOOSE_TWO);
-    let untouched = |state: State| {
-        let projected = advance(state, &shard_config, now_ms, 0.0);
-        State { value: projected.value, ts: projected.ts }
-    };
-    let before = [(first, untouched(state_first)), (second, untouched(stored[1].unwrap_or(plan.fresh[1])))];
+    let read = [(first, state_first), (second, stored[1].unwrap_or(plan.fresh[1]))];
     let (writes, shares, result) = if plan.reads == 1 || first_is_enough {
         Outcome::single(first, alone_first, request.count)
     } else {
@@ -156,7 +151,7 @@ pub fn decide_planned(config: &Config, request: Request, now_ms: f64, plan: &Pla
     let reads = plan.reads;
     check_wait(request, &result)?;
     check_writes(writes.iter().flatten().map(|(_, state)| state))?;
-    Ok(Outcome { result, writes, shares, before, reads })
+    Ok(Outcome { result, writes, shares, read, reads })
 }
 
 /// What a write of `state` to a shard of `config` tells the store.

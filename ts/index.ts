@@ -29,8 +29,8 @@ export type {
   WriteInfo,
 } from "./core/types.js";
 export type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions, SettleOptions } from "./core/options.js";
-export { Grant } from "./core/grant.js";
-export type { GrantResult } from "./core/grant.js";
+export { Grant } from "./core/grant-handle.js";
+export type { GrantResult } from "./core/grant-handle.js";
 export { RateLimiter } from "./core/limiter.js";
 export { calculateRateLimit, calculateRateLimits, decideRateLimit, rateLimitFigures, withJitter } from "./core/pure.js";
 export { MemoryStore } from "./stores/memory.js";

@@ -8,7 +8,7 @@ use crate::config::{Config, ConfigInput, Given, GivenKind, Kind};
 use crate::decision::decide;
 use crate::error::Error;
 use crate::figures::{figures, Figures};
-use crate::limiter::{prepare, Outcome};
+use crate::limiter::{decide_planned, prepare, Outcome};
 use crate::plan::{draws_needed, plan, unit_random};
 use crate::random::with_jitter;
 use crate::request::{check_count, check_now, validate_request, Request};
@@ -136,10 +136,12 @@ pub extern "C" fn rb_plan(count: u32) -> f64 {
     first_error
 }
 
-fn put_answer(io: &mut [f64], out: usize, outcome: &Outcome, config: &Config, now: f64, commits: bool) {
+fn put_answer(io: &mut [f64], out: usize, outcome: &Outcome, config: &Config, now: f64, commits: bool, figures: bool) {
     io[out] = f64::from(u8::from(outcome.result.is_ok()));
     io[out + 1] = or_nan(outcome.result.retry_after_ms());
-    put_figures(io, out + 2, &outcome.figures(config, now, commits));
+    if figures {
+        put_figures(io, out + 2, &outcome.figures(config, now, commits));
+    }
     io[out + 8] = outcome.shares[0];
     io[out + 9] = outcome.shares[1];
 }
@@ -194,7 +196,8 @@ pub extern "C" fn rb_decide(count: u32, slot_count: u32, mode: u32) -> f64 {
         match answer.take() {
             Some(Ok(outcome)) => {
                 let commits = item.write && if mode == Mode::AllOrNothing { batch_commits } else { outcome.result.is_ok() };
-                put_answer(io, out, &outcome, &item.config, item.now_ms, commits);
+                let figures = io[item_at(index) + 15] != 0.0;
+                put_answer(io, out, &outcome, &item.config, item.now_ms, commits, figures);
             }
             Some(Err(error)) => {
                 put_error(io, out, &error);
@@ -214,6 +217,38 @@ pub extern "C" fn rb_decide(count: u32, slot_count: u32, mode: u32) -> f64 {
         }
         Err(error) => -f64::from(error.number()),
     }
+}
+
+/// One call's decision (item 0, planned by `rb_plan`, its states in slots 0
+/// and 1): the answer at `OUT`, and each slot's state to write (pending;
+/// NaN: nothing) with its `fullAt`. The common case, without a batch's
+/// bookkeeping. Returns the status (1 granted, 0 refused, `-code`).
+#[no_mangle]
+pub extern "C" fn rb_decide_one() -> f64 {
+    let io = io();
+    let item = item_at(0);
+    let config = config_at(io, item);
+    let request = request_at(io, item);
+    let now = io[item + 10];
+    let decided = plan(&config, now, &draws_of(io, item)).and_then(|planned| {
+        let stored = [state_at(io, SLOTS), if planned.reads == 2 { state_at(io, SLOTS + SLOT) } else { None }];
+        decide_planned(&config, request, now, &planned, stored).map(|outcome| (outcome, planned))
+    });
+    let (outcome, planned) = match decided {
+        Ok(decided) => decided,
+        Err(error) => return put_error(io, OUT, &error),
+    };
+    let write = io[item + 9] != 0.0;
+    let commits = write && outcome.result.is_ok();
+    let figures = io[item + 15] != 0.0;
+    put_answer(io, OUT, &outcome, &config, now, commits, figures);
+    for slot in 0..2 {
+        let at = SLOTS + slot * SLOT;
+        let written = outcome.writes.iter().flatten().find(|(shard, _)| commits && *shard == planned.shards[slot] && slot < planned.reads);
+        put_state(io, at + 2, written.map(|(_, state)| *state));
+        io[at + 4] = written.map_or(0.0, |(_, state)| crate::limiter::write_info(&config, *state, now).full_at_ms);
+    }
+    io[OUT]
 }
 
 /// Plans a grant's charge on item 0: its plan in `PLAN`, and at `EXTRA` the
@@ -263,7 +298,8 @@ pub extern "C" fn rb_charge(slot: u32, tag: f64) -> f64 {
         .and_then(|planned| charge_planned(&config, request, now, &planned, [states[0], states[1]], [states[2], states[3]], states[4], (slot, tag)));
     match charged {
         Ok((outcome, grant, writes)) => {
-            put_answer(io, OUT, &outcome, &config, now, outcome.result.is_ok());
+            let figures = io[item + 15] != 0.0;
+            put_answer(io, OUT, &outcome, &config, now, outcome.result.is_ok(), figures);
             if let Some(grant) = grant {
                 io[EXTRA + 16] = grant.count;
                 io[EXTRA + 17] = grant.charged_at_ms;

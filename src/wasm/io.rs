@@ -5,7 +5,7 @@
 //! - `ITEMS`: one record per decision (stride [`ITEM`]): `kind` (0 token
 //!   bucket, 1 fixed window), `rate`, `period`, `capacity`, `maxReserved`
 //!   (NaN: none), `shards`, `start` (NaN: none), `count`, `reserve`,
-//!   `write`, `now`, four random draws.
+//!   `write`, `now`, four random draws, and whether to answer figures.
 //! - `PLAN`: per item (stride [`PLAN_STRIDE`]): the first and second shard,
 //!   how many shards are read, the fresh state of each (value, ts), status,
 //!   and the shard's `rate`, `capacity` and `maxReserved` (NaN: none): what a

@@ -2,8 +2,9 @@
 // temporary directory, killed after), through node-redis: the server is killed mid-run and
 // restarted on the same port (closed rejects, open admits degraded, the memory fallback admits at
 // most the limit's bound, and after the restart decisions are Redis's again), and CLIENT PAUSE
-// holds a call past the limiter's timeout (its late commit never lands; without the timeout the
-// same call does commit).
+// holds a call past the limiter's timeout (a decision's one EVALSHA may still run when the pause
+// ends, spending at most what the refused call asked; a transaction's late commit never lands;
+// without the timeout the same call does commit).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createClient } from "redis";
@@ -92,7 +93,7 @@ describe("a redis-server paused past the limiter's timeout (CLIENT PAUSE)", () =
   const pause = (ms) => admin.sendCommand(["CLIENT", "PAUSE", String(ms), "ALL"]);
   const stateOf = (name, key) => client.get(`ratebound:{${name}:${key}}:0`);
 
-  test("closed rejects STORE_TIMEOUT, open and fallback answer degraded store-timeout, and the late commit never lands", { timeout: 20_000 }, async () => {
+  test("closed rejects STORE_TIMEOUT, open and fallback answer degraded store-timeout, and a late decision spends at most the one token each call asked", { timeout: 20_000 }, async () => {
     const limiter = new RateLimiter(redisStore(client), LIMITS, { now: () => NOW, timeout: 150 });
     for (const name of Object.keys(LIMITS)) await limiter.limit(name, { key: "p", count: 2 });
     await pause(700);
@@ -105,8 +106,21 @@ describe("a redis-server paused past the limiter's timeout (CLIENT PAUSE)", () =
     assert.deepEqual([search.ok, search.degraded], [true, "store-timeout"]);
     assert.deepEqual([feed.ok, feed.degraded], [true, "store-timeout"]);
     await eventually(async () => (await client.ping()) === "PONG");
-    await new Promise((resolve) => setTimeout(resolve, 200)); // the held calls' reads answer and their bodies end
-    for (const name of Object.keys(LIMITS)) assert.equal(await stateOf(name, "p"), `3,${NOW}`, `${name}: nothing committed late`);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the held scripts run
+    // Each call was one EVALSHA, sent before the pause: Redis runs it when the pause ends. The
+    // refused call spends its token all the same (fail closed); nothing is ever admitted past the bound.
+    for (const name of Object.keys(LIMITS)) assert.ok([`3,${NOW}`, `2,${NOW}`].includes(await stateOf(name, "p")), `${name}: at most the one token asked`);
+  });
+
+  test("a grant held past the timeout rejects STORE_TIMEOUT and its transaction's late commit never lands", { timeout: 20_000 }, async () => {
+    const limiter = new RateLimiter(redisStore(client), LIMITS, { now: () => NOW, timeout: 150 });
+    await limiter.limit("login", { key: "g", count: 2 });
+    await pause(700);
+    const error = await limiter.limit("login", { key: "g", grant: true }).catch((caught) => caught);
+    assert.equal(error.code, "STORE_TIMEOUT");
+    await eventually(async () => (await client.ping()) === "PONG");
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the held reads answer and the body ends
+    assert.equal(await stateOf("login", "g"), `3,${NOW}`, "nothing committed late");
   });
 
   test("without the timeout the same paused call waits for Redis and commits (so the test above can fail)", { timeout: 20_000 }, async () => {

@@ -1,13 +1,14 @@
 // ratebound/redis on a real redis-server (Debian's, started here on a free loopback port and
 // killed after): the same suite through node-redis and ioredis, and through @upstash/redis over
-// a REST bridge that forwards every command unchanged to that server.
+// a REST bridge that forwards every command unchanged to that server; node-redis and ioredis in
+// their current major (6) and the previous one (5).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createClient } from "redis";
 import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
-import { redisStore } from "../../pkg/dist/redis.js";
+import { COMMIT_SCRIPT, READ_SCRIPT, redisKey, redisStore } from "../../pkg/dist/redis.js";
 import { Redis as UpstashRedis } from "@upstash/redis";
-import { startRedis, startUpstashBridge } from "./servers.mjs";
+import { CLIENTS, startRedis, startUpstashBridge } from "./servers.mjs";
 import { redisSuite } from "./suite.mjs";
 
 describe("ratebound/redis on a real redis-server", () => {
@@ -39,7 +40,50 @@ describe("ratebound/redis on a real redis-server", () => {
     assert.equal((bridge.forwarded.get("SET") ?? 0) - before, 1, "the MULTI's SET went through MULTI/EXEC, not the counter");
   });
 
-  for (const kind of ["node-redis", "ioredis", "@upstash/redis"]) redisSuite(kind, env);
+  for (const kind of Object.keys(CLIENTS)) redisSuite(kind, env);
+
+  /** How many times the server ran each command since the last reset. */
+  const commandCounts = async () =>
+    Object.fromEntries([...(await admin.info("commandstats")).matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map(([, name, calls]) => [name, Number(calls)]));
+
+  for (const kind of Object.keys(CLIENTS)) {
+    test(`through ${kind}: a transaction's batched reads are one round trip (the read script), see its own writes, and are checked at commit`, async () => {
+      await admin.flushDb();
+      const { client, close } = await CLIENTS[kind].open({ redisUrl: redis.url, bridgeUrl: bridge.url });
+      try {
+        const store = redisStore(client);
+        const refs = [0, 1, 2, 1024, 2050].map((shard) => ({ name: "grant", key: "ada", shard }));
+        await admin.set(redisKey(refs[1]), "3,1700000000000");
+        await admin.set(redisKey(refs[2]), "null");
+        for (const script of [READ_SCRIPT, COMMIT_SCRIPT]) await admin.scriptLoad(script);
+        await admin.configResetStat();
+        const seen = await store.transaction(async (tx) => {
+          tx.write(refs[0], { value: -0, ts: 5 });
+          const states = await tx.readMany(refs);
+          tx.write(refs[3], { value: 1, ts: 2 });
+          return states;
+        });
+        assert.deepEqual(seen, [{ value: -0, ts: 5 }, { value: 3, ts: 1_700_000_000_000 }, "null", null, null]);
+        assert.ok(Object.is(seen[0].value, -0));
+        // Commands run inside scripts count too: 4 GETs in the read script, 4 in the commit's checks.
+        const counts = await commandCounts();
+        assert.deepEqual(counts, { evalsha: 2, get: 8, set: 2 }, "one read script for the four states not written yet, one commit");
+        assert.equal(await admin.get(redisKey(refs[0])), "-0,5");
+        // A rival's write between the batched read and the commit makes the commit lose.
+        let attempts = 0;
+        await store.transaction(async (tx) => {
+          attempts++;
+          await tx.readMany(refs.slice(1, 3));
+          if (attempts === 1) await admin.set(redisKey(refs[1]), "2,1700000000000");
+          tx.write(refs[4], { value: attempts, ts: 0 });
+        });
+        assert.equal(attempts, 2);
+        assert.equal(await admin.get(redisKey(refs[4])), "2,0");
+      } finally {
+        await close();
+      }
+    });
+  }
 
   test("expiry changes no decision: once Redis has dropped an expired state, every limit decides as a store that kept it", { timeout: 15_000 }, async () => {
     const limits = {

@@ -9,7 +9,9 @@ import { createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "redis";
+import { createClient as createClient5 } from "redis-5";
 import IORedis from "ioredis";
+import IORedis5 from "ioredis-5";
 import { Redis as UpstashRedis } from "@upstash/redis";
 
 const STARTUP_TIMEOUT_MS = 10_000;
@@ -33,7 +35,7 @@ export function freePort() {
  * Starts Debian's redis-server on 127.0.0.1 and a free port, in a fresh temporary directory,
  * without persistence (`--save '' --appendonly no`). Resolves once it accepts connections.
  * `stop()` kills it and removes the directory. With `{ port }`, on that port (a server
- * started again where a stopped one was).
+ * started again where a stopped one was); `{ args }` are added to the command line.
  */
 export async function startRedis(options = {}) {
   for (let tries = 1; ; tries++) {
@@ -41,7 +43,7 @@ export async function startRedis(options = {}) {
     const dir = mkdtempSync(join(tmpdir(), "ratebound-redis-"));
     const child = spawn(
       "redis-server",
-      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--loglevel", "notice"],
+      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--loglevel", "notice", ...(options.args ?? [])],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     running.add(child);
@@ -192,29 +194,32 @@ export async function startUpstashBridge(redisUrl, { delayMs = 0, stripShebang =
 
 /**
  * How each client library connects: `open(url)` resolves with `{ client, close }`. The Upstash
- * client is pointed at the bridge (`bridgeUrl`), the others at redis-server.
+ * client is pointed at the bridge (`bridgeUrl`), the others at redis-server. node-redis and
+ * ioredis come in their current major (6) and the previous one (5), whose APIs differ.
  */
 export const CLIENTS = {
-  "node-redis": {
-    open: async ({ redisUrl }) => {
-      const client = createClient({ url: redisUrl, disableOfflineQueue: true, socket: { reconnectStrategy: false } });
-      client.on("error", () => {}); // a dropped server must not crash the test process
-      await client.connect();
-      return { client, close: () => client.quit().catch(() => client.disconnect?.()).catch(() => {}) };
-    },
-  },
-  ioredis: {
-    open: async ({ redisUrl }) => {
-      const client = new IORedis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: () => null });
-      client.on("error", () => {});
-      await client.connect();
-      return { client, close: () => client.quit().catch(() => client.disconnect()) };
-    },
-  },
+  "node-redis": { open: ({ redisUrl }) => openNodeRedis(createClient, redisUrl) },
+  ioredis: { open: ({ redisUrl }) => openIoRedis(IORedis, redisUrl) },
   "@upstash/redis": {
     open: async ({ bridgeUrl }) => {
       const client = new UpstashRedis({ url: bridgeUrl, token: "bridge-ignores-it", retry: false, enableTelemetry: false });
       return { client, close: async () => {} };
     },
   },
+  "node-redis 5": { open: ({ redisUrl }) => openNodeRedis(createClient5, redisUrl) },
+  "ioredis 5": { open: ({ redisUrl }) => openIoRedis(IORedis5, redisUrl) },
 };
+
+async function openNodeRedis(create, redisUrl) {
+  const client = create({ url: redisUrl, disableOfflineQueue: true, socket: { reconnectStrategy: false } });
+  client.on("error", () => {}); // a dropped server must not crash the test process
+  await client.connect();
+  return { client, close: () => Promise.resolve().then(() => client.quit()).catch(() => client.disconnect?.()).catch(() => {}) };
+}
+
+async function openIoRedis(Redis, redisUrl) {
+  const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: () => null });
+  client.on("error", () => {});
+  await client.connect();
+  return { client, close: () => client.quit().catch(() => client.disconnect()) };
+}

@@ -5,7 +5,7 @@
 import { beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as ratebound from "../../pkg/dist/node.js";
-import { redisStore, redisKey, RedisStoreError } from "../../pkg/dist/redis.js";
+import { DECIDE_SCRIPT, redisStore, redisKey, RedisStoreError } from "../../pkg/dist/redis.js";
 import { COLLIDING_REFS, stateFor } from "../hosts/collisions.mjs";
 import { CLIENTS, startRedis, startUpstashBridge } from "./servers.mjs";
 
@@ -58,13 +58,18 @@ export function redisSuite(kind, env) {
   describe(`through ${kind}`, () => {
     beforeEach(() => env().admin.flushDb());
 
-    test(`${CLIENT_COUNT} connections, 60 concurrent limits on one key: exactly the bound of 10 admitted, the state at 0`, () =>
+    test(`${CLIENT_COUNT} connections, 60 concurrent limits on one key: exactly the bound of 10 admitted, the state at 0, one EVALSHA each and no retry`, () =>
       withClients(kind, env(), CLIENT_COUNT, async (clients) => {
+        const { admin } = env();
+        await admin.scriptLoad(DECIDE_SCRIPT);
+        await admin.configResetStat();
         const seen = await race(clients, 60, (limiter) => limiter.limit("daily", { key: "ada" }));
         assert.deepEqual(seen.failed, []);
         assert.deepEqual([seen.admitted, seen.refused], [10, 50]);
-        assert.equal(await env().admin.get("ratebound:{daily:ada}:0"), `0,${NOW}`);
-        assert.ok(seen.conflicts > 0, "the calls did race: commits lost and were retried");
+        assert.equal(await admin.get("ratebound:{daily:ada}:0"), `0,${NOW}`);
+        assert.equal(seen.conflicts, 0, "a hot key never races: nothing to retry");
+        const evalsha = /cmdstat_evalsha:calls=(\d+)/.exec(await admin.info("commandstats"));
+        assert.equal(Number(evalsha?.[1]), 60, "one round trip per call");
       }));
 
     test(`${CLIENT_COUNT} connections, 25 concurrent limits under a bound of 40: all admitted and no update lost (15 left)`, () =>

@@ -58,11 +58,12 @@ export interface Planned {
 const ALLOWED: RateLimitResult = Object.freeze({ ok: true }) as RateLimitResult;
 
 /** Writes the calls into the buffer's items. */
-function putItems(calls: readonly Call[]): void {
+function putItems(calls: readonly Call[], figures: boolean): void {
   const { ITEMS, ITEM } = layout;
   for (let index = 0; index < calls.length; index++) {
     const call = calls[index]!;
     const at = ITEMS + index * ITEM;
+    io[at + 15] = figures ? 1 : 0;
     const numbers = call.limit.numbers;
     for (let field = 0; field < 7; field++) io[at + field] = numbers[field]!;
     io[at + 7] = call.count;
@@ -97,7 +98,7 @@ export function plan(calls: readonly Call[], all: boolean, figures = false): Pla
   if (calls.length > MAX_ITEMS) {
     throw wrongArgument("limitAll", "requests", `requests must be at most ${MAX_ITEMS} limits (got ${calls.length})`);
   }
-  putItems(calls);
+  putItems(calls, figures);
   const status = core.rb_plan(calls.length);
   const refs: StateRef[] = [];
   const reads: number[] = [];
@@ -233,7 +234,7 @@ function decideOn(planned: Planned, stored: unknown[]): BatchAnswer {
   const { SLOTS, SLOT, OUT, OUT_STRIDE, EXTRA } = layout;
   // The buffer may have served other calls since the plan: write this batch again.
   if (itemsOwner !== planned) {
-    putItems(planned.calls);
+    putItems(planned.calls, planned.figures);
     ownItems(planned);
   }
   putMap(planned);
@@ -323,7 +324,7 @@ export function run(store: RateLimitStore, planned: Planned): BatchAnswer | Prom
 export function remoteItems(planned: Planned): RemoteItem[] {
   const { PLAN, PLAN_STRIDE } = layout;
   // Plan again: the buffer may have served other calls since.
-  putItems(planned.calls);
+  putItems(planned.calls, planned.figures);
   ownItems(planned);
   core.rb_plan(planned.calls.length);
   return planned.calls.map((call, index) => {
@@ -387,8 +388,8 @@ export async function runRemote(store: RateLimitStore & { decide: NonNullable<Ra
  * @returns The decision, or a Promise of it.
  */
 export function runOne(store: RateLimitStore, call: Call, figures: boolean): Decided | Promise<Decided> {
-  const { ITEMS, PLAN, OUT, SLOTS, SLOT, MAP } = layout;
-  putItems1(ITEMS, call);
+  const { ITEMS, PLAN, OUT, SLOTS, SLOT } = layout;
+  putItems1(ITEMS, call, figures);
   ownItems(undefined);
   if (core.rb_plan(1) < 0) throw coreError(io, OUT, call.name);
   const reads = io[PLAN + 2]!;
@@ -406,12 +407,10 @@ export function runOne(store: RateLimitStore, call: Call, figures: boolean): Dec
     }
   }
   const finish = (stateFirst: unknown, stateSecond: unknown): Decided | Promise<Decided> => {
-    putItems1(ITEMS, call);
+    putItems1(ITEMS, call, figures);
     putState(SLOTS, stateFirst, first);
     if (second !== undefined) putState(SLOTS + SLOT, stateSecond, second);
-    io[MAP] = 0;
-    io[MAP + 1] = 1;
-    if (core.rb_decide(1, reads, 1) < 0) throw coreError(io, OUT, call.name);
+    if (core.rb_decide_one() < 0) throw coreError(io, OUT, call.name);
     const decided = answerOf(0, figures);
     let chain: Promise<void> | undefined;
     for (let slot = 0; slot < reads; slot++) {
@@ -436,7 +435,8 @@ export function runOne(store: RateLimitStore, call: Call, figures: boolean): Dec
 }
 
 /** Writes one call as item 0. */
-function putItems1(at: number, call: Call): void {
+function putItems1(at: number, call: Call, figures: boolean): void {
+  io[at + 15] = figures ? 1 : 0;
   const numbers = call.limit.numbers;
   for (let field = 0; field < 7; field++) io[at + field] = numbers[field]!;
   io[at + 7] = call.count;

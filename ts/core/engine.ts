@@ -15,6 +15,7 @@ export interface CoreExports {
   rb_compile(): number;
   rb_plan(count: number): number;
   rb_decide(count: number, slots: number, mode: number): number;
+  rb_decide_one(): number;
   rb_plan_charge(slot: number): number;
   rb_charge(slot: number, tag: number): number;
   rb_settle_reads(): number;

@@ -5,82 +5,13 @@
  * @module
  */
 import { core, io, layout, ownItems } from "./engine.js";
-import { coreError, grantSettled, invalidRequest, mustBe, RateboundError, unknownField, wrongArgument } from "./errors.js";
+import { coreError, invalidRequest, mustBe, RateboundError, unknownField, wrongArgument } from "./errors.js";
 import { checkKey, checkName, refId, refOf } from "./call.js";
 import { isThenable, putState, readAll, type Call } from "./driver.js";
 import type { Compiled } from "./config.js";
 import type { GrantData, GrantShard, RateLimitResult, RateLimitState, RateLimitStore, SettleResult, StateRef } from "./types.js";
 
-/** Settles a grant's data at `actual` tokens (the limiter's `settle`, bound to it). */
-export type Settler = (data: GrantData, actual: number) => Promise<SettleResult>;
-
-/**
- * The handle of tokens `limit` granted with `grant: true`. It settles (or
- * cancels) once; its {@link Grant.data} is the same grant in a form you can
- * store or send, to settle elsewhere with `limiter.settle(data, actual)`.
- *
- * @example
- * const { ok, grant } = await limiter.limit("llmTokens", { key: teamId, count: estimate, reserve: true, grant: true });
- * if (ok) {
- *   const reply = await callModel(prompt);
- *   await grant.settle(reply.usage.totalTokens);
- * }
- */
-export class Grant {
-  /** The grant's serialisable form: `{ name, key?, id, count, chargedAt, shards }`. */
-  readonly data: GrantData;
-  readonly #settler: Settler;
-  /** "open", then "settling" while a settle is under way, then "settled". */
-  #state: "open" | "settling" | "settled" = "open";
-
-  /**
-   * @param data The grant's data, as the core answered it.
-   * @param settler The limiter's settle.
-   */
-  constructor(data: GrantData, settler: Settler) {
-    this.data = data;
-    this.#settler = settler;
-  }
-
-  /**
-   * Settles at what was really used: gives back the unused tokens (within
-   * the refund rule: never more than the charge could still hold) or takes
-   * the extra, into debt no deeper than `maxReserved`.
-   *
-   * @param actual Tokens really used, a finite number `>= 0`.
-   * @returns `{ refunded, charged, unpaid, retryAfter? }`.
-   * @example
-   * const { refunded } = await grant.settle(1200);
-   */
-  async settle(actual: number): Promise<SettleResult> {
-    if (this.#state !== "open") throw grantSettled(this.data.name);
-    this.#state = "settling";
-    try {
-      const settled = await this.#settler(this.data, actual);
-      this.#state = "settled";
-      return settled;
-    } catch (error) {
-      this.#state = "open";
-      throw error;
-    }
-  }
-
-  /**
-   * Gives back all the tokens the grant took (within the refund rule).
-   *
-   * @returns As {@link Grant.settle}.
-   * @example
-   * await grant.cancel();
-   */
-  cancel(): Promise<SettleResult> {
-    return this.settle(0);
-  }
-}
-
-/** What `limit` answers with `grant: true`: a grant carries its handle. */
-export type GrantResult =
-  | { ok: true; retryAfter?: number; grant: Grant }
-  | { ok: false; retryAfter: number; grant?: undefined };
+export { Grant, type GrantResult, type Settler } from "./grant-handle.js";
 
 // ---------------------------------------------------------------------------------------------
 // A grant's id names its record: 30 bits of slot, 34 bits of tag (`src/records.rs`).
@@ -123,6 +54,7 @@ function putCall(call: Call): void {
   io[at + 9] = 1;
   io[at + 10] = call.now;
   for (let draw = 0; draw < 4; draw++) io[at + 11 + draw] = call.draws[draw] ?? 0;
+  io[at + 15] = 0;
 }
 
 /** Applies a core answer's writes (at `at`: count, then shard, value, ts, fullAt each) through `store`. */

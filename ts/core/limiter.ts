@@ -9,8 +9,11 @@ import { checkCount, checkFlag, checkKey, checkName, checkNow, draw, drawMany, t
 import { compileConfig, CONFIG_FIELDS, type Compiled } from "./config.js";
 import { isThenable, plan, run, runOne, runRemote, type BatchAnswer, type Call, type Decided } from "./driver.js";
 import { invalidRequest, mustBe, RateboundError, unknownLimit, wrongArgument, unknownField, show } from "./errors.js";
-import { charge, grantInput, settle, Grant, type GrantResult } from "./grant.js";
-import { getValue, reset } from "./value.js";
+import { Grant, type GrantResult } from "./grant-handle.js";
+
+// Grants and values are loaded on first use: an app that only limits never downloads them.
+const grants = () => import("./grant.js");
+const values = () => import("./value.js");
 import {
   BATCH_OPTIONS,
   checkOptions,
@@ -226,7 +229,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const call = this.#call(name, given, config, true);
     plan([call], true); // bad input fails before the store is touched
     const idWords = [draw(this.#random), draw(this.#random)].map((unit) => Math.floor(unit * 2 ** 32));
-    const answer = this.#failure.transact((store) => charge(store, call, idWords));
+    const answer = grants().then(({ charge }) => this.#failure.transact((store) => charge(store, call, idWords)));
     const inline = config === undefined ? undefined : { config: config as RateLimitConfig };
     const settler = (data: GrantData, actual: number) => this.settle(data, actual, inline);
     return answer.then((result) => {
@@ -255,6 +258,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const checked = checkedOptions("settle", options, SETTLE_OPTIONS);
     const inline = own(checked, "config");
     const named = ownField(data, "name")?.[1];
+    const { grantInput, settle } = await grants();
     const grant = grantInput(data);
     const config = inline === undefined ? undefined : withoutPolicy(typeof named === "string" ? named : "settle", inline);
     const limit = this.#resolve(grant.name, config);
@@ -362,6 +366,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const limit = this.#resolve(limitName, withoutPolicy(limitName, own(checked, "config")));
     if (wanted !== undefined && typeof wanted !== "number") throw invalidRequest(limitName, "sampleShards", mustBe("sampleShards", "an integer >= 1", wanted));
     const now = checkNow(limitName, this.#now());
+    const { getValue } = await values();
     return await this.#failure.transact((store) => getValue(store, limitName, key, limit, wanted as number | undefined, now, this.#random));
   }
 
@@ -381,6 +386,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const key = checkKey(limitName, own(checked, "key"));
     const limit = this.#resolve(limitName, withoutPolicy(limitName, own(checked, "config")));
     const now = checkNow(limitName, this.#now());
+    const { reset } = await values();
     await this.#failure.transact((store) => reset(store, limitName, key, limit, now));
   }
 }

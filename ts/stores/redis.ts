@@ -1,20 +1,28 @@
 /**
- * ratebound over Redis (and Valkey, and the servers that speak its protocol):
- * each limiter call is one optimistic transaction. It reads every state it
- * needs with GET (the raw stored string is the version), decides, and commits
- * with ONE Lua script that compares every key read with what was read and then
- * writes all or nothing, so `limitAll` over several limits is atomic. A commit
- * that lost the race reruns the call after a jittered backoff, up to a bound;
- * then the call fails closed with a {@link RedisStoreError} (`REDIS_CONFLICT`).
+ * ratebound over Redis (and Valkey, and the servers that speak its protocol).
  *
- * Works with node-redis (`redis` v4/v5), ioredis, and `@upstash/redis`.
+ * `limit`, `check` and `limitAll` cost ONE round trip: the store's
+ * {@link RedisStore.decide} sends the core's plan to one Lua script
+ * (`DECIDE_SCRIPT`, a port of the core's decision) that reads every state,
+ * decides and writes atomically inside the server, so callers of a hot key
+ * queue in Redis instead of racing. Grants and settles, `getValue` and
+ * `reset` stay optimistic transactions: GET every key (the raw stored string
+ * is the version), decide in the core, commit with one script that checks
+ * every key read and writes all or nothing, retry a lost race after a
+ * jittered backoff, and fail closed with `REDIS_CONFLICT` after a bound.
+ *
+ * Works with node-redis (`redis` v5/v6), ioredis (v5/v6), `@upstash/redis`,
+ * and Redis Cluster through node-redis `createCluster` and ioredis `Cluster`.
  * @module
  */
-import type { RateLimitState, StateRef } from "ratebound";
+import { RateboundTypeError, type RateLimitState, type RemoteAnswer, type RemoteBatch, type StateRef } from "ratebound";
 import { OptimisticStore, type OptimisticHost, type OptimisticOptions, type OptimisticTransaction } from "./shared/optimistic.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
+import { DECIDE_SCRIPT } from "./redis-script.js";
 
-/** What ratebound uses of a node-redis client (v4/v5, single node or cluster). */
+export { DECIDE_SCRIPT };
+
+/** What ratebound uses of a node-redis client (v5/v6, single node or cluster). */
 export interface NodeRedisLike {
   /** GET. */
   get(key: string): Promise<unknown>;
@@ -24,7 +32,7 @@ export interface NodeRedisLike {
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
 }
 
-/** What ratebound uses of an ioredis client (`Redis` or `Cluster`). */
+/** What ratebound uses of an ioredis client (`Redis` or `Cluster`, v5/v6). */
 export interface IoRedisLike {
   /** GET. */
   get(key: string): Promise<unknown>;
@@ -36,9 +44,9 @@ export interface IoRedisLike {
   defineCommand(...args: never[]): unknown;
 }
 
-/** What ratebound uses of an `@upstash/redis` client. */
+/** What ratebound uses of an `@upstash/redis` client (every read goes through a script, so its JSON decoding never sees a stored value). */
 export interface UpstashRedisLike {
-  /** GET (the client may deserialize JSON; ratebound's states never parse as JSON). */
+  /** GET (unused: the client would decode stored values as JSON). */
   get(key: string): Promise<unknown>;
   /** EVALSHA with keys and args as arrays. */
   evalsha(sha1: string, keys: string[], args: string[]): Promise<unknown>;
@@ -51,19 +59,28 @@ export type RedisClientLike = NodeRedisLike | IoRedisLike | UpstashRedisLike;
 
 /** Options of {@link redisStore}. */
 export interface RedisStoreOptions extends OptimisticOptions {
-  /** Prepended to every key; default `"ratebound:"`. A hash tag here (`"{rl}:"`) puts every state in one Cluster slot. */
+  /**
+   * Prepended to every key; default `"ratebound:"`. On a Redis Cluster a hash
+   * tag here (`"{rl}:"`) puts every state in one slot, which `limitAll` over
+   * several limits or keys needs; without one, each name and key has a slot of its own.
+   */
   prefix?: string;
   /** How long one command may take before the call fails closed with `REDIS_TIMEOUT`, in milliseconds; default 5000. */
   timeoutMs?: number;
 }
 
-/** Why a call failed: `REDIS_CONFLICT` (every commit lost the race), `REDIS_TIMEOUT`, or `REDIS_ERROR` (the client or server failed). */
-export type RedisErrorCode = "REDIS_CONFLICT" | "REDIS_TIMEOUT" | "REDIS_ERROR";
+/**
+ * Why a call failed: `REDIS_CONFLICT` (every commit of a grant, settle,
+ * getValue or reset lost the race), `REDIS_TIMEOUT`, `REDIS_CROSSSLOT` (a
+ * Cluster call over keys in several slots: use a hash-tagged prefix), or
+ * `REDIS_ERROR` (the client or server failed).
+ */
+export type RedisErrorCode = "REDIS_CONFLICT" | "REDIS_TIMEOUT" | "REDIS_CROSSSLOT" | "REDIS_ERROR";
 
 /**
  * A Redis call that failed closed: nothing was written by it (for
- * `REDIS_TIMEOUT` on the commit itself, the server may still have run it: the
- * call rejects all the same, spending at most what it would have).
+ * `REDIS_TIMEOUT`, the server may still run the command it never answered:
+ * the call rejects all the same, spending at most what it would have).
  *
  * @example
  * try { await limiter.limit("post", { key: userId }); }
@@ -88,12 +105,22 @@ export class RedisStoreError extends Error {
   }
 }
 
+/** What the decision script answers for a {@link RemoteBatch}: the store's answer, and each item's own decision. */
+export interface RedisAnswer extends RemoteAnswer {
+  /**
+   * Per item, the script's own decision (`null`: an error, or not decided):
+   * for diagnostics and the differential test; the limiter answers from the core's replay.
+   */
+  decided: ({ ok: boolean; retryAfter?: number } | null)[];
+}
+
 /**
- * The commit: KEYS[1..n] are the keys read, ARGV[1] is n, ARGV[1 + i] what
- * key i held ("" absent, "=" .. value present). Any difference: return 0,
- * nothing written. Then every later key is written: ARGV pairs of ("" delete,
- * or "=" .. value) and a TTL in ms ("0": none). Only GET can fail (a key of
- * another type), and only before the first write: all or nothing.
+ * The commit of an optimistic transaction: KEYS[1..n] are the keys read,
+ * ARGV[1] is n, ARGV[1 + i] what key i held ("" absent, "=" .. value
+ * present). Any difference: return 0, nothing written. Then every later key
+ * is written: ARGV pairs of ("" delete, or "=" .. value) and a TTL in ms
+ * ("0": none). Only GET can fail (a key of another type), and only before
+ * the first write: all or nothing.
  *
  * @example
  * await client.scriptLoad(COMMIT_SCRIPT); // optional: the first commit loads it anyway
@@ -123,13 +150,31 @@ end
 return 1
 `;
 
-let scriptSha: Promise<string> | undefined;
-/** The script's SHA-1, as EVALSHA names it (Web Crypto: every runtime has it). */
-function commitScriptSha(): Promise<string> {
-  scriptSha ??= crypto.subtle.digest("SHA-1", new TextEncoder().encode(COMMIT_SCRIPT)).then((digest) =>
-    Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0")).join(""),
-  );
-  return scriptSha;
+/**
+ * A raw read of every key: per key, its string as `=` .. value, or `false`
+ * when absent. One round trip for a transaction's reads; and the `=` keeps
+ * clients that decode replies as JSON (`@upstash/redis`) from turning a
+ * stored `null` or `"1,2"` into something that looks like a state.
+ */
+export const READ_SCRIPT = `local values = {}
+for i = 1, #KEYS do
+  local value = redis.call('GET', KEYS[i])
+  if value then values[i] = '=' .. value else values[i] = false end
+end
+return values
+`;
+
+const shas = new Map<string, Promise<string>>();
+/** A script's SHA-1, as EVALSHA names it (Web Crypto: every runtime has it). */
+function shaOf(script: string): Promise<string> {
+  let sha = shas.get(script);
+  if (sha === undefined) {
+    sha = crypto.subtle.digest("SHA-1", new TextEncoder().encode(script)).then((digest) =>
+      Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0")).join(""),
+    );
+    shas.set(script, sha);
+  }
+  return sha;
 }
 
 /** Escapes what the key layout uses as syntax, so that any name and key map to distinct keys. */
@@ -139,7 +184,8 @@ const escapePart = (text: string): string => text.replace(/[%:{}]/g, (char) => `
  * The Redis key of a ref's state: `PREFIX{NAME}:SHARD` without a key,
  * `PREFIX{NAME:KEY}:SHARD` with one, where NAME and KEY have `%`, `:`, `{`
  * and `}` percent-escaped. The braces are a Cluster hash tag: every shard of
- * one name and key is in the same slot.
+ * one name and key is in the same slot (unless the prefix has a tag of its
+ * own, which then holds every key).
  *
  * @param ref A limit's name, key and shard.
  * @param prefix Prepended as it is; default `"ratebound:"`.
@@ -153,15 +199,18 @@ export function redisKey(ref: StateRef, prefix = "ratebound:"): string {
   return `${prefix}{${tag}}:${ref.shard}`;
 }
 
-/** A number as JavaScript prints it: what {@link encodeState} writes. */
+/** A number as JavaScript prints it or as Lua's `%.17g` does: what states are stored with. */
 const NUMBER = /^-?\d+(?:\.\d+)?(?:e[+-]\d+)?$/;
 
 /** A state as stored: `VALUE,TS`, each as JavaScript prints the number (which reads back exactly). */
 function encodeState(state: RateLimitState): string {
-  return `${state.value},${state.ts}`;
+  return `${numberText(state.value)},${numberText(state.ts)}`;
 }
 
-/** The state in a stored string; anything else is handed on as it is, for the core to reject naming the ref. */
+/**
+ * The state in a stored string (as this module or the decision script wrote
+ * it); anything else is handed on as it is, for the core to reject naming the ref.
+ */
 function decodeState(stored: unknown): RateLimitState | null {
   if (stored === null || stored === undefined) return null;
   if (typeof stored !== "string") return JSON.stringify(stored) as unknown as RateLimitState;
@@ -170,19 +219,41 @@ function decodeState(stored: unknown): RateLimitState | null {
   return { value: Number(parts[0]), ts: Number(parts[1]) };
 }
 
+/** A number as the scripts read it back exactly: JavaScript's shortest form, `-0` kept. */
+function numberText(number: number): string {
+  return Object.is(number, -0) ? "-0" : String(number);
+}
+
+/** An argument error: the core's `RateboundTypeError` (a `TypeError` with `code: "INVALID_ARGUMENT"`). */
+function invalidArgument(field: string, message: string): RateboundTypeError {
+  return new RateboundTypeError(`ratebound/redis: ${message}`, field);
+}
+
 type Commands = {
+  /** The raw stored string, or `null`. */
   get(key: string): Promise<unknown>;
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
 };
 
+/** What a value passed as the client is, for the error that says what to pass instead. */
+function describe(client: unknown): string {
+  if (client === null) return "null";
+  if (typeof client !== "object" && typeof client !== "function") return typeof client;
+  const any = client as Record<string, unknown>;
+  if (typeof any.query === "function" && (typeof any.connect === "function" || "totalCount" in any)) {
+    return "a PostgreSQL client or pool: use postgresStore(db) from ratebound/postgres";
+  }
+  if (typeof any.read === "function" && typeof any.write === "function") return "a rate limit store already: pass it to new RateLimiter(store, limits) as it is";
+  return "an object without get, evalsha and eval";
+}
+
 /** The three commands ratebound sends, in the dialect of the client given. */
 function commandsOf(client: RedisClientLike): Commands {
   const any = client as unknown as Record<string, unknown>;
-  if (typeof any !== "object" || any === null || typeof any.get !== "function") {
-    throw new TypeError(`ratebound/redis: redisStore(client) needs a node-redis, ioredis or @upstash/redis client (got ${client === null ? "null" : typeof client})`);
-  }
-  if (typeof any.evalSha === "function") {
+  const needs = "redisStore(client) takes a connected node-redis (createClient, createCluster), ioredis (new Redis, new Cluster) or @upstash/redis (Redis.fromEnv) client";
+  if (typeof any !== "object" || any === null || typeof any.get !== "function") throw invalidArgument("client", `${needs}; got ${describe(client)}`);
+  if (typeof any.evalSha === "function" && typeof any.eval === "function") {
     const redis = client as NodeRedisLike;
     return {
       get: (key) => redis.get(key),
@@ -190,7 +261,7 @@ function commandsOf(client: RedisClientLike): Commands {
       eval: (script, keys, args) => redis.eval(script, { keys, arguments: args }),
     };
   }
-  if (typeof any.evalsha === "function" && typeof any.defineCommand === "function") {
+  if (typeof any.evalsha === "function" && typeof any.eval === "function" && typeof any.defineCommand === "function") {
     const redis = client as IoRedisLike;
     return {
       get: (key) => redis.get(key),
@@ -200,13 +271,12 @@ function commandsOf(client: RedisClientLike): Commands {
   }
   if (typeof any.evalsha === "function" && typeof any.eval === "function") {
     const redis = client as UpstashRedisLike;
-    return {
-      get: (key) => redis.get(key),
-      evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args),
-      eval: (script, keys, args) => redis.eval(script, keys, args),
-    };
+    const evalsha = (sha: string, keys: string[], args: string[]) => redis.evalsha(sha, keys, args);
+    const evalScript = (script: string, keys: string[], args: string[]) => redis.eval(script, keys, args);
+    // GET would hand a stored value to the client's JSON decoding: read through the script instead.
+    return { get: async (key) => (await readRaw({ evalsha, eval: evalScript }, [key]))[0], evalsha, eval: evalScript };
   }
-  throw new TypeError("ratebound/redis: redisStore(client) needs a node-redis, ioredis or @upstash/redis client (this one has no EVALSHA)");
+  throw invalidArgument("client", `${needs}; this one has no EVALSHA and EVAL (ratebound decides inside Redis with a Lua script)`);
 }
 
 /** A client's reply as text: node-redis and ioredis may answer with bytes when so configured. */
@@ -214,7 +284,37 @@ function text(reply: unknown): unknown {
   return reply instanceof Uint8Array ? new TextDecoder().decode(reply) : reply;
 }
 
+/** A script's `=`-marked string reply: the text after the `=`, or `null` for nil. */
+function rawText(reply: unknown, what: string): string | null {
+  const value = text(reply);
+  if (value === null || value === undefined) return null;
+  if (typeof value !== "string" || !value.startsWith("=")) {
+    throw new RedisStoreError("REDIS_ERROR", `ratebound/redis: ${what} answered ${JSON.stringify(value)}, not a marked string; the call failed closed`);
+  }
+  return value.slice(1);
+}
+
+/** The raw strings at `keys` (`null`: absent), through {@link READ_SCRIPT}: one round trip. */
+async function readRaw(commands: Pick<Commands, "evalsha" | "eval">, keys: string[]): Promise<(string | null)[]> {
+  const reply = await run(commands, READ_SCRIPT, keys, []);
+  if (!Array.isArray(reply) || reply.length !== keys.length) {
+    throw new RedisStoreError("REDIS_ERROR", `ratebound/redis: the read script answered ${JSON.stringify(reply)} for ${keys.length} keys; the call failed closed`);
+  }
+  return reply.map((entry) => rawText(entry, "the read script"));
+}
+
 const isNoScript = (error: unknown): boolean => error instanceof Error && /NOSCRIPT/.test(error.message);
+
+/** EVALSHA, falling back to EVAL (which loads the script) when the server does not know it. */
+async function run(commands: Pick<Commands, "evalsha" | "eval">, script: string, keys: string[], args: string[]): Promise<unknown> {
+  const sha = await shaOf(script);
+  try {
+    return await commands.evalsha(sha, keys, args);
+  } catch (error) {
+    if (!isNoScript(error)) throw error;
+    return await commands.eval(script, keys, args);
+  }
+}
 
 /**
  * Runs one command within `timeoutMs`: its failure or its silence becomes a
@@ -232,6 +332,14 @@ async function bounded<T>(what: string, timeoutMs: number, command: () => Promis
   } catch (error) {
     if (error instanceof RedisStoreError) throw error;
     const message = error instanceof Error ? error.message : String(error);
+    if (/CROSSSLOT/.test(message)) {
+      throw new RedisStoreError(
+        "REDIS_CROSSSLOT",
+        `ratebound/redis: ${what} spans several Redis Cluster slots (${message}); nothing was written. ` +
+          'A call over several limits or keys needs them in one slot: give the store a hash-tagged prefix, e.g. redisStore(cluster, { prefix: "{rl}:" }).',
+        { cause: error },
+      );
+    }
     throw new RedisStoreError("REDIS_ERROR", `ratebound/redis: ${what} failed: ${message}`, { cause: error });
   } finally {
     clearTimeout(timer);
@@ -239,8 +347,7 @@ async function bounded<T>(what: string, timeoutMs: number, command: () => Promis
 }
 
 /** How Redis reads, stores and commits, for the optimistic driver. */
-function redisHost(client: RedisClientLike, prefix: string, timeoutMs: number): OptimisticHost<string, string | null> {
-  const commands = commandsOf(client);
+function redisHost(commands: Commands, prefix: string, timeoutMs: number): OptimisticHost<string, string | null> {
   return {
     keyId: (key) => key,
     stateKey: (ref) => redisKey(ref, prefix),
@@ -249,6 +356,10 @@ function redisHost(client: RedisClientLike, prefix: string, timeoutMs: number): 
       const version = value === null || value === undefined ? null : typeof value === "string" ? value : JSON.stringify(value);
       return { value: value ?? null, version };
     },
+    readMany: async (keys) => {
+      const values = await bounded(`the read script over ${keys.length} keys`, timeoutMs, () => readRaw(commands, keys));
+      return values.map((value) => ({ value, version: value }));
+    },
     encodeState,
     decodeState,
     commit: async (tx: OptimisticTransaction<string, string | null>) => {
@@ -256,60 +367,170 @@ function redisHost(client: RedisClientLike, prefix: string, timeoutMs: number): 
       const keys = [...reads.map((read) => read.key), ...writes.map((write) => write.key)];
       const args = [String(reads.length), ...reads.map((read) => (read.version === null ? "" : `=${read.version}`))];
       for (const write of writes) args.push(write.deleted ? "" : `=${String(write.value)}`, String(write.expireInMs ?? 0));
-      const sha = await commitScriptSha();
-      const answer = await bounded("the commit script", timeoutMs, async () => {
-        try {
-          return await commands.evalsha(sha, keys, args);
-        } catch (error) {
-          if (!isNoScript(error)) throw error;
-          return await commands.eval(COMMIT_SCRIPT, keys, args); // loads it for the next EVALSHA
-        }
-      });
+      const answer = await bounded("the commit script", timeoutMs, () => run(commands, COMMIT_SCRIPT, keys, args));
       if (answer === 1 || answer === 0) return answer === 1;
       throw new RedisStoreError("REDIS_ERROR", `ratebound/redis: the commit script answered ${JSON.stringify(answer)}, not 0 or 1`);
     },
   };
 }
 
+/** The decision script's arguments for `batch` (see `DECIDE_SCRIPT`). */
+function decideArguments(batch: RemoteBatch): string[] {
+  const args = [batch.all ? "1" : "0", String(batch.items.length)];
+  const refCount = batch.refs.length;
+  batch.items.forEach((item, index) => {
+    const { reads, fresh } = item;
+    const inRange = (read: unknown) => Number.isInteger(read) && (read as number) >= 0 && (read as number) < refCount;
+    if (!Array.isArray(reads) || !(reads.length === 1 || reads.length === 2) || !reads.every(inRange) || !Array.isArray(fresh) || fresh.length !== reads.length) {
+      throw invalidArgument("batch", `decide: item ${index} must read one or two of the batch's ${refCount} refs, with a fresh state for each`);
+    }
+    const second = fresh[1] ?? { value: 0, ts: 0 };
+    args.push(
+      String(item.kind),
+      numberText(item.rate),
+      numberText(item.period),
+      numberText(item.capacity),
+      item.maxReserved === null ? "" : numberText(item.maxReserved),
+      String(item.shards),
+      item.start === null ? "" : numberText(item.start),
+      numberText(item.count),
+      item.reserve ? "1" : "0",
+      item.write ? "1" : "0",
+      numberText(item.now),
+      String(reads[0]! + 1),
+      reads.length === 2 ? String(reads[1]! + 1) : "0",
+      numberText(fresh[0]!.value),
+      numberText(fresh[0]!.ts),
+      numberText(second.value),
+      numberText(second.ts),
+    );
+  });
+  return args;
+}
+
+/** The decision script's reply: what each key held, and which items wrote. */
+function decideAnswer(reply: unknown, batch: RemoteBatch): RedisAnswer {
+  const refCount = batch.refs.length;
+  const itemCount = batch.items.length;
+  const bad = (what: unknown) =>
+    new RedisStoreError("REDIS_ERROR", `ratebound/redis: the decision script answered ${JSON.stringify(what)}, not what it was asked; the call failed closed`);
+  if (!Array.isArray(reply) || reply.length !== refCount + 1 + itemCount) throw bad(reply);
+  const stored = reply.slice(0, refCount).map((entry) => decodeState(rawText(entry, "the decision script")));
+  const flags = rawText(reply[refCount], "the decision script");
+  if (flags === null || flags.length !== itemCount || /[^01]/.test(flags)) throw bad(flags);
+  const decided = reply.slice(refCount + 1).map((entry) => {
+    const answer = rawText(entry, "the decision script");
+    const [status, wait] = answer === null ? [] : answer.split(",");
+    if ((status !== "1" && status !== "0") || wait === undefined) {
+      if (status === "e" || status === "-") return null;
+      throw bad(answer);
+    }
+    if (wait !== "" && !NUMBER.test(wait)) throw bad(answer);
+    return wait === "" ? { ok: status === "1" } : { ok: status === "1", retryAfter: Number(wait) };
+  });
+  return { stored, wrote: Array.from(flags, (flag) => flag === "1"), decided };
+}
+
 /**
- * A store over Redis: `new RateLimiter(redisStore(client), LIMITS)` makes each
- * call (`limit`, `check`, `limitAll`, `checkAll`, `getValue`, `reset`) one
- * optimistic transaction. States are read with GET and committed by one Lua
- * script that checks every key read and writes all or nothing; a lost race
- * reruns the call after a jittered backoff, at most `maxAttempts` times, then
- * rejects with `REDIS_CONFLICT`. A refusal or a check writes nothing. Each
- * written state expires (PX, rounded up) no earlier than it is full again,
- * never when it is never full again. Keys: see {@link redisKey}.
+ * A store over Redis (see {@link redisStore}): one EVALSHA per decision
+ * through {@link RedisStore.decide}, and optimistic transactions for the rest.
+ */
+export class RedisStore extends OptimisticStore<string, string | null> {
+  readonly #commands: Commands;
+  readonly #prefix: string;
+  readonly #timeoutMs: number;
+
+  /**
+   * @param commands The client's commands.
+   * @param prefix Prepended to every key.
+   * @param timeoutMs The bound on each command.
+   * @param retry The optimistic transactions' retry bound and backoff.
+   */
+  constructor(commands: Commands, prefix: string, timeoutMs: number, retry: OptimisticOptions) {
+    super(redisHost(commands, prefix, timeoutMs), retry, {
+      label: "ratebound/redis",
+      giveUp: (attempts) =>
+        new RedisStoreError(
+          "REDIS_CONFLICT",
+          `ratebound/redis: the call's commit lost the race to other writers ${attempts} times in a row; nothing was written. ` +
+            "Retry later, or shard the limit (shards spread writers over several keys).",
+          { attempts },
+        ),
+    });
+    this.#commands = commands;
+    this.#prefix = prefix;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /**
+   * Decides a batch inside Redis, in one EVALSHA: reads every ref, decides
+   * the items exactly as the core's `decide_batch`, writes what they grant
+   * (each state with a TTL from when it is full again), and answers what each
+   * ref held and which items wrote. A stored value that is not a state is
+   * returned as it is, and then nothing is written.
+   *
+   * @param batch The core's plan of the call (docs/internals.md).
+   * @returns What each ref held, and per item whether its grant was written.
+   * @example
+   * const answer = await store.decide({ refs: [{ name: "post", key: "ada", shard: 0 }], all: false, items: [{
+   *   reads: [0], kind: 0, rate: 10, period: 60_000, capacity: 10, maxReserved: null, shards: 1, start: null,
+   *   count: 1, reserve: false, write: true, now: Date.now(), fresh: [{ value: 10, ts: Date.now() }] }] });
+   * // { stored: [null], wrote: [true] }
+   */
+  async decide(batch: RemoteBatch): Promise<RedisAnswer> {
+    const keys = batch.refs.map((ref) => redisKey(ref, this.#prefix));
+    const args = decideArguments(batch);
+    const reply = await bounded("the decision script", this.#timeoutMs, () => run(this.#commands, DECIDE_SCRIPT, keys, args));
+    return decideAnswer(reply, batch);
+  }
+}
+
+/** Where the key layout's hash tag would break: a prefix whose first `{` closes at once hashes whole keys, splitting one limit's shards over slots. */
+function checkPrefix(prefix: unknown): string {
+  if (typeof prefix !== "string") throw invalidArgument("prefix", `prefix must be a string, such as "ratebound:" or "{rl}:" (got ${prefix === null ? "null" : typeof prefix})`);
+  const open = prefix.indexOf("{");
+  if (open !== -1 && prefix[open + 1] === "}") {
+    throw invalidArgument("prefix", `prefix ${JSON.stringify(prefix)} has an empty hash tag "{}", which makes Redis Cluster hash each whole key: put a name inside it ("{rl}:") or drop the braces`);
+  }
+  return prefix;
+}
+
+/**
+ * A store over Redis: `new RateLimiter(redisStore(client), LIMITS)`.
+ *
+ * `limit`, `check` and `limitAll` run as ONE EVALSHA each: the script reads
+ * the states, decides exactly as the core and writes, atomically, so a hot
+ * key never races (no retries, no `REDIS_CONFLICT`). Grants and settles,
+ * `getValue` and `reset` are optimistic transactions (GET, decide, one
+ * commit script that checks every key read), retried after a lost race at
+ * most `maxAttempts` times, then `REDIS_CONFLICT`. A refusal or a check
+ * writes nothing. Each written state expires (PX, rounded up) no earlier than
+ * it is full again, never when it is never full again. Keys: see {@link redisKey}.
  *
  * Every failure rejects the call with a {@link RedisStoreError} and writes
  * nothing: an unreachable server or a command slower than `timeoutMs`, a
- * script error. A stored value that is not a state rejects with the core's
- * CORRUPT_STATE error naming the ref, and is left as it was.
+ * script error, keys in several Cluster slots (`REDIS_CROSSSLOT`). A stored
+ * value that is not a state rejects with the core's CORRUPT_STATE error
+ * naming the ref, and is left as it was.
  *
- * @param client A connected node-redis (`createClient()`), ioredis (`new Redis()`) or `@upstash/redis` (`Redis.fromEnv()`) client.
- * @param options `prefix`, `timeoutMs`, and the retry bound and backoff.
+ * @param client A connected node-redis (`createClient()`, `createCluster()`), ioredis (`new Redis()`, `new Cluster()`) or `@upstash/redis` (`Redis.fromEnv()`) client.
+ * @param options `prefix`, `timeoutMs`, and the transactions' retry bound and backoff.
  * @returns A store for `new RateLimiter(store, limits)`.
+ * @throws RateboundTypeError (a `TypeError`, `code: "INVALID_ARGUMENT"`) for anything but such a client, or a bad option.
  * @example
  * import { createClient } from "redis";
- * const client = await createClient({ url: process.env.REDIS_URL }).connect();
+ * const client = createClient({ url: process.env.REDIS_URL });
+ * client.on("error", (error) => console.error("redis", error)); // without it, an outage kills the process
+ * await client.connect();
  * const limiter = new RateLimiter(redisStore(client), { post: { kind: "token bucket", rate: 10, period: MINUTE } });
  * const { ok, retryAfter } = await limiter.limit("post", { key: userId });
  */
-export function redisStore(client: RedisClientLike, given: RedisStoreOptions = {}): OptimisticStore<string, string | null> {
+export function redisStore(client: RedisClientLike, given: RedisStoreOptions = {}): RedisStore {
   const options = ownCopy("redisStore", given, ["prefix", "timeoutMs", ...OPTIMISTIC_OPTIONS]);
   const { prefix = "ratebound:", timeoutMs = 5000, ...retry } = options;
-  if (typeof prefix !== "string") throw new TypeError(`ratebound/redis: prefix must be a string (got ${typeof prefix})`);
+  const commands = commandsOf(client);
   if (typeof timeoutMs !== "number" || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
-    throw new RangeError(`ratebound/redis: timeoutMs must be a positive finite number (got ${String(timeoutMs)})`);
+    throw invalidArgument("timeoutMs", `timeoutMs must be a positive finite number of milliseconds (got ${String(timeoutMs)})`);
   }
-  return new OptimisticStore(redisHost(client, prefix, timeoutMs), retry, {
-    label: "ratebound/redis",
-    giveUp: (attempts) =>
-      new RedisStoreError(
-        "REDIS_CONFLICT",
-        `ratebound/redis: the call's commit lost the race to other writers ${attempts} times in a row; nothing was written. ` +
-          "Retry later, or shard the limit (shards spread writers over several keys).",
-        { attempts },
-      ),
-  });
+  return new RedisStore(commands, checkPrefix(prefix), timeoutMs, retry);
 }

@@ -1,7 +1,10 @@
 // Every supported client satisfies redisStore's structural types, with its own published types:
-// node-redis (a client and a cluster), ioredis (Redis and Cluster), and @upstash/redis.
+// node-redis (a client and a cluster), ioredis (Redis and Cluster), each in its current major (6)
+// and the previous one (5), and @upstash/redis.
 import { createClient, createCluster } from "redis";
+import { createClient as createClient5, createCluster as createCluster5 } from "redis-5";
 import { Redis as IORedis, Cluster } from "ioredis";
+import { Redis as IORedis5, Cluster as Cluster5 } from "ioredis-5";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import { RateLimiter, MINUTE, type RateLimitConfig } from "ratebound";
 import { redisStore, RedisStoreError, type RedisErrorCode } from "ratebound/redis";
@@ -14,7 +17,13 @@ export async function all(): Promise<void> {
   const io = new IORedis("redis://127.0.0.1:1");
   const ioCluster = new Cluster([{ host: "127.0.0.1", port: 1 }]);
   const upstash = new UpstashRedis({ url: "https://example.invalid", token: "t" });
-  for (const store of [redisStore(nodeRedis), redisStore(nodeCluster), redisStore(io), redisStore(ioCluster), redisStore(upstash, { prefix: "{rl}:" })]) {
+  const previous = [
+    redisStore(await createClient5({ url: "redis://127.0.0.1:1" }).connect()),
+    redisStore(createCluster5({ rootNodes: [{ url: "redis://127.0.0.1:1" }] })),
+    redisStore(new IORedis5("redis://127.0.0.1:1")),
+    redisStore(new Cluster5([{ host: "127.0.0.1", port: 1 }])),
+  ];
+  for (const store of [redisStore(nodeRedis), redisStore(nodeCluster), redisStore(io), redisStore(ioCluster), redisStore(upstash, { prefix: "{rl}:" }), ...previous]) {
     const limiter = new RateLimiter(store, LIMITS);
     try {
       const status = await limiter.limit("post", { key: "ada" });

@@ -60,6 +60,8 @@ export interface OptimisticHost<Key, Version> {
   stateKey(ref: StateRef): Key;
   /** Reads one key: its stored value (`null` when absent) and the version the commit checks. */
   read(key: Key): Promise<{ value: unknown; version: Version }>;
+  /** Optional: reads several keys in one round trip, answering in the order asked (as {@link read} does each). */
+  readMany?(keys: Key[]): Promise<{ value: unknown; version: Version }[]>;
   /** A state as stored. */
   encodeState(state: RateLimitState): unknown;
   /** The state in a stored value; anything it cannot decode is returned as it is, so the core's CORRUPT_STATE names the ref. */
@@ -182,6 +184,38 @@ export class OptimisticTransaction<Key, Version> implements RateLimitStore {
    */
   async read(ref: StateRef): Promise<RateLimitState | null> {
     return this.#host.decodeState(await this.get(this.stateKey(ref)));
+  }
+
+  /**
+   * The store's batched read: every ref's state as this attempt sees it, the
+   * ones not seen yet fetched together (one round trip when the host has `readMany`).
+   *
+   * @param refs The shards to read.
+   * @returns Their states in the order asked (`null`: none); an undecodable value as it is.
+   * @example
+   * const [first, second] = await tx.readMany([{ name: "llm", key: "ada", shard: 0 }, { name: "llm", key: "ada", shard: 3 }]);
+   */
+  async readMany(refs: StateRef[]): Promise<(RateLimitState | null)[]> {
+    const host = this.#host;
+    if (host.readMany !== undefined) {
+      const unseen = new Map<string, Key>();
+      for (const ref of refs) {
+        const key = this.stateKey(ref);
+        const id = host.keyId(key);
+        if (!this.#writes.has(id) && !this.#reads.has(id)) unseen.set(id, key);
+      }
+      if (unseen.size > 1) {
+        const keys = [...unseen.values()];
+        const entries = await host.readMany(keys);
+        if (!Array.isArray(entries) || entries.length !== keys.length) throw new TypeError(`readMany answered ${Array.isArray(entries) ? entries.length : typeof entries} entries for ${keys.length} keys`);
+        keys.forEach((key, index) => {
+          const id = host.keyId(key);
+          // A read that finished meanwhile came first: keep it, as get does.
+          if (!this.#reads.has(id)) this.#reads.set(id, { key, version: entries[index]!.version, value: entries[index]!.value });
+        });
+      }
+    }
+    return Promise.all(refs.map((ref) => this.read(ref)));
   }
 
   /**

@@ -1,0 +1,338 @@
+/**
+ * The decision, next to the data: `decide_batch` of the Rust core
+ * (`src/batch.rs`, `src/limiter.rs` `decide_planned`, `src/decision.rs`,
+ * `src/shard.rs` `combine`, `src/token_bucket.rs`, `src/fixed_window.rs`,
+ * `src/transition.rs` `full_at`) ported to the Lua 5.1 inside Redis, run by
+ * one EVALSHA that reads every state, decides and writes atomically.
+ *
+ * Only what needs the stored states is here. The core validated the call,
+ * drew its random numbers, chose the shards, computed each shard's config
+ * and the state a missing shard starts from; after the script it replays the
+ * same batch on what the script read and answers (messages, figures and
+ * errors come from the core). `tests/redis/differential.test.mjs` runs
+ * 100,000+ random batches through both and compares every answer and every
+ * stored number with `Object.is`.
+ *
+ * Numbers arrive as JavaScript prints them (`String(x)`, `-0` as `"-0"`),
+ * which `tonumber` (C's `strtod`) reads back exactly, and are stored as
+ * `VALUE,TS` with `%.17g`, which JavaScript's `Number` reads back exactly.
+ * Lua numbers are IEEE doubles and `math.floor`/`math.ceil` are C's, so the
+ * arithmetic is the core's, operation for operation; what Lua lacks
+ * (`nextafter`, `-0` as a constant, Rust's NaN-ignoring `max`, JavaScript's
+ * `Math.min`) is built below.
+ * @module
+ */
+
+/**
+ * The decision script.
+ *
+ * - `KEYS[r]`: the Redis key of ref `r` (`batch.refs[r - 1]`), each read once.
+ * - `ARGV[1]`: `1` all or nothing (`limitAll`), `0` each item its own call.
+ * - `ARGV[2]`: the number of items `n`; then 17 arguments per item, in order:
+ *   kind (0 token bucket, 1 fixed window), rate, period, capacity,
+ *   maxReserved (`""`: unlimited), shards, start (`""`: none), count,
+ *   reserve (0/1), write (0/1), now, the first read (a 1-based index into
+ *   KEYS), the second read (0: none), and the fresh value and ts of each read
+ *   (what it starts from when it has no state). Rate, capacity and
+ *   maxReserved are the shard's; shards is the limit's shard count.
+ *
+ * Returns an array: for each key, what it held (`false`: nothing; else `=`
+ * and the raw string, so no client mistakes it for JSON); then `=` and one
+ * digit per item, `1` when it writes (`limit`) and its grant was written;
+ * then per item its own answer, `=1,WAIT` granted or `=0,WAIT` refused (WAIT
+ * `%.17g`, empty when none), `=e,` an error, `=-,` not decided (after an
+ * error, or a corrupt state). The driver answers from the core's replay; the
+ * answers let the differential test compare every decision.
+ *
+ * A stored value that is not `VALUE,TS` of two finite numbers is returned as
+ * it is, and nothing at all is decided or written. An item whose wait is not
+ * finite, or whose state would not be, is an error: it writes nothing (and,
+ * all or nothing, neither does the batch). All or nothing, a check's state
+ * is written with the batch when another item writes, as the core does. Each
+ * written state expires (`PX`, rounded up, at least 1) when it is full again
+ * (`full_at`), never when that is infinite or past 9e12 ms.
+ */
+export const DECIDE_SCRIPT = `-- ratebound: the core's decide_batch, next to the data (ts/stores/redis-script.ts)
+local floor, ceil, frexp, ldexp = math.floor, math.ceil, math.frexp, math.ldexp
+local huge = math.huge
+local zero = 0
+local negative_zero = -zero -- a literal -0 would share the constant slot of 0
+local nan = zero / zero
+
+local function finite(x) return x == x and x ~= huge and x ~= -huge end
+
+-- JavaScript's Math.min of two numbers: NaN wins, -0 is less than 0.
+local function js_min(a, b)
+  if a ~= a or b ~= b then return nan end
+  if a < b then return a end
+  if b < a then return b end
+  if a == 0 and 1 / a < 0 then return a end
+  return b
+end
+
+-- Rust's f64::max: a NaN argument is ignored.
+local function rust_max(a, b)
+  if a ~= a then return b end
+  if b ~= b then return a end
+  if b > a then return b end
+  return a
+end
+
+-- Rust's f64::next_up: the least number greater than x.
+local function next_up(x)
+  if x ~= x or x == huge then return x end
+  if x == -huge then return -1.7976931348623157e308 end
+  if x == 0 then return 4.9406564584124654e-324 end
+  local m, e = frexp(x)
+  local step = e - 53
+  if m == -0.5 then step = e - 54 end
+  if step < -1074 then step = -1074 end
+  local up = x + ldexp(1, step)
+  if up == 0 then return negative_zero end
+  return up
+end
+
+-- src/token_bucket.rs and src/fixed_window.rs: value, ts and retryAfter (nil: none).
+local function advance(c, value, ts, now, count)
+  if c.kind == 0 then
+    local refill = c.rate / c.period
+    local since = now - ts
+    local elapsed = 0
+    if since > 0 then elapsed = since end
+    local v = js_min(value + elapsed * refill, c.capacity) - count
+    local back = ts > now
+    local t = now
+    if back then t = ts end
+    local retry
+    if v < 0 then
+      retry = -v / refill
+      if back then retry = retry + (t - now) end
+    end
+    return v, t, retry
+  end
+  local k = floor((now - ts) / c.period)
+  if not (k > 0) then k = 0 end
+  local v = js_min(value + c.rate * k, c.capacity) - count
+  local t = ts + k * c.period
+  local retry
+  if v < 0 then retry = t + c.period * ceil(-v / c.rate) - now end
+  return v, t, retry
+end
+
+-- src/decision.rs decide_as_reference: ok, retryAfter, next value, next ts.
+local function decide_reference(c, value, ts, now, count)
+  local v, t, retry = advance(c, value, ts, now, count)
+  local refused = false
+  if v < 0 then
+    if not c.reserve then
+      refused = true
+    elseif c.max_reserved then
+      refused = count > advance(c, value, ts, now, 0) + c.max_reserved
+    end
+  end
+  local unstorable = not (finite(v) and finite(t))
+  if unstorable and (retry == nil or retry ~= retry) then retry = huge end
+  return not refused and not unstorable, retry, v, t
+end
+
+-- src/decision.rs honest_wait: lengthen wait until replaying the next call then is not short.
+local function honest_wait(c, replay, now, wait)
+  for _ = 1, 8 do
+    local at = now + wait
+    local short_by = -replay(at)
+    if not (short_by > 0) then return wait end
+    local later
+    if c.kind == 1 then
+      later = at + c.period
+    else
+      later = rust_max(at + short_by / (c.rate / c.period), next_up(at))
+    end
+    wait = later - now
+  end
+  return wait
+end
+
+-- src/decision.rs decide: the reference's decision with an honest wait.
+local function decide(c, value, ts, now, count)
+  local ok, retry, v, t = decide_reference(c, value, ts, now, count)
+  if retry == nil then return ok, retry, v, t end
+  local within
+  if not c.reserve then
+    within = count <= c.capacity
+  elseif c.max_reserved then
+    within = count <= c.capacity + c.max_reserved
+  else
+    within = true
+  end
+  if ok or within then
+    local replay
+    if ok then
+      replay = function(at) return (advance(c, v, t, at, 0)) end
+    elseif c.reserve and c.max_reserved then
+      replay = function(at) return advance(c, value, ts, at, 0) + c.max_reserved - count end
+    else
+      replay = function(at) return (advance(c, value, ts, at, count)) end
+    end
+    retry = honest_wait(c, replay, now, retry)
+  end
+  return ok, retry, v, t
+end
+
+-- src/transition.rs full_at: from when the state is full again (and may be dropped).
+local function full_at(c, value, ts)
+  if c.shards >= 3 or (c.kind == 1 and not c.start) then return huge end
+  local candidate
+  if value >= c.capacity then
+    candidate = ts
+  elseif c.kind == 0 then
+    candidate = ts + (c.capacity - value) / (c.rate / c.period)
+  else
+    candidate = ts + ceil((c.capacity - value) / c.rate) * c.period
+  end
+  if finite(candidate) and advance(c, value, ts, candidate, 0) >= c.capacity then return candidate end
+  local later = ceil(candidate) + 1
+  if finite(later) and advance(c, value, ts, later, 0) >= c.capacity then return later end
+  return huge
+end
+
+-- src/limiter.rs decide_planned: ok (nil: an error), and the writes { read, value, ts }.
+local function decide_item(c, current)
+  local now, count = c.now, c.count
+  local first = current[c.reads[1]]
+  local v1, t1 = c.fresh[1], c.fresh[2]
+  if first then v1, t1 = first[1], first[2] end
+  local ok1, retry1, nv1, nt1 = decide(c, v1, t1, now, count)
+  local ok, retry, writes
+  if c.reads[2] == nil or (ok1 and (first == nil or c.shards < 3)) then
+    ok, retry, writes = ok1, retry1, { { 1, nv1, nt1 } }
+  else
+    local second = current[c.reads[2]]
+    local v2, t2 = c.fresh[3], c.fresh[4]
+    if second then v2, t2 = second[1], second[2] end
+    local ok2, retry2, nv2, nt2 = decide(c, v2, t2, now, count)
+    if ok1 and (not ok2 or nv1 > nv2) then
+      ok, retry, writes = true, retry1, { { 1, nv1, nt1 } }
+    elseif ok2 then
+      ok, retry, writes = true, retry2, { { 2, nv2, nt2 } }
+    else
+      -- src/shard.rs combine: shares that leave both shards at the same value.
+      local balance = nv1 + nv2 + count
+      local share1 = nv1 + count - balance / 2
+      local share2 = nv2 + count - balance / 2
+      local okA, retryA, vA, tA = decide_reference(c, v1, t1, now, share1)
+      local okB, retryB, vB, tB = decide_reference(c, v2, t2, now, share2)
+      ok = okA and okB
+      if retryA ~= nil or retryB ~= nil then retry = rust_max(retryA or 0, retryB or 0) end
+      writes = { { 1, vA, tA }, { 2, vB, tB } }
+    end
+  end
+  if not ok then
+    -- A refusal always has a wait; one no clock can keep is an error.
+    if retry == nil or not finite(retry) then return nil end
+    return false, {}, retry
+  end
+  if retry ~= nil and not finite(retry) then return nil end
+  for _, write in ipairs(writes) do
+    if not (finite(write[2]) and finite(write[3])) then return nil end
+  end
+  return true, writes, retry
+end
+
+local function is_number_text(text)
+  local _, last = string.find(text, '^%-?%d+')
+  if not last then return false end
+  local _, fraction = string.find(text, '^%.%d+', last + 1)
+  if fraction then last = fraction end
+  local _, exponent = string.find(text, '^e[%+%-]%d+', last + 1)
+  if exponent then last = exponent end
+  return last == #text
+end
+
+-- A stored VALUE,TS: the two numbers, or nil (not a state).
+local function decode(raw)
+  local comma = string.find(raw, ',', 1, true)
+  if not comma then return nil end
+  local value_text, ts_text = string.sub(raw, 1, comma - 1), string.sub(raw, comma + 1)
+  if not (is_number_text(value_text) and is_number_text(ts_text)) then return nil end
+  local value, ts = tonumber(value_text), tonumber(ts_text)
+  if not (finite(value) and finite(ts)) then return nil end
+  return { value, ts }
+end
+
+local reply, current, halt = {}, {}, false -- halt: a corrupt state, or an error of an all-or-nothing batch
+for r = 1, #KEYS do
+  local raw = redis.call('GET', KEYS[r])
+  if raw then
+    reply[r] = '=' .. raw
+    current[r] = decode(raw)
+    if not current[r] then halt = true end
+  else
+    reply[r] = false
+  end
+end
+
+local all = ARGV[1] == '1'
+local count = tonumber(ARGV[2])
+local function number(at)
+  local x = tonumber(ARGV[at])
+  if x == nil then error('ratebound: argument ' .. at .. ' is not a number') end
+  return x
+end
+local function optional(at)
+  if ARGV[at] == '' then return nil end
+  return number(at)
+end
+
+local wrote, answers, pending, all_ok, any_write = {}, {}, {}, true, false
+for i = 1, count do
+  wrote[i], answers[i] = '0', '=-,'
+  if not halt then
+    local at = 3 + (i - 1) * 17
+    local c = {
+      kind = number(at), rate = number(at + 1), period = number(at + 2), capacity = number(at + 3),
+      max_reserved = optional(at + 4), shards = number(at + 5), start = optional(at + 6),
+      count = number(at + 7), reserve = ARGV[at + 8] == '1', write = ARGV[at + 9] == '1', now = number(at + 10),
+      reads = { number(at + 11) }, fresh = { number(at + 13), number(at + 14), number(at + 15), number(at + 16) },
+    }
+    if ARGV[at + 12] ~= '0' then c.reads[2] = number(at + 12) end
+    local ok, writes, retry = decide_item(c, current)
+    if ok == nil then
+      answers[i] = '=e,'
+      if all then halt = true end -- an error: the batch writes nothing
+    else
+      answers[i] = '=' .. (ok and '1' or '0') .. ',' .. (retry and string.format('%.17g', retry) or '')
+      all_ok = all_ok and ok
+      any_write = any_write or c.write
+      if ok and (c.write or all) then
+        for _, write in ipairs(writes) do
+          local r = c.reads[write[1]]
+          current[r] = { write[2], write[3] }
+          pending[r] = { write[2], write[3], full_at(c, write[2], write[3]), c.now }
+        end
+        if c.write then wrote[i] = '1' end
+      end
+    end
+  end
+end
+
+if halt or (all and not (all_ok and any_write)) then
+  for i = 1, count do wrote[i] = '0' end
+  pending = {}
+end
+for r = 1, #KEYS do
+  local state = pending[r]
+  if state then
+    local stored = string.format('%.17g,%.17g', state[1], state[2])
+    local ms = ceil(state[3] - state[4])
+    if ms <= 9e12 then
+      if ms < 1 then ms = 1 end
+      redis.call('SET', KEYS[r], stored, 'PX', string.format('%.0f', ms))
+    else
+      redis.call('SET', KEYS[r], stored)
+    end
+  end
+end
+reply[#KEYS + 1] = '=' .. table.concat(wrote)
+for i = 1, count do reply[#KEYS + 1 + i] = answers[i] end
+return reply
+`;
