@@ -8,8 +8,8 @@
 //
 // Suites: tests/reliability_core.rs (Rust core: clocks, drift, faults,
 // regressions) and tests/reliability/*.test.mjs (the built package: no panic,
-// hostile objects, the bad input matrix, faults, clocks, hostile callers and
-// the bounded store). Each appends JSON
+// hostile objects, the bad input matrix, faults, clocks, hostile callers, the
+// bounded store, and the library's records on the hosts without server-side code). Each appends JSON
 // lines of counts to the file named by RATEBOUND_RELIABILITY_COUNTS.
 // Fuzzing: cargo fuzz (libFuzzer) on fuzz/fuzz_targets/*, on stable Rust with
 // RUSTC_BOOTSTRAP=1, time-boxed by -max_total_time. Exits non-zero when any
@@ -68,6 +68,10 @@ const HOSTILE_CLASSES = [
   ["bounded = unbounded decisions", "bounded MemoryStore answers equal to an unbounded one's"],
   ["STORE_FULL", "bounded MemoryStore calls failed closed with STORE_FULL"],
   ["evictions", "keys the bounded MemoryStore dropped (full again)"],
+  ["grant records", "grants against records: rolled-back charges, callers' keys that spell a record, keyless and \"\" grants"],
+  ["callers' keys at the old record keys", "callers at the old ledger and settled-mark keys, on Deno KV, D1, Durable Objects and Convex (answers unchanged)"],
+  ['keyless grants beside "" grants', 'keyless grants beside "" grants, on Deno KV, D1, Durable Objects and Convex (no refund shared)'],
+  ["cancels of rolled-back grants", "cancels of grants whose charge rolled back, on Deno KV, D1 and Convex (nothing refunded)"],
 ];
 
 // 1. The package must be built (a no-op when nothing changed).

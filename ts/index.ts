@@ -42,3 +42,4 @@ export type { RateboundErrorCode, RateLimitErrorData } from "./core/errors.js";
 export { SECOND, MINUTE, HOUR, DAY, WEEK } from "./core/time.js";
 export { StoreTimeoutError, isDegraded } from "./core/failure-policy.js";
 export type { Degraded, FailureOptions, LimitConfig, StoreErrorPolicy } from "./core/failure-policy.js";
+export type { RefusalCacheOption } from "./core/refusal-cache.js";

@@ -1,6 +1,7 @@
 // The Deno KV host scenarios, run both in real Deno (Deno.openKv) and in Node (@deno/kv): each one
 // drives ratebound/deno-kv and returns what happened, and each runtime's test asserts on it. Not a
-// test file itself; it imports nothing, so the same file runs in both runtimes.
+// test file itself; it imports only its runtime-neutral sibling, so the same file runs in both runtimes.
+import * as traffic from "./coalesce-traffic.mjs";
 
 /** A ref's state as ratebound reads it (decoded from its 16 stored bytes), outside any other transaction. */
 export const storedState = (kvLib, kv, ref) => kvLib.kvTransaction(kv, (tx) => tx.read(ref));
@@ -175,4 +176,55 @@ export async function keysNeverCollide({ ratebound, kvLib, kv, refs, stateFor })
     return [await take("a:b", "c"), await take("a", "b:c"), await take("a:b", "c")];
   });
   return { states, taken };
+}
+
+/**
+ * A handle on `kv` that counts the commits sent (`commits`) and those whose checks failed
+ * (`lost`): what this process's calls cost the database.
+ */
+export function countingKv(kv) {
+  const seen = { commits: 0, lost: 0 };
+  const counted = {
+    get: (key, options) => kv.get(key, options),
+    atomic() {
+      const atomic = kv.atomic();
+      const commit = atomic.commit.bind(atomic);
+      atomic.commit = async () => {
+        seen.commits++;
+        const result = await commit();
+        if (!result.ok) seen.lost++;
+        return result;
+      };
+      return atomic;
+    },
+  };
+  return { seen, kv: counted };
+}
+
+/**
+ * `calls` (from ./coalesce-traffic.mjs) made at once on one key through one `kvStore` (coalesced),
+ * or with `coalesce: false` through a `kvStore` of its own each (the same handle: nothing shares
+ * their turns); then the same calls one at a time on a fresh key. Returns both runs' answers, what
+ * the concurrent run cost (commits, commits lost, conflicts retried), and the state it left.
+ */
+export async function coalescedCalls({ ratebound, kvLib, kv, calls, coalesce = true }) {
+  const { seen, kv: counted } = countingKv(kv);
+  let conflicts = 0;
+  const retry = { maxAttempts: 100, onConflict: () => conflicts++ };
+  const now = traffic.steppingClock();
+  const shared = new ratebound.RateLimiter(kvLib.kvStore(counted, retry), traffic.COALESCE_LIMITS, { now });
+  const limiterFor = coalesce ? () => shared : () => new ratebound.RateLimiter(kvLib.kvStore(counted, retry), traffic.COALESCE_LIMITS, { now });
+  const answers = await traffic.atOnce(limiterFor, calls);
+  const cost = { commits: seen.commits, lost: seen.lost, conflicts };
+  const serialLimiter = new ratebound.RateLimiter(kvLib.kvStore(kv), traffic.COALESCE_LIMITS, { now: traffic.steppingClock() });
+  const serialKey = `${calls[0].options.key}-serial`;
+  const serial = await traffic.oneAtATime(() => serialLimiter, traffic.withKey(calls, serialKey));
+  const ref = { name: calls[0].name, key: calls[0].options.key, shard: 0 };
+  return {
+    answers,
+    serial,
+    ...cost,
+    stored: await storedState(kvLib, kv, ref),
+    serialStored: await storedState(kvLib, kv, { ...ref, key: serialKey }),
+  };
 }

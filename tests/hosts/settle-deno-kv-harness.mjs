@@ -37,8 +37,28 @@ export function kvHarnesses({ ratebound, kvLib, open, kind }) {
       },
     };
   };
+  /**
+   * A grant taken inside a kvTransaction that then fails: `"body throws"` (the app's code after
+   * the grant), or `"commit fails"` (Deno KV rejects the commit, as a lost connection makes it).
+   * Answers the grant's data the body saw; nothing of it was committed.
+   */
+  const rollBackBy = (how) => async (limits, name, given) => {
+    const kv = await handle();
+    const failing = how === "commit fails" ? { get: (key, options) => kv.get(key, options), atomic: () => Object.assign(kv.atomic(), { commit: () => Promise.reject(new Error("connection reset")) }) } : kv;
+    let data;
+    const failed = await kvLib
+      .kvTransaction(failing, async (tx) => {
+        data = (await new ratebound.RateLimiter(tx, limits, options).limit(name, given)).grant?.data;
+        if (how === "body throws") throw new Error("the app failed after the grant");
+        tx.set(["app", "after the grant"], true);
+      })
+      .catch((error) => error);
+    const expected = how === "body throws" ? failed?.message === "the app failed after the grant" : failed?.code === "KV_FAILED";
+    if (!expected) throw failed ?? new Error("the transaction did not fail");
+    return data;
+  };
   return {
-    kvStore: { kind, clock, close, bare, connect: async (limits) => new ratebound.RateLimiter(kvLib.kvStore(await handle(), retry), limits, options) },
-    kvTransaction: { kind, clock, close, bare, connect: inTransactions },
+    kvStore: { kind, clock, close, bare, rollBackBy, rollBack: rollBackBy("body throws"), connect: async (limits) => new ratebound.RateLimiter(kvLib.kvStore(await handle(), retry), limits, options) },
+    kvTransaction: { kind, clock, close, bare, rollBackBy, rollBack: rollBackBy("body throws"), connect: inTransactions },
   };
 }

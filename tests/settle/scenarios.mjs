@@ -224,3 +224,115 @@ export const SCENARIOS = {
   "concurrent settles of one grant on separate connections: exactly one refunds, the rest are GRANT_SETTLED": concurrentSettles,
   "a negative, NaN or infinite actual is INVALID_REQUEST and writes nothing": badActualWritesNothing,
 };
+
+// ---------------------------------------------------------------------------------------------
+// The library's own records out of every caller's reach (issue 24 item 2). Each scenario runs the
+// same flow twice: once with the hostile key, once with a harmless one in its place; the answers
+// must be equal, number for number (within `epsilon` on a real clock).
+
+/** Asserts two runs' numbers equal, one by one. */
+function sameRuns(hostile, harmless, epsilon, what) {
+  equal(hostile.length, harmless.length, `${what}: as many answers`);
+  hostile.forEach((number, index) => near(number, harmless[index], epsilon, `${what}: answer ${index} (hostile ${JSON.stringify(hostile)}, harmless ${JSON.stringify(harmless)})`));
+}
+
+/** A grant's settle as numbers. */
+const settledNumbers = (result) => [result.refunded, result.charged, result.unpaid];
+
+/**
+ * A victim's grants and refunds beside an intruder whose key is where the refund ledger once lived
+ * (`ratebound:refunded:VICTIM`) and then where a grant's settled mark did
+ * (`ratebound:settled:ID:VICTIM`): the intruder takes, grants and cancels on those keys, and
+ * neither side's answers change from a run where the intruder's keys are harmless.
+ * @returns the numbers compared.
+ */
+export async function callersNeverReachTheLedger(h) {
+  const limits = settleLimits(h.kind, periodOf(h));
+  const eps = epsilonOf(h);
+  const flow = async (victim, ledgerKey, markKey) => {
+    const limiter = await h.connect(limits);
+    const seen = [];
+    const first = (await limiter.limit("llm", { key: victim, count: 300, grant: true })).grant;
+    seen.push(...settledNumbers(await first.settle(100)));
+    const second = (await limiter.limit("llm", { key: victim, count: 300, grant: true })).grant;
+    equal((await limiter.limit("llm", { key: ledgerKey(victim), count: 700 })).ok, true, "the intruder takes 700 of its own");
+    const third = (await limiter.limit("llm", { key: ledgerKey(victim), count: 200, grant: true })).grant;
+    seen.push(...settledNumbers(await third.cancel()));
+    equal((await limiter.limit("llm", { key: markKey(second.data.id, victim), count: 1 })).ok, true, "the intruder takes a token where the settled mark was");
+    seen.push(...settledNumbers(await second.cancel()));
+    seen.push(await valueOf(limiter, "llm", victim), await valueOf(limiter, "llm", ledgerKey(victim)), await valueOf(limiter, "llm", markKey(second.data.id, victim)));
+    return seen;
+  };
+  const hostile = await flow(freshKey("victim"), (victim) => `ratebound:refunded:${victim}`, (id, victim) => `ratebound:settled:${id}:${victim}`);
+  const harmless = await flow(freshKey("victim"), (victim) => `intruder-${victim}`, (id, victim) => `mark-${victim}`);
+  sameRuns(hostile, harmless, eps, "an intruder at the old ledger and mark keys");
+  near(hostile[6], 300, eps, "the victim's second grant cancels in full");
+  return hostile.length;
+}
+
+/**
+ * Grants with no key (the limit's shared state) and grants with the key `""`, refunded in turn:
+ * each refunds as it would beside a grant of any other key.
+ * @returns the numbers compared.
+ */
+export async function keylessAndEmptyKeyApart(h) {
+  const limits = settleLimits(h.kind, periodOf(h));
+  const eps = epsilonOf(h);
+  const name = "llm";
+  const flow = async (other) => {
+    const limiter = await h.connect(limits);
+    // Hosts whose data outlives the test (one D1 for every run) start the shared states full.
+    if (typeof limiter.reset === "function") for (const key of [undefined, other]) await limiter.reset(name, key === undefined ? {} : { key });
+    const seen = [];
+    const grant = async (key, count) => (await limiter.limit(name, { ...(key === undefined ? {} : { key }), count, grant: true })).grant;
+    const a = await grant(undefined, 300);
+    seen.push(...settledNumbers(await a.settle(0)));
+    const b = await grant(other, 300);
+    const c = await grant(undefined, 300);
+    seen.push(...settledNumbers(await b.cancel()));
+    seen.push(...settledNumbers(await c.cancel()));
+    const d = await grant(other, 400);
+    const e = await grant(undefined, 100);
+    seen.push(...settledNumbers(await d.settle(100)));
+    seen.push(...settledNumbers(await e.cancel()));
+    seen.push(await valueOf(limiter, name, undefined), await valueOf(limiter, name, other));
+    return seen;
+  };
+  // Both runs share the limit's keyless state; each gives back all it took, so each starts full.
+  const hostile = await flow("");
+  const harmless = await flow(freshKey("other"));
+  sameRuns(hostile, harmless, eps, 'grants with no key beside grants with the key ""');
+  return hostile.length;
+}
+
+/**
+ * A grant whose charge rolled back (the host's transaction failed after `limit(…, { grant: true })`:
+ * `h.rollBack(limits, name, options)` answers its data) refunds nothing on cancel, although an
+ * earlier grant of the same key is still open; the earlier one still cancels in full.
+ * @returns `undefined` when the host has no rollback to try.
+ */
+export async function rolledBackGrantRefundsNothing(h) {
+  if (h.rollBack === undefined) return undefined;
+  const limits = settleLimits(h.kind, periodOf(h));
+  const eps = epsilonOf(h);
+  const limiter = await h.connect(limits);
+  const key = freshKey("rolled-back");
+  const earlier = await limiter.limit("llm", { key, count: 300, grant: true });
+  equal(earlier.ok, true, "an earlier grant of 300");
+  near(await valueOf(limiter, "llm", key), 700, eps, "300 taken");
+  const data = await h.rollBack(limits, "llm", { key, count: 200, grant: true });
+  equal(typeof data?.id, "string", "the rolled-back charge answered a grant's data");
+  near(await valueOf(limiter, "llm", key), 700, eps, "the rolled-back charge took nothing");
+  settledOf(await limiter.settle(data, 0), 0, 0, 0, eps, "cancelling the rolled-back grant");
+  near(await valueOf(limiter, "llm", key), 700, eps, "and gave nothing back");
+  settledOf(await earlier.grant.cancel(), 300, 0, 0, eps, "the earlier grant still cancels in full");
+  near(await valueOf(limiter, "llm", key), 1000, eps, "full again");
+  return 1;
+}
+
+/** The records scenarios, by name. */
+export const RECORD_SCENARIOS = {
+  "a caller's key at the old ledger and settled-mark keys (ratebound:refunded:KEY, ratebound:settled:ID:KEY) neither spends nor feeds KEY's refunds": callersNeverReachTheLedger,
+  'grants with no key and grants with the key "" never share or steal refunds': keylessAndEmptyKeyApart,
+  "a grant whose charge rolled back refunds nothing on cancel, beside an open grant of the same key": rolledBackGrantRefundsNothing,
+};

@@ -4,7 +4,7 @@
 // one request to the object through rateLimiterClient), and answers what the scenario saw.
 import { RateLimiter } from "ratebound";
 import { RateLimiterObject, rateLimiterClient, rateLimiterObject } from "ratebound/durable-object";
-import { createTable, d1Store } from "ratebound/sqlite";
+import { createTable, d1Store, d1Transaction } from "ratebound/sqlite";
 import * as scenarios from "./scenarios.mjs";
 
 const DAY = 86_400_000;
@@ -51,6 +51,16 @@ function harness(env, { host, kind, backend }) {
       clock,
       connect: (limits) => new RateLimiter(d1Store(env.DB, { maxAttempts: 100 }), limits, options),
       bare: (limits) => new RateLimiter(scenarios.bareStore(d1Store(env.DB)), limits, options),
+      /** A grant taken in a d1Transaction whose body then throws: its data, its batch never sent. */
+      rollBack: async (limits, name, given) => {
+        let data;
+        const failed = await d1Transaction(env.DB, async (tx) => {
+          data = (await new RateLimiter(tx, limits, options).limit(name, given)).grant?.data;
+          throw new Error("the app failed after the grant");
+        }).catch((error) => error);
+        if (failed?.message !== "the app failed after the grant") throw failed ?? new Error("the transaction did not fail");
+        return data;
+      },
     };
   }
   const object = `run-${crypto.randomUUID()}`;
@@ -92,7 +102,8 @@ export default {
       const scenario = scenarios[body.scenario];
       if (typeof scenario !== "function") throw new Error(`no scenario ${body.scenario}`);
       const seen = await scenario(harness(env, body));
-      return Response.json({ result: seen === undefined ? null : { won: seen.won.length, codes: seen.codes, refunded: seen.refunded } });
+      if (seen === undefined || typeof seen === "number") return Response.json({ result: seen ?? null });
+      return Response.json({ result: { won: seen.won.length, codes: seen.codes, refunded: seen.refunded } });
     } catch (error) {
       return Response.json({ error: { message: String(error?.message ?? error), stack: String(error?.stack ?? "") } });
     }

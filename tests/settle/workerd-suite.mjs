@@ -18,7 +18,7 @@ export const NAMED = {
   "the same concurrent settles without the host's atomicity refund more than once (so the test above can fail)": "concurrentSettlesWithoutTransaction",
 };
 
-const DURABLE_OBJECTS = {
+export const DURABLE_OBJECTS = {
   SETTLE_TokenBucket: { className: "SettleTokenBucket", useSQLite: true },
   SETTLE_FixedWindow: { className: "SettleFixedWindow", useSQLite: true },
   SETTLE_TokenBucket_KV: { className: "SettleTokenBucketKv" },

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { COLLIDING_REFS, stateFor } from "../hosts/collisions.mjs";
 import { bundleWorker, post, scratch, startMiniflare, workerOptions } from "../hosts/workerd.mjs";
+import { admitted } from "../hosts/coalesce-traffic.mjs";
 
 const here = fileURLToPath(new URL("./", import.meta.url));
 const NOW = 1_700_000_000_000;
@@ -107,6 +108,32 @@ describe("Cloudflare D1 in workerd (Miniflare)", () => {
   test("the same 40 calls without the batch's re-check over-admit (so the test above can fail)", async () => {
     const { result } = await route("burst", { n: 40, key: "bare", bare: true });
     assert.ok(result.admitted > 10, `admitted ${result.admitted} of 10`);
+  });
+
+  test("coalesced: 60 calls at once on one key through one d1Store admit exactly the bound of 10 in 2 batches, no conflict, as one at a time", async () => {
+    const { result } = await route("coalesce", { n: 60, key: "hot-plain" });
+    assert.equal(admitted(result.answers), 10);
+    assert.deepEqual(result.answers, result.serial);
+    assert.deepEqual([result.batches, result.conflicts], [2, 0], "the first call's batch, then one for the 59 that waited");
+    assert.deepEqual(await rowOf("hot", "hot-plain"), await rowOf("hot", "hot-plain-serial"));
+  });
+
+  for (const name of ["hot", "hotWindow"]) {
+    test(`coalesced, ${name}: 40 limits and checks of 1 to 3 tokens, reserving or not, with figures or not, answer exactly as one at a time, with no conflict`, async () => {
+      const { result } = await route("coalesce", { n: 40, key: `mixed-${name}`, mixed: true, name });
+      assert.deepEqual(result.answers, result.serial);
+      assert.ok(result.answers.some((answer) => answer.ok === false), "some were refused");
+      assert.equal(result.conflicts, 0);
+      assert.ok(result.batches <= 2, `${result.batches} batches`);
+      assert.deepEqual(await rowOf(name, `mixed-${name}`), await rowOf(name, `mixed-${name}-serial`));
+    });
+  }
+
+  test("the same 60 calls, each through a d1Store of its own (nothing coalesces them), conflict and retry (so the test above can fail)", async () => {
+    const { result } = await route("coalesce", { n: 60, key: "hot-apart", coalesce: false });
+    assert.ok(result.conflicts > 0, `conflicts ${result.conflicts}`);
+    assert.ok(result.batches > 10, `${result.batches} batches`);
+    assert.equal(admitted(result.answers), 10, "the batch's re-check still keeps the bound");
   });
 
   test("pruneStates deletes only states that are full", async () => {

@@ -8,7 +8,7 @@
 import { v } from "convex/values";
 import { calculateRateLimit } from "ratebound";
 import { RateLimiter, convexStore } from "ratebound/convex";
-import { api } from "./_generated/api.js";
+import { clearAllReference } from "./references.js";
 import { mutation, query, type DatabaseReader, type MutationCtx } from "./_generated/server.js";
 import { limiterOn, queuedState } from "./queue.js";
 import { pingWorker } from "./worker.js";
@@ -132,7 +132,7 @@ export const clearAll = mutation({
       .take(100);
     for (const row of results) await ctx.db.delete(row._id);
     const last = results[99];
-    if (last !== undefined) await ctx.scheduler.runAfter(0, api.lib.clearAll, { before: last._creationTime });
+    if (last !== undefined) await ctx.scheduler.runAfter(0, clearAllReference, { before: last._creationTime });
     return null;
   },
 });

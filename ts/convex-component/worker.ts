@@ -9,7 +9,7 @@
  */
 import { defineBatchWorkerValidators, ping } from "@convex-dev/batch-worker";
 import { v } from "convex/values";
-import { components, internal } from "./_generated/api.js";
+import { components, getBatchReference, processBatchReference } from "./references.js";
 import type { Doc } from "./_generated/dataModel.js";
 import { internalMutation, internalQuery, type DatabaseReader, type MutationCtx } from "./_generated/server.js";
 import { applyUpdate, storedState } from "./queue.js";
@@ -22,7 +22,7 @@ export const BATCH_SIZE = 1024;
 /** The share of the transaction's read limit `getBatch` may use, leaving the rest to `processBatch`. */
 export const READ_BUDGET_FRACTION = 0.25;
 
-const worker = { name: WORKER_NAME, workQuery: internal.worker.getBatch, workerMutation: internal.worker.processBatch };
+const worker = { name: WORKER_NAME, workQuery: getBatchReference, workerMutation: processBatchReference };
 
 /**
  * Wakes the worker so that it drains what was just enqueued (cheap while it is already running).

@@ -99,6 +99,8 @@ export function plan(calls: readonly Call[], all: boolean, figures = false): Pla
     throw wrongArgument("limitAll", "requests", `requests must be at most ${MAX_ITEMS} limits (got ${calls.length})`);
   }
   putItems(calls, figures);
+  // Until this plan succeeds, the items are no batch's: one waiting on its reads must write its own again.
+  ownItems(undefined);
   const status = core.rb_plan(calls.length);
   const refs: StateRef[] = [];
   const reads: number[] = [];
@@ -388,7 +390,7 @@ export async function runRemote(store: RateLimitStore & { decide: NonNullable<Ra
  * @returns The decision, or a Promise of it.
  */
 export function runOne(store: RateLimitStore, call: Call, figures: boolean): Decided | Promise<Decided> {
-  const { ITEMS, PLAN, OUT, SLOTS, SLOT } = layout;
+  const { ITEMS, PLAN, OUT } = layout;
   putItems1(ITEMS, call, figures);
   ownItems(undefined);
   if (core.rb_plan(1) < 0) throw coreError(io, OUT, call.name);
@@ -406,32 +408,46 @@ export function runOne(store: RateLimitStore, call: Call, figures: boolean): Dec
       throw error;
     }
   }
-  const finish = (stateFirst: unknown, stateSecond: unknown): Decided | Promise<Decided> => {
-    putItems1(ITEMS, call, figures);
-    putState(SLOTS, stateFirst, first);
-    if (second !== undefined) putState(SLOTS + SLOT, stateSecond, second);
-    if (core.rb_decide_one() < 0) throw coreError(io, OUT, call.name);
-    const decided = answerOf(0, figures);
-    let chain: Promise<void> | undefined;
-    for (let slot = 0; slot < reads; slot++) {
-      const at = SLOTS + slot * SLOT;
-      const value = io[at + 2]!;
-      if (Number.isNaN(value)) continue;
-      const ref = slot === 0 ? first : second!;
-      const state = { value, ts: io[at + 3]! };
-      const written = { now: call.now, fullAt: io[at + 4]! };
-      if (chain !== undefined) chain = chain.then(() => store.write(ref, state, written) as void);
-      else {
-        const done = store.write(ref, state, written);
-        if (isThenable(done)) chain = Promise.resolve(done) as Promise<void>;
-      }
-    }
-    return chain === undefined ? decided : chain.then(() => decided);
-  };
   if (isThenable(readFirst) || isThenable(readSecond)) {
-    return Promise.all([readFirst, readSecond]).then(([stateFirst, stateSecond]) => finish(stateFirst, stateSecond));
+    return Promise.all([readFirst, readSecond]).then(([stateFirst, stateSecond]) => decideOne(store, call, figures, first, second, stateFirst, stateSecond));
   }
-  return finish(readFirst, readSecond);
+  return decideOne(store, call, figures, first, second, readFirst, readSecond);
+}
+
+/** {@link runOne}'s decision on the states read, and its writes; the item is in the buffer. */
+function decideOne(
+  store: RateLimitStore,
+  call: Call,
+  figures: boolean,
+  first: StateRef,
+  second: StateRef | undefined,
+  stateFirst: unknown,
+  stateSecond: unknown,
+): Decided | Promise<Decided> {
+  const { ITEMS, OUT, SLOTS, SLOT } = layout;
+  // Other calls may have used the buffer while the store answered (even a synchronous
+  // store's read may call a limiter): write the item again, and own it as no batch.
+  putItems1(ITEMS, call, figures);
+  ownItems(undefined);
+  putState(SLOTS, stateFirst, first);
+  if (second !== undefined) putState(SLOTS + SLOT, stateSecond, second);
+  if (core.rb_decide_one() < 0) throw coreError(io, OUT, call.name);
+  const decided = answerOf(0, figures);
+  let chain: Promise<void> | undefined;
+  for (let slot = 0; slot < (second === undefined ? 1 : 2); slot++) {
+    const at = SLOTS + slot * SLOT;
+    const value = io[at + 2]!;
+    if (Number.isNaN(value)) continue;
+    const ref = slot === 0 ? first : second!;
+    const state = { value, ts: io[at + 3]! };
+    const written = { now: call.now, fullAt: io[at + 4]! };
+    if (chain !== undefined) chain = chain.then(() => store.write(ref, state, written) as void);
+    else {
+      const done = store.write(ref, state, written);
+      if (isThenable(done)) chain = Promise.resolve(done) as Promise<void>;
+    }
+  }
+  return chain === undefined ? decided : chain.then(() => decided);
 }
 
 /** Writes one call as item 0. */

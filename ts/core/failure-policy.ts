@@ -13,6 +13,8 @@ import { MemoryStore } from "../stores/memory.js";
 import type { BatchRequest, LimitConfig, StoreErrorPolicy } from "./options.js";
 export type { LimitConfig, StoreErrorPolicy } from "./options.js";
 import { StoreCall, ownField, plainCall, type Degraded } from "./store-call.js";
+import { Lanes, laneOf } from "./coalesce.js";
+import type { Call, Decided } from "./driver.js";
 
 export { StoreTimeoutError, type Degraded } from "./store-call.js";
 
@@ -147,6 +149,8 @@ export class FailurePolicy {
   /** The largest `maxKeys` declared at construction, for the one fallback store. */
   readonly #declaredMaxKeys: number | undefined;
   #fallback: FallbackLimiter | undefined;
+  /** The store's lanes when its calls are coalesced (see `coalesce.ts`). */
+  readonly #lanes: Lanes | undefined;
   /** The answer of `limitPolicy` for a named limit with the limiter's policy (shared: it never changes). */
   get #plainPolicy(): { config: unknown; policy: Policy } {
     return (this.#plain ??= Object.freeze({ config: undefined, policy: this.#default }));
@@ -162,6 +166,7 @@ export class FailurePolicy {
   constructor(store: RateLimitStore, limits: unknown, options: unknown, Fallback: FallbackMaker) {
     this.#store = store;
     this.#Fallback = Fallback;
+    this.#lanes = typeof store === "object" && store !== null ? Lanes.of(store) : undefined;
     const [hasPolicy, policy] = ownField(options, "onStoreError") ?? [false, undefined];
     const [hasTimeout, timeout] = ownField(options, "timeout") ?? [false, undefined];
     this.#default = hasPolicy && policy !== undefined ? storeErrorPolicy(undefined, policy) : "closed";
@@ -171,7 +176,9 @@ export class FailurePolicy {
       }
       this.#timeoutMs = timeout;
     }
-    this.options = (hasPolicy || hasTimeout ? without(options as object, ["onStoreError", "timeout"]) : options) as RateLimiterOptions | undefined;
+    // The fallback limiter takes `now` and `random`; a refusal it decides is never the store's to remember.
+    const [hasCache] = ownField(options, "refusalCache") ?? [false];
+    this.options = (hasPolicy || hasTimeout || hasCache ? without(options as object, ["onStoreError", "timeout", "refusalCache"]) : options) as RateLimiterOptions | undefined;
     this.limits = limits as Record<string, RateLimitConfig>;
     let names: string[] = [];
     try {
@@ -262,8 +269,33 @@ export class FailurePolicy {
    * @param work The call on a store.
    * @returns What the call answers.
    */
-  transact<T>(work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
-    return this.run("closed", work, undefined);
+  transact<T>(work: (store: RateLimitStore) => T | Promise<T>, lanes?: readonly string[]): Promise<T> {
+    return this.run("closed", work, undefined, false, lanes);
+  }
+
+  /** Whether the store's `limit` and `check` calls are coalesced ({@link FailurePolicy.coalesce}). */
+  get coalesces(): boolean {
+    return this.#lanes !== undefined;
+  }
+
+  /**
+   * A `limit` or `check` on a coalescing store: it joins its key's next batch
+   * (one transaction, decided in arrival order), and the store's failure is
+   * answered by `policy`, bounded by the timeout from its arrival.
+   *
+   * @param call The call, checked and planned.
+   * @param figures Whether its answer carries figures.
+   * @param policy Its policy.
+   * @param fallback The same call on the fallback limiter.
+   * @returns Its decision, or its policy's answer.
+   */
+  coalesce(call: Call, figures: boolean, policy: Policy, fallback: (limiter: FallbackLimiter) => Promise<RateLimitResult>): Promise<Decided | RateLimitResult> {
+    return this.#lanes!.decide(laneOf(call.name, call.key), {
+      call,
+      figures,
+      timeoutMs: this.#timeoutMs,
+      recover: (error, degraded) => this.#recover(policy, error, degraded, fallback),
+    });
   }
 
   /**
@@ -276,29 +308,47 @@ export class FailurePolicy {
    * @param work The call on a store.
    * @param fallback The same call on the fallback limiter.
    * @param direct Call the store as it is, without its transaction.
+   * @param lanes On a coalescing store, the lanes of the keys the call touches: it takes its turn in each.
    * @returns The answer.
    */
-  run<T>(policy: Policy, work: (store: RateLimitStore) => T | Promise<T>, fallback: ((limiter: FallbackLimiter) => Promise<T>) | undefined, direct = false): Promise<T> {
-    if (policy === "closed" && this.#timeoutMs === undefined) return plainCall(this.#store, work, direct);
+  run<T>(
+    policy: Policy,
+    work: (store: RateLimitStore) => T | Promise<T>,
+    fallback: ((limiter: FallbackLimiter) => Promise<T>) | undefined,
+    direct = false,
+    lanes?: readonly string[],
+  ): Promise<T> {
+    const owned = this.#lanes;
+    const acquire = owned !== undefined && lanes !== undefined && lanes.length > 0 ? () => owned.acquire(lanes) : undefined;
+    if (policy === "closed" && this.#timeoutMs === undefined) {
+      if (acquire === undefined) return plainCall(this.#store, work, direct);
+      return acquire().then((release) => {
+        const answer = plainCall(this.#store, work, direct);
+        answer.then(release, release);
+        return answer;
+      });
+    }
     const call = new StoreCall(this.#timeoutMs);
-    const answer = call.run(this.#store, work, direct);
+    const answer = call.run(this.#store, work, direct, acquire);
     if (policy === "closed" || fallback === undefined) return answer;
-    return answer.catch((error: unknown) => {
-      const degraded = call.degradation(error);
-      if (degraded === undefined) throw error;
-      if (policy === "open") return { ok: true, degraded, cause: error } as T;
-      return fallback(this.#fallbackLimiter(policy.maxKeys)).then(
-        (result) => ({ ...result, degraded, cause: error }),
-        (fallbackError: unknown) => {
-          // The fallback is full (STORE_FULL) or refused the call: it fails closed, saying why it was asked.
-          const found = ownField(fallbackError, "cause");
-          if (found !== undefined && !found[0] && typeof fallbackError === "object" && fallbackError !== null && Object.isExtensible(fallbackError)) {
-            Object.defineProperty(fallbackError, "cause", { value: error, configurable: true, writable: true });
-          }
-          throw fallbackError;
-        },
-      );
-    });
+    return answer.catch((error: unknown) => this.#recover(policy, error, call.degradation(error), fallback));
+  }
+
+  /** A call's answer when the store failed it: the error again (closed, or not the store's), a degraded admission (open), or the fallback's. */
+  #recover<T>(policy: Policy, error: unknown, degraded: Degraded["degraded"] | undefined, fallback: (limiter: FallbackLimiter) => Promise<T>): Promise<T> {
+    if (degraded === undefined || policy === "closed") return Promise.reject(error);
+    if (policy === "open") return Promise.resolve({ ok: true, degraded, cause: error } as T);
+    return fallback(this.#fallbackLimiter(policy.maxKeys)).then(
+      (result) => ({ ...result, degraded, cause: error }),
+      (fallbackError: unknown) => {
+        // The fallback is full (STORE_FULL) or refused the call: it fails closed, saying why it was asked.
+        const found = ownField(fallbackError, "cause");
+        if (found !== undefined && !found[0] && typeof fallbackError === "object" && fallbackError !== null && Object.isExtensible(fallbackError)) {
+          Object.defineProperty(fallbackError, "cause", { value: error, configurable: true, writable: true });
+        }
+        throw fallbackError;
+      },
+    );
   }
 
   /** The one fallback limiter of this limiter, made at the first fallback decision (so a limit's outage state is never split). */

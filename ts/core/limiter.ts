@@ -35,10 +35,12 @@ import {
   type ResetOptions,
   type SettleOptions,
 } from "./options.js";
-import { FailurePolicy, withoutPolicy, type FailureOptions, type LimitConfig } from "./failure-policy.js";
+import { FailurePolicy, withoutPolicy, type FailureOptions, type FallbackLimiter, type LimitConfig } from "./failure-policy.js";
 import { ownField } from "./store-call.js";
+import { laneOf } from "./coalesce.js";
+import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
 
-const OPTIONS = ["now", "random", "onStoreError", "timeout"] as const;
+const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache"] as const;
 const NO_DRAWS: readonly number[] = Object.freeze([]);
 const BATCH_FIELDS = ["name", "key", "count", "reserve", "config"];
 
@@ -101,19 +103,23 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   readonly #limits = new Map<string, Compiled>();
   /** Whether the store decides next to its data. */
   readonly #remote: boolean;
+  /** Refusals repeated without asking the store (`refusalCache`), when asked for. */
+  readonly #refusals: RefusalCache | undefined;
 
   /**
    * @param store The host's persistence: `read(ref)` and `write(ref, state | null)` (see `RateLimitStore`).
    * @param limits Named limit configs, validated now (a bad one throws naming it and the field).
    * @param options `now` and `random`, for tests and replays; `onStoreError` and `timeout`
-   *   (see {@link FailureOptions}).
+   *   (see {@link FailureOptions}); `refusalCache` to repeat a store's refusal locally until its
+   *   wait is over (see {@link RefusalCacheOption}).
    */
-  constructor(store: RateLimitStore, limits: Limits = {} as Limits, options: RateLimiterOptions & FailureOptions = {}) {
+  constructor(store: RateLimitStore, limits: Limits = {} as Limits, options: RateLimiterOptions & FailureOptions & { refusalCache?: RefusalCacheOption } = {}) {
     // The failure policy takes its fields off the limits and the options (own fields only).
     this.#failure = new FailurePolicy(store, limits, options, RateLimiter);
     this.#store = checkStore(store);
     this.#remote = typeof store.decide === "function";
-    const [now, random] = ownOptions("RateLimiter", options, OPTIONS);
+    const [now, random, , , refusalCache] = ownOptions("RateLimiter", options, OPTIONS);
+    this.#refusals = RefusalCache.from(refusalCache);
     for (const [field, value] of [["now", now], ["random", random]] as const) {
       if (value !== undefined && typeof value !== "function") throw wrongArgument("RateLimiter", field, mustBe(field, "a function", value));
     }
@@ -199,21 +205,34 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       const figures = given.figures === undefined ? false : checkFlag(typeof name === "string" ? name : "", "figures", given.figures);
       const { config, policy } = this.#failure.limitPolicy(name, given.config);
       const call = this.#call(name, given, config, write);
-      const answered = (answer: Decided | BatchAnswer | RateLimitResult) =>
-        refusal(call.name, isBatchAnswer(answer) ? shaped(only(answer)) : isDecided(answer) ? shaped(answer) : answer, given.throws);
+      const refusals = this.#refusals;
+      if (refusals !== undefined) {
+        plan([call], true, figures); // bad input throws, never a remembered refusal
+        const local = refusals.refuse(call, figures);
+        if (local !== undefined) return Promise.resolve(refusal(call.name, local, given.throws));
+      }
+      const answered = (answer: Decided | BatchAnswer | RateLimitResult) => {
+        const result = isBatchAnswer(answer) ? shaped(only(answer)) : isDecided(answer) ? shaped(answer) : answer;
+        refusals?.remember(call, result);
+        return refusal(call.name, result, given.throws);
+      };
       if (this.#failure.isPlain(policy) && !this.#remote && typeof this.#store.transaction !== "function") {
         // No transaction, no policy to apply: a synchronous store is decided synchronously.
         const answer = runOne(this.#store, call, figures);
-        return isThenable(answer) ? answer.then(answered) : Promise.resolve(answered(answer));
+        if (isThenable(answer)) return answer.then(answered);
+        return Promise.resolve(refusals === undefined ? refusal(call.name, shaped(answer), given.throws) : answered(answer));
       }
       // Bad input fails here, before the store is touched, whatever the policy.
       const planned = this.#remote ? plan([call], true, figures) : undefined;
       if (planned === undefined) plan([call], true, figures);
       const fallbackOptions = { key: call.key, count: given.count, reserve: given.reserve, config } as LimitOptions;
+      const fallback = (limiter: FallbackLimiter) => (write ? limiter.limit(name, fallbackOptions) : limiter.check(name, fallbackOptions));
+      // A store that cannot decide next to its data: the call joins its key's batch (`coalesce.ts`).
+      if (this.#failure.coalesces) return this.#failure.coalesce(call, figures, policy, fallback).then(answered);
       const answer = this.#failure.run<Decided | BatchAnswer | RateLimitResult>(
         policy,
         (store) => (planned !== undefined ? runRemote(store as Required<RateLimitStore>, planned) : runOne(store, call, figures)),
-        (fallback) => (write ? fallback.limit(name, fallbackOptions) : fallback.check(name, fallbackOptions)),
+        fallback,
         this.#remote,
       );
       return answer.then(answered);
@@ -228,11 +247,15 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const config = withoutPolicy(name, given.config);
     const call = this.#call(name, given, config, true);
     plan([call], true); // bad input fails before the store is touched
+    const local = this.#refusals?.refuse(call, false);
+    if (local !== undefined) return Promise.resolve(refusal(call.name, local, given.throws) as GrantResult);
     const idWords = [draw(this.#random), draw(this.#random)].map((unit) => Math.floor(unit * 2 ** 32));
-    const answer = grants().then(({ charge }) => this.#failure.transact((store) => charge(store, call, idWords)));
+    // Its turn on a coalescing store is taken now, in arrival order; the grants' code loads within it.
+    const answer = this.#failure.transact((store) => grants().then(({ charge }) => charge(store, call, idWords)), [laneOf(call.name, call.key)]);
     const inline = config === undefined ? undefined : { config: config as RateLimitConfig };
     const settler = (data: GrantData, actual: number) => this.settle(data, actual, inline);
     return answer.then((result) => {
+      this.#refusals?.remember(call, result.ok ? { ok: true } : result);
       refusal(call.name, result, given.throws);
       if (!result.ok || result.grant === undefined) return result as GrantResult;
       const handle = new Grant(result.grant, settler);
@@ -265,7 +288,10 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     if (typeof actual !== "number") throw invalidRequest(grant.name, "actual", mustBe("actual", "a finite number >= 0", actual));
     const now = checkNow(grant.name, this.#now());
     const draws = limit.settleDraws === 0 ? NO_DRAWS : drawMany(this.#random, limit.settleDraws);
-    return await this.#failure.transact((store) => settle(store, grant, limit, actual, now, draws));
+    const settled = await this.#failure.transact((store) => settle(store, grant, limit, actual, now, draws), [laneOf(grant.name, grant.key)]);
+    // A refund may end a wait this limiter remembers.
+    this.#refusals?.forget(grant.name, grant.key);
+    return settled;
   }
 
   /**
@@ -337,6 +363,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
       (fallback) => (write ? fallback.limitAll(core) : fallback.checkAll(core)),
       this.#remote,
+      calls.map((call) => laneOf(call.name, call.key)),
     );
     const names = calls.map((call) => call.name).join(", ");
     if (!isBatchAnswer(answer)) return refusal(names, answer, throws);
@@ -387,7 +414,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const limit = this.#resolve(limitName, withoutPolicy(limitName, own(checked, "config")));
     const now = checkNow(limitName, this.#now());
     const { reset } = await values();
-    await this.#failure.transact((store) => reset(store, limitName, key, limit, now));
+    await this.#failure.transact((store) => reset(store, limitName, key, limit, now), [laneOf(limitName, key)]);
+    this.#refusals?.forget(limitName, key);
   }
 }
 

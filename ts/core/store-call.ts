@@ -6,6 +6,24 @@
  * @module
  */
 import type { RateLimitState, RateLimitStore, RemoteBatch, StateRef, WriteInfo } from "./types.js";
+import { RateboundTypeError } from "./errors.js";
+
+/**
+ * `setTimeout(run, ms)`, or, where the runtime refuses timers (Convex queries and mutations), an
+ * `INVALID_ARGUMENT` error naming the `timeout` option: the call fails before the store is touched,
+ * whatever its policy.
+ */
+export function startTimer(run: () => void, ms: number): ReturnType<typeof setTimeout> {
+  try {
+    return setTimeout(run, ms);
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    throw new RateboundTypeError(
+      `RateLimiter: timeout needs setTimeout, which this runtime refuses (${why}); drop the option here (Convex bounds each function's time itself)`,
+      "timeout",
+    );
+  }
+}
 
 /** What a result decided without the store carries: why, and the store's error. */
 export type Degraded = {
@@ -96,27 +114,63 @@ export class StoreCall {
     this.#timeoutMs = timeoutMs;
   }
 
-  /** Runs `work`, rejecting with a {@link StoreTimeoutError} when it has not settled within the timeout. */
-  run<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>, direct = false): Promise<T> {
-    const attempt = this.#attempt(store, work, direct);
+  /**
+   * Runs `work`, rejecting with a {@link StoreTimeoutError} when it has not settled within the timeout.
+   * With `acquire` (a turn in a coalescing store's lanes, see `coalesce.ts`), the timeout covers the
+   * wait for the turn too, and the turn ends when the call does: answered, failed or timed out.
+   */
+  run<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>, direct = false, acquire?: () => Promise<() => void>): Promise<T> {
+    if (acquire === undefined) return this.#timed(() => this.#attempt(store, work, direct));
+    let release: (() => void) | undefined;
+    const timed = this.#timed(() => acquire().then((granted) => {
+      release = granted;
+      // Timed out while it waited: the turn passes on, and the store is never asked.
+      if (this.#timeout !== undefined) {
+        granted();
+        throw this.#timeout;
+      }
+      return this.#attempt(store, work, direct);
+    }));
+    timed.then(
+      () => release?.(),
+      () => release?.(),
+    );
+    return timed;
+  }
+
+  /**
+   * The attempt `start` begins, or a {@link StoreTimeoutError} when it has not settled within the
+   * timeout. The timer is set first: where it cannot be, the attempt never begins.
+   */
+  #timed<T>(start: () => Promise<T>): Promise<T> {
     const timeoutMs = this.#timeoutMs;
-    if (timeoutMs === undefined) return attempt;
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
+    if (timeoutMs === undefined) return start();
+    let resolve!: (value: T) => void;
+    let reject!: (error: unknown) => void;
+    const timed = new Promise<T>((onValue, onError) => {
+      resolve = onValue;
+      reject = onError;
+    });
+    let timer: ReturnType<typeof setTimeout>;
+    try {
+      timer = startTimer(() => {
         this.#timeout = new StoreTimeoutError(timeoutMs);
         reject(this.#timeout);
       }, timeoutMs);
-      attempt.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    start().then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+    return timed;
   }
 
   #attempt<T>(store: RateLimitStore, work: (store: RateLimitStore) => T | Promise<T>, direct: boolean): Promise<T> {

@@ -20,6 +20,7 @@ import {
 import { ConvexError, v } from "convex/values";
 import {
   RateLimiter as CoreRateLimiter,
+  RateboundTypeError,
   RateLimitError,
   type BatchRequest,
   type GrantData,
@@ -94,11 +95,48 @@ function findState(db: Reader, ref: StateRef) {
     .unique();
 }
 
+/**
+ * A write over a query's `ctx.db`: the wrong store for the call, so an argument error
+ * (`INVALID_ARGUMENT`), which no `onStoreError` policy turns into an admission.
+ */
 function writeOutsideMutation(what: string): Error {
-  return new Error(
+  return new RateboundTypeError(
     `ratebound/convex: ${what} writes rate limit state, which needs a mutation; ctx.db is read-only here (a query). ` +
       "In a query, use check or getValue.",
+    "store",
   );
+}
+
+/**
+ * Thrown when `ctx.db` itself fails a read or a write of ratebound's table:
+ * `code: "CONVEX_DB_FAILED"`, and `cause` is what `ctx.db` threw. The call fails
+ * closed (or answers by its `onStoreError` policy); a mutation that lets it
+ * throw rolls back everything it wrote.
+ *
+ * @example
+ * catch (error) { if (error instanceof ConvexStoreError) console.error(error.cause); }
+ */
+export class ConvexStoreError extends Error {
+  /** `"CONVEX_DB_FAILED"`. */
+  readonly code = "CONVEX_DB_FAILED";
+
+  /**
+   * @param operation What failed: `"read"` or `"write"`.
+   * @param cause What `ctx.db` threw.
+   */
+  constructor(operation: "read" | "write", cause: unknown) {
+    super(`ratebound/convex: ctx.db failed a ${operation} of the rateLimits table: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = "ConvexStoreError";
+  }
+}
+
+/** Runs an operation on `ctx.db`; what it throws becomes a {@link ConvexStoreError}. */
+async function onDb<T>(operation: "read" | "write", run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw new ConvexStoreError(operation, error);
+  }
 }
 
 /**
@@ -120,28 +158,45 @@ function writeOutsideMutation(what: string): Error {
  * });
  */
 export function convexStore(db: ConvexDatabase): ConvexRateLimitStore {
+  // One store per ctx.db: the limiters a function makes share it, so their calls on one key are coalesced.
+  const made = STORES.get(db);
+  if (made !== undefined) return made;
   const reader = db as Reader;
   const writer = "insert" in db && typeof db.insert === "function" ? (db as Writer) : null;
-  return {
+  const store: ConvexRateLimitStore = {
     readOnly: writer === null,
+    /**
+     * The function's own transaction holds every call: `body` runs on this store. Being
+     * transactional, the store's concurrent `limit` and `check` calls on one key (a
+     * `Promise.all` in one mutation) are coalesced into one decision in arrival order, so
+     * they never decide on a state another of them is about to write.
+     */
+    transaction: async <T>(body: (store: RateLimitStore) => Promise<T>): Promise<T> => await body(store),
     async read(ref: StateRef): Promise<RateLimitState | null> {
-      const doc = await findState(reader, ref);
+      const doc = await onDb("read", () => findState(reader, ref));
       return doc === null ? null : { value: doc.value, ts: doc.ts };
     },
     async write(ref: StateRef, state: RateLimitState | null): Promise<void> {
       if (writer === null) throw writeOutsideMutation(state === null ? "reset" : "limit");
-      const doc = await findState(writer, ref);
-      if (state === null) {
-        if (doc !== null) await writer.delete(doc._id);
-      } else if (doc !== null) {
-        await writer.patch(doc._id, { value: state.value, ts: state.ts });
-      } else {
-        const { name, key, shard } = ref;
-        await writer.insert(TABLE, key === undefined ? { name, shard, ...state } : { name, key, shard, ...state });
-      }
+      await onDb("write", async () => {
+        const doc = await findState(writer, ref);
+        if (state === null) {
+          if (doc !== null) await writer.delete(doc._id);
+        } else if (doc !== null) {
+          await writer.patch(doc._id, { value: state.value, ts: state.ts });
+        } else {
+          const { name, key, shard } = ref;
+          await writer.insert(TABLE, key === undefined ? { name, shard, ...state } : { name, key, shard, ...state });
+        }
+      });
     },
   };
+  STORES.set(db, store);
+  return store;
 }
+
+/** The store of each `ctx.db`. */
+const STORES = new WeakMap<object, ConvexRateLimitStore>();
 
 /** Turns a refusal thrown by the core into the `ConvexError` Convex sends to clients. */
 async function asConvexError<T>(call: () => Promise<T>): Promise<T> {

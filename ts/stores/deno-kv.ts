@@ -83,6 +83,36 @@ export class KvConflictError extends Error {
 }
 
 /**
+ * Thrown when Deno KV itself fails a read or a commit (a closed handle, a lost
+ * connection to KV Connect, a full disk): the call fails closed with
+ * `code: "KV_FAILED"`, and `cause` is what the client threw. A read that
+ * failed wrote nothing; a commit that failed is Deno KV's to have applied or
+ * not (its atomic commit is all or nothing either way).
+ *
+ * @example
+ * catch (error) { if (error instanceof KvStoreError) return new Response("Unavailable", { status: 503 }); }
+ */
+export class KvStoreError extends Error {
+  /** `"KV_FAILED"`. */
+  readonly code = "KV_FAILED";
+
+  /**
+   * @param operation What failed: `"read"` or `"commit"`.
+   * @param cause What the Deno KV client threw.
+   */
+  constructor(operation: "read" | "commit", cause: unknown) {
+    super(`ratebound/deno-kv: Deno KV failed a ${operation}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = "KvStoreError";
+  }
+}
+
+/** What the client threw, as the call's error: a coded error as it is, anything else a {@link KvStoreError}. */
+function kvFailure(operation: "read" | "commit", error: unknown): unknown {
+  if (typeof error === "object" && error !== null && typeof (error as { code?: unknown }).code === "string") return error;
+  return new KvStoreError(operation, error);
+}
+
+/**
  * A stable identity for a key, for the transaction's maps: each part tagged by
  * its type, so `1` and `"1"` (or `1n`) stay different keys.
  */
@@ -126,7 +156,12 @@ function kvHost(kv: KvLike, prefix: KvKey): OptimisticHost<KvKey, string | null>
     keyId,
     stateKey: (ref) => (ref.key === undefined ? [...prefix, ref.name, ref.shard] : [...prefix, ref.name, ref.key, ref.shard]),
     read: async (key) => {
-      const entry = await kv.get(key, { consistency: "strong" });
+      let entry: { value: unknown; versionstamp: string | null };
+      try {
+        entry = await kv.get(key, { consistency: "strong" });
+      } catch (error) {
+        throw kvFailure("read", error);
+      }
       return { value: entry.value, version: entry.versionstamp };
     },
     encodeState,
@@ -224,14 +259,23 @@ export class KvTransaction extends OptimisticTransaction<KvKey, string | null> i
    */
   async #commit(): Promise<boolean> {
     const { reads, writes } = this.changes();
-    let atomic = this.#kv.atomic();
-    for (const { key, version } of reads) atomic = atomic.check({ key, versionstamp: version });
-    for (const write of writes) {
-      if (write.deleted) atomic = atomic.delete(write.key);
-      else atomic = atomic.set(write.key, write.value, write.expireInMs === undefined ? undefined : { expireIn: write.expireInMs });
+    let atomic: KvAtomicLike;
+    try {
+      atomic = this.#kv.atomic();
+      for (const { key, version } of reads) atomic = atomic.check({ key, versionstamp: version });
+      for (const write of writes) {
+        if (write.deleted) atomic = atomic.delete(write.key);
+        else atomic = atomic.set(write.key, write.value, write.expireInMs === undefined ? undefined : { expireIn: write.expireInMs });
+      }
+    } catch (error) {
+      throw kvFailure("commit", error);
     }
     for (const mutation of this.#mutations) mutation(atomic);
-    return (await atomic.commit()).ok;
+    try {
+      return (await atomic.commit()).ok;
+    } catch (error) {
+      throw kvFailure("commit", error);
+    }
   }
 }
 
@@ -241,6 +285,7 @@ export class KvTransaction extends OptimisticTransaction<KvKey, string | null> i
  * committed, so it is retried like a lost race. (Any other error fails the transaction.)
  */
 function isLockedDatabase(error: unknown): boolean {
+  if (error instanceof KvStoreError) return isLockedDatabase(error.cause);
   return error instanceof Error && /database is locked/i.test(error.message);
 }
 

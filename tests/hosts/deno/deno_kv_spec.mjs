@@ -6,6 +6,7 @@ import * as ratebound from "ratebound";
 import * as kvLib from "ratebound/deno-kv";
 import { COLLIDING_REFS, stateFor } from "../collisions.mjs";
 import * as scenarios from "../deno-kv-scenarios.mjs";
+import * as traffic from "../coalesce-traffic.mjs";
 
 /** A fresh database file for one test, removed afterwards. */
 async function withDatabase(run) {
@@ -86,4 +87,28 @@ test("every (name, key, shard) triple is its own key, however its strings look",
   const seen = await scenarios.keysNeverCollide({ ratebound, kvLib, kv, refs: COLLIDING_REFS, stateFor });
   assert.deepEqual(seen.states, COLLIDING_REFS.map((_, index) => stateFor(index)));
   assert.deepEqual(seen.taken, [true, true, false]);
+});
+
+test("coalesced: 60 calls at once on one key through one kvStore admit exactly the bound of 10 in 2 commits, none lost, as 60 calls one at a time do", async ({ kv }) => {
+  const seen = await scenarios.coalescedCalls({ ratebound, kvLib, kv, calls: traffic.plainCalls(60, "ada") });
+  assert.equal(traffic.admitted(seen.answers), 10);
+  assert.deepEqual(seen.answers, seen.serial);
+  assert.deepEqual([seen.commits, seen.lost, seen.conflicts], [2, 0, 0], "the first call's transaction, then one for the 59 that waited");
+  assert.deepEqual(seen.stored, seen.serialStored);
+});
+
+for (const name of ["hot", "hotWindow"]) {
+  test(`coalesced, ${name}: 40 limits and checks of 1 to 3 tokens answer exactly as one at a time, with no commit lost`, async ({ kv }) => {
+    const seen = await scenarios.coalescedCalls({ ratebound, kvLib, kv, calls: traffic.mixedCalls(40, "ada", name) });
+    assert.deepEqual(seen.answers, seen.serial);
+    assert.deepEqual([seen.lost, seen.conflicts], [0, 0]);
+    assert.ok(seen.commits <= 2, `${seen.commits} commits`);
+    assert.deepEqual(seen.stored, seen.serialStored);
+  });
+}
+
+test("the same 60 calls, each through a kvStore of its own (nothing coalesces them), lose commits and retry", async ({ kv }) => {
+  const seen = await scenarios.coalescedCalls({ ratebound, kvLib, kv, calls: traffic.plainCalls(60, "ada"), coalesce: false });
+  assert.ok(seen.conflicts > 0 && seen.lost > 0, `conflicts ${seen.conflicts}, commits lost ${seen.lost}`);
+  assert.equal(traffic.admitted(seen.answers), 10);
 });

@@ -3,6 +3,7 @@
 // back as data ({ error: { name, code, message } }).
 import { RateLimiter } from "ratebound";
 import { createTable, d1Store, d1Transaction, pruneStates } from "ratebound/sqlite";
+import * as traffic from "../../hosts/coalesce-traffic.mjs";
 
 const NOW = 1_700_000_000_000;
 const LIMITS = {
@@ -65,6 +66,26 @@ const routes = {
     };
     const outcomes = await Promise.all(Array.from({ length: n }, () => limiterOn(bare ? racy : store).limit("daily", { key }).catch(asData)));
     return { admitted: outcomes.filter((outcome) => outcome.ok === true).length, errors: outcomes.filter((outcome) => outcome.error) };
+  },
+  /**
+   * The coalescing traffic (tests/hosts/coalesce-traffic.mjs) made at once on `key` through one
+   * d1Store (or, with `coalesce: false`, a d1Store of its own per call), then one at a time on a
+   * fresh key: both runs' answers, the batches the concurrent run sent, and its conflicts.
+   */
+  coalesce: async (env, { n, key, mixed = false, name = "hot", coalesce = true }) => {
+    let batches = 0;
+    let conflicts = 0;
+    const counted = { prepare: (sql) => env.DB.prepare(sql), batch: (statements) => (batches++, env.DB.batch(statements)) };
+    const retry = { maxAttempts: 100, onConflict: () => conflicts++ };
+    const now = traffic.steppingClock();
+    const calls = mixed ? traffic.mixedCalls(n, key, name) : traffic.plainCalls(n, key, name);
+    const shared = new RateLimiter(d1Store(counted, retry), traffic.COALESCE_LIMITS, { now });
+    const limiterFor = coalesce ? () => shared : () => new RateLimiter(d1Store(counted, retry), traffic.COALESCE_LIMITS, { now });
+    const answers = await traffic.atOnce(limiterFor, calls);
+    const cost = { batches, conflicts };
+    const serialLimiter = new RateLimiter(d1Store(env.DB), traffic.COALESCE_LIMITS, { now: traffic.steppingClock() });
+    const serial = await traffic.oneAtATime(() => serialLimiter, traffic.withKey(calls, `${key}-serial`));
+    return { answers, serial, ...cost };
   },
   /** Every attempt loses the race: a rival changes the state read before the batch commits. */
   contended: (env, { key }) =>

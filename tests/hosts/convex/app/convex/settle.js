@@ -2,7 +2,7 @@
 // over this app's `rateLimits` table, the limits of tests/settle/scenarios.mjs for the algorithm
 // `kind`, and the clock passed in as an argument. Every call is one mutation (one transaction); a
 // grant travels between them as its data.
-import { v } from "convex/values";
+import { ConvexError, v } from "convex/values";
 import { RateLimiter, convexStore } from "ratebound/convex";
 import { bareStore, settleLimits } from "../../../../settle/scenarios.mjs";
 import { internal } from "./_generated/api.js";
@@ -52,5 +52,14 @@ export const settleWithoutTransaction = action({
       write: (ref, state) => ctx.runMutation(internal.limits.writeState, { ref, state }),
     };
     return limiterAt(bareStore(store), kind, now).settle(data, actual);
+  },
+});
+
+/** A grant taken in a mutation that then throws: the charge rolls back, and the client gets the grant's data in the error. */
+export const limitThenThrow = mutation({
+  args: limitArgs,
+  handler: async (ctx, { kind, now, name, options }) => {
+    const result = await limiterAt(convexStore(ctx.db), kind, now).limit(name, options);
+    throw new ConvexError({ grant: result.grant?.data ?? null });
   },
 });
