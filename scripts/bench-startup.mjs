@@ -2,9 +2,11 @@
 // the first decision completing, measured inside the runtime with performance.now(), as the
 // median over several fresh processes (fresh workerd instances, fresh browsers). Process
 // startup itself is not counted. A measurement, not a test: it prints a table and asserts
-// nothing. Needs a built pkg/ (`npm run bench:startup` builds it when stale).
+// nothing. Needs a built pkg/ (`npm run bench:startup` builds it when stale), or another build
+// of the package given with --pkg (to compare two builds). The browser rows also give the bytes the
+// page downloaded: every file it fetched, each gzipped alone at level 9, as a server sends it.
 //
-//   node scripts/bench-startup.mjs [--runs N]
+//   node scripts/bench-startup.mjs [--runs N] [--pkg DIR]
 import { spawn } from "node:child_process";
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -12,6 +14,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { basename, extname, join, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 // Deno lives in tools/deno, outside the root lockfile (see tools/deno/package.json).
@@ -19,6 +22,8 @@ const bin = (name) =>
   name === "deno" ? join(root, "tools", "deno", "node_modules", ".bin", "deno") : join(root, "node_modules", ".bin", name);
 const runsFlag = process.argv.indexOf("--runs");
 const RUNS = runsFlag > 0 ? Number(process.argv[runsFlag + 1]) : 7;
+const pkgFlag = process.argv.indexOf("--pkg");
+const PKG = pkgFlag > 0 ? process.argv[pkgFlag + 1] : join(root, "pkg");
 const CHROMIUM = "/usr/bin/chromium";
 const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
@@ -30,7 +35,7 @@ const PROBE_BODY = `
   const result = await limiter.limit("probe");
   if (!result.ok) throw new Error("the first decision was refused");
   const decided = performance.now();
-  const timing = { importMs: imported - start, totalMs: decided - start };`;
+  const timing = { importMs: imported - start, totalMs: decided - start, fromStartMs: decided };`;
 const probe = (load) => `const start = performance.now();${PROBE_BODY.replace("LOAD", load)}`;
 
 const ESM_PROBE = `${probe('await import("ratebound")')}\nconsole.log(JSON.stringify(timing));\n`;
@@ -87,7 +92,9 @@ async function measure(label, setup) {
     }
     process.stderr.write("\n");
     const totals = samples.map((timing) => timing.totalMs);
-    return { label, importMs: median(samples.map((timing) => timing.importMs)), totalMs: median(totals), minMs: Math.min(...totals), maxMs: Math.max(...totals) };
+    const row = { label, importMs: median(samples.map((timing) => timing.importMs)), totalMs: median(totals), minMs: Math.min(...totals), maxMs: Math.max(...totals), fromStartMs: median(samples.map((timing) => timing.fromStartMs)) };
+    if (samples[0].downloaded) row.downloaded = samples[0].downloaded;
+    return row;
   } catch (error) {
     process.stderr.write(` failed\n`);
     return { label, note: `not measured: ${error.message.split("\n")[0]}` };
@@ -97,9 +104,9 @@ async function measure(label, setup) {
 const version = async (command, args, cwd) => (await run(command, args, { cwd }).catch(() => "?")).trim().split("\n")[0];
 
 async function main() {
-  const pkg = join(root, "pkg");
-  if (!existsSync(join(pkg, "dist", "wasm", "ratebound_bg.wasm"))) {
-    console.error("bench:startup: pkg/ is not built; run `node scripts/build.mjs` first");
+  const pkg = PKG;
+  if (!existsSync(join(pkg, "dist", "index.js"))) {
+    console.error(`bench:startup: ${pkg} is not built; run \`node scripts/build.mjs\` first`);
     process.exit(1);
   }
   const manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8"));
@@ -192,11 +199,13 @@ const MIME = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/jav
  */
 async function chromiumSampler(work, page, closers) {
   const { chromium } = await import("playwright-core");
+  let downloaded = new Map(); // path → gzip -9 bytes, per sample
   const server = createServer(async (request, response) => {
     const path = normalize(join(work, decodeURIComponent(new URL(request.url, "http://127.0.0.1").pathname)));
     if (!path.startsWith(work + sep)) return response.writeHead(403).end();
     try {
       const body = await readFile(path);
+      if (!path.endsWith("warmup.html")) downloaded.set(path.slice(work.length), gzipSync(body, { level: 9 }).length);
       response.writeHead(200, { "content-type": MIME[extname(path)] ?? "application/octet-stream" }).end(body);
     } catch {
       response.writeHead(404).end();
@@ -213,8 +222,10 @@ async function chromiumSampler(work, page, closers) {
     try {
       await (await browser.newPage()).goto(new URL("/warmup.html", url).href); // the browser settles first
       const tab = await (await browser.newContext()).newPage();
+      downloaded = new Map();
       await tab.goto(url, { timeout: 30_000 });
-      return await (await tab.waitForFunction(() => window.timing, null, { timeout: 30_000 })).jsonValue();
+      const timing = await (await tab.waitForFunction(() => window.timing, null, { timeout: 30_000 })).jsonValue();
+      return { ...timing, downloaded: [...downloaded] };
     } finally {
       await browser.close();
     }
@@ -228,31 +239,41 @@ async function writeBrowserPages(work, entry) {
   writeFileSync(join(work, "warmup.html"), `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module">window.ready = true;</script></head></html>`);
   writeFileSync(join(work, "probe-browser.mjs"), `${probe('await import("ratebound")')}\nwindow.timing = timing;\n`);
   const outdir = join(work, "bundle");
-  await build({ entryPoints: [join(work, "probe-browser.mjs")], outdir, absWorkingDir: work, bundle: true, format: "esm", platform: "browser", logLevel: "silent" });
-  // esbuild keeps `new URL("./wasm/ratebound_bg.wasm", import.meta.url)`: ship the .wasm there.
-  mkdirSync(join(outdir, "wasm"));
-  copyFileSync(join(work, "node_modules", "ratebound", "dist", "wasm", "ratebound_bg.wasm"), join(outdir, "wasm", "ratebound_bg.wasm"));
+  await build({ entryPoints: [join(work, "probe-browser.mjs")], outdir, absWorkingDir: work, bundle: true, minify: true, format: "esm", platform: "browser", logLevel: "silent" });
+  // esbuild keeps a `new URL("./wasm/….wasm", import.meta.url)` (builds that fetch their .wasm): ship the file there.
+  for (const [, file] of readFileSync(join(outdir, "probe-browser.js"), "utf8").matchAll(/"\.\/wasm\/([\w.-]+\.wasm)"/g)) {
+    mkdirSync(join(outdir, "wasm"), { recursive: true });
+    copyFileSync(join(work, "node_modules", "ratebound", "dist", "wasm", file), join(outdir, "wasm", file));
+  }
   writeFileSync(join(outdir, "index.html"), `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module" src="./probe-browser.js"></script></head><body></body></html>`);
 }
 
 function print(rows) {
   const ms = (value) => value.toFixed(1);
-  const header = ["runtime (entry)", "import (ms)", "import → first decision (ms)", "min–max (ms)"];
-  const lines = rows.map((row) => (row.note ? [row.label, row.note, "", ""] : [row.label, ms(row.importMs), ms(row.totalMs), `${ms(row.minMs)}–${ms(row.maxMs)}`]));
+  const header = ["runtime (entry)", "import (ms)", "import → first decision (ms)", "min–max (ms)", "start → first decision (ms) [4]"];
+  const lines = rows.map((row) => (row.note ? [row.label, row.note, "", "", ""] : [row.label, ms(row.importMs), ms(row.totalMs), `${ms(row.minMs)}–${ms(row.maxMs)}`, row.fromStartMs < 1e9 ? ms(row.fromStartMs) : "n/a"]));
   const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => line[column].length)));
   const format = (cells) => `| ${cells.map((cell, column) => cell.padEnd(widths[column])).join(" | ")} |`;
   console.log(`Startup: median of ${RUNS} fresh processes each, measured inside the runtime with performance.now().\n`);
   console.log(format(header));
   console.log(`|${widths.map((width) => "-".repeat(width + 2)).join("|")}|`);
   for (const line of lines) console.log(format(line));
+  const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
+  for (const row of rows.filter((row) => row.downloaded)) {
+    const total = row.downloaded.reduce((sum, [, bytes]) => sum + bytes, 0);
+    console.log(`\n${row.label}: downloaded ${kib(total)} gzip -9 (${row.downloaded.map(([path, bytes]) => `${path} ${kib(bytes)}`).join(", ")})`);
+  }
   console.log(`
 [1] The worker is bundled (esbuild turns the dynamic import into lazy module initialisation) and
     workerd compiles the .wasm when it loads the worker, before the request: the figure is
     instantiation plus the first decision. workerd's clock has 1 ms resolution.
 [2] A fresh browser per run, the page in a new context (empty caches), served from loopback: the
-    figure includes fetching the entry, its modules and the .wasm (four round trips) and
-    compiling the .wasm while it streams.
-[3] The same, with the page's script bundled by esbuild: only the .wasm is fetched after start.
+    figure includes fetching the entry, its modules (and the .wasm, for builds that fetch it),
+    and compiling the .wasm.
+[3] The same, with the page's script bundled and minified by esbuild.
+[4] performance.now() at the first decision: from the process's start (Node, Deno, Bun), or from
+    the navigation's start (Chromium: loading the page and its scripts included, which the import
+    column does not see in a bundle). workerd's performance.now() is the time of day: n/a.
 Convex is not measured: its runtime is not available locally (convex-test runs functions in Node).`);
 }
 

@@ -31,7 +31,10 @@ echo "== Redis: ratebound/redis on a real redis-server (node-redis and ioredis 5
 node --test --test-reporter=spec tests/redis/
 node_modules/.bin/tsc -p tests/redis/types
 
-echo "== SQL hosts: ratebound/postgres on PGlite and a real PostgreSQL server (pg, postgres.js), ratebound/sqlite on better-sqlite3 and D1 (Miniflare)"
+echo "== Next.js: examples/nextjs built with next build (Turbopack) and next build --webpack, served with next start against a real redis-server and the Upstash REST bridge"
+node --test --test-reporter=spec tests/nextjs/
+
+echo "== SQL hosts: ratebound/postgres on PGlite and a real PostgreSQL server (pg, postgres.js), its decision function against the core (100,000 random decisions on the real server), ratebound/sqlite on better-sqlite3 and D1 (Miniflare)"
 node --test --test-reporter=spec tests/sql/
 
 echo "== Outages: onStoreError (closed, open, memory fallback) and timeout on throwing, hanging and transactional stores, a redis-server killed, restarted and paused, a PostgreSQL server with killed connections and held locks"

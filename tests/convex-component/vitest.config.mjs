@@ -7,9 +7,11 @@
 //   node scripts/build.mjs --if-stale && node_modules/.bin/vitest run --config tests/convex-component/vitest.config.mjs
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import { installBuiltPackage } from "./installed-package.mjs";
 
 const repo = fileURLToPath(new URL("../../", import.meta.url));
 const pkg = `${repo}pkg/`;
+installBuiltPackage();
 
 /** ratebound and its subpaths, resolved to the built package; `core` is the entry `ratebound` resolves to. */
 const alias = (core) => [
@@ -36,9 +38,16 @@ export default defineConfig({
       },
       {
         extends: true,
-        // jsdom transforms files as web code, where ratebound's ESM entries would fetch their .wasm over http.
-        resolve: { alias: alias(`${repo}tests/convex-component/ratebound-in-jsdom.mjs`) },
-        test: { name: "react", environment: "jsdom", include: ["tests/convex-component/react/*.spec.mjs"] },
+        // As a user's app runs it: ratebound installed (tests/node_modules/ratebound, kept at that
+        // path), resolved through its exports under jsdom's conditions, and processed by Vite
+        // (inlined), so that the hook's import of convex/react is the mocked one.
+        resolve: { preserveSymlinks: true },
+        test: {
+          name: "react",
+          environment: "jsdom",
+          include: ["tests/convex-component/react/*.spec.mjs"],
+          server: { deps: { inline: ["convex-test", "@convex-dev/batch-worker", "rate-limiter-040", "ratebound"] } },
+        },
       },
     ],
   },

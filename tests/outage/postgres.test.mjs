@@ -2,11 +2,17 @@
 // free loopback port, stopped after), through a pg Pool: the limiter's connections are killed
 // with pg_terminate_backend and new ones refused (closed rejects, open admits degraded, the
 // memory fallback admits at most the bound; once connections are allowed again, decisions are the
-// database's); and a table lock held by another connection keeps a call past the timeout: the
-// call answers at the timeout, its body's later write is refused, and after the lock is released
-// the row shows that nothing committed late (without the timeout, the same call commits).
+// database's); a table lock held by another connection keeps a transactional call past the
+// timeout: the call answers at the timeout, its body's later write is refused, and after the lock
+// is released the row shows that nothing committed late (without the timeout, the same call
+// commits); a decision (one statement) held by a row lock past the timeout decides, once the lock
+// is released, on what the holder committed. And a
+// backend killed while a call waits for a row lock, with README's setup and nothing more, in a
+// process of its own: the call rejects with a code and the process lives on (issue 24 item 3).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { RateLimiter } from "../../pkg/dist/node.js";
 import { createTable, postgresStore } from "../../pkg/dist/postgres.js";
@@ -67,7 +73,8 @@ describe("a real PostgreSQL server", () => {
     admin.on("error", () => {}).on("connect", (client) => client.on("error", () => {}));
     await admin.query("CREATE DATABASE app");
     app = new pg.Pool({ connectionString: server.connectionString.replace(/\/postgres$/, "/app"), max: 12, connectionTimeoutMillis: 2_000 });
-    app.on("error", () => {}).on("connect", (client) => client.on("error", () => {}));
+    // README's setup and nothing more: the pool's own handler, no listener on any client the store checks out.
+    app.on("error", () => {});
     await createTable(app);
   });
   after(async () => {
@@ -155,7 +162,7 @@ describe("a real PostgreSQL server", () => {
     assert.deepEqual(await appRow("login", "locked"), { value: 2, ts: NOW });
   });
 
-  test("a row locked FOR UPDATE by another transaction: the fallback decides at the timeout, and the row keeps the holder's value", { timeout: 30_000 }, async () => {
+  test("a row locked FOR UPDATE by another transaction: the fallback decides at the timeout; the late statements then decide on the holder's commit, never past the bound", { timeout: 30_000 }, async () => {
     const limiter = new RateLimiter(postgresStore(app), LIMITS, { now: () => NOW, timeout: 150 });
     await limiter.limit("feed", { key: "row", count: 1 });
     const holder = await app.connect();
@@ -171,9 +178,100 @@ describe("a real PostgreSQL server", () => {
     } finally {
       holder.release();
     }
-    await new Promise((resolve) => setTimeout(resolve, 300)); // the held calls' bodies end
-    assert.deepEqual(await appRow("feed", "row"), { value: 4, ts: NOW }, "none of the 8 late calls (each would be granted) wrote over the holder's commit");
-    assert.deepEqual(await limiter.limit("feed", { key: "row" }), { ok: true }, "the database decides again");
-    assert.deepEqual(await appRow("feed", "row"), { value: 3, ts: NOW });
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the late statements end
+    // A decision is one statement, which a call that timed out cannot take back (as a Redis
+    // script): each of the 8 took the row after the holder's commit and decided on what the
+    // holder left, 4 tokens. So 4 were charged and 4 refused: none wrote over the holder's commit,
+    // and together they never took more than the bound.
+    assert.deepEqual(await appRow("feed", "row"), { value: 0, ts: NOW }, "the late statements decided on the holder's 4, in turn");
+    assert.deepEqual(await limiter.limit("feed", { key: "row" }), { ok: false, retryAfter: 12_000 }, "the database decides again");
+  });
+
+  test("a backend killed while limit() waits for a row lock rejects the call with a code, and the process lives on (README's setup, 3 of 3 runs; issue 24 item 3)", { timeout: 60_000 }, async (t) => {
+    // The child is an app as README sets it up: `new pg.Pool()` (PG* variables), pool.on("error"),
+    // and nothing else; no listener on any client the store checks out. It runs three rounds on
+    // the pool and three in its own transaction (README's BEGIN … limit … COMMIT on a checked-out
+    // client): each time a row is held FOR UPDATE by another connection, limit() waits for it, and
+    // that waiting backend is terminated.
+    const child = String.raw`
+      import pg from "pg";
+      import { RateLimiter } from ${JSON.stringify(new URL("../../pkg/dist/node.js", import.meta.url).href)};
+      import { createTable, postgresStore } from ${JSON.stringify(new URL("../../pkg/dist/postgres.js", import.meta.url).href)};
+      const LIMITS = { post: { kind: "token bucket", rate: 10, period: 60_000, capacity: 3 } };
+      const pool = new pg.Pool();
+      pool.on("error", (error) => console.error("pool error:", error.message));
+      await createTable(pool);
+      // The test's own helpers: a connection that holds the row, and one that kills the waiter.
+      const holder = new pg.Client();
+      const admin = new pg.Client();
+      for (const helper of [holder, admin]) helper.on("error", () => {}), await helper.connect();
+      const [{ pid: holderPid }] = (await holder.query("SELECT pg_backend_pid() AS pid")).rows;
+      const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+      async function killTheWaiter() {
+        for (let waited = 0; waited < 10_000; waited += 20) {
+          const { rows } = await admin.query("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> $1", [holderPid]);
+          if (rows.length > 0) {
+            await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> $1", [holderPid]);
+            return rows.length;
+          }
+          await sleep(20);
+        }
+        throw new Error("no call waited for the lock");
+      }
+      const outcome = (promise) => promise.then((result) => ({ result }), (error) => ({ code: error?.code, message: String(error?.message) }));
+      const rounds = [];
+      for (const how of ["pool", "pool", "pool", "transaction", "transaction", "transaction"]) {
+        const key = "killed-" + how + "-" + rounds.length;
+        await new RateLimiter(postgresStore(pool), LIMITS).limit("post", { key }); // the row exists
+        await holder.query("BEGIN");
+        await holder.query("SELECT 1 FROM ratebound WHERE key = $1 FOR UPDATE", [key]);
+        let pending;
+        if (how === "pool") {
+          pending = outcome(new RateLimiter(postgresStore(pool), LIMITS).limit("post", { key }));
+        } else {
+          // README's transaction, as written there.
+          pending = outcome((async () => {
+            const client = await pool.connect();
+            try {
+              await client.query("BEGIN");
+              const { ok } = await new RateLimiter(postgresStore(client), LIMITS).limit("post", { key });
+              await client.query(ok ? "COMMIT" : "ROLLBACK");
+              return ok;
+            } catch (error) {
+              await client.query("ROLLBACK").catch(() => {});
+              throw error;
+            } finally {
+              client.release();
+            }
+          })());
+        }
+        const killed = await killTheWaiter();
+        const answer = await pending;
+        await holder.query("ROLLBACK");
+        await sleep(200); // the dead socket's events arrive
+        const after = await outcome(new RateLimiter(postgresStore(pool), LIMITS).limit("post", { key }));
+        rounds.push({ how, killed, answer, after });
+      }
+      await holder.end();
+      await admin.end();
+      await pool.end();
+      console.log(JSON.stringify(rounds));
+    `;
+    const env = { ...process.env, PGHOST: "127.0.0.1", PGPORT: String(server.port), PGUSER: "postgres", PGDATABASE: "app" };
+    const cwd = fileURLToPath(new URL("../..", import.meta.url));
+    const { code, stdout, stderr } = await new Promise((resolve) =>
+      execFile(process.execPath, ["--input-type=module", "-e", child], { env, cwd, timeout: 50_000 }, (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : (error.code ?? error.signal), stdout, stderr }),
+      ),
+    );
+    assert.equal(code, 0, `the process lived on (exit ${code})\n${stderr}`);
+    const rounds = JSON.parse(stdout);
+    assert.equal(rounds.length, 6);
+    t.diagnostic(`codes: ${rounds.map(({ how, answer }) => `${how} ${answer.code}`).join(", ")}`);
+    for (const { how, killed, answer, after } of rounds) {
+      assert.equal(killed, 1, `${how}: one waiting backend was killed`);
+      assert.equal(typeof answer.code, "string", `${how}: the call rejected with a code (got ${JSON.stringify(answer)})`);
+      assert.deepEqual(after, { result: { ok: true } }, `${how}: the next call on the pool decides`);
+    }
   });
 });

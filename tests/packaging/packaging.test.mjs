@@ -3,7 +3,8 @@
 // `npm pack pkg/` once; then per runtime a throwaway project that installs the tarball and runs
 // the one shared scenario (scenario.mjs) there, with no init() call: Node ESM and require(),
 // Deno (npm: specifier and node_modules), Bun, Cloudflare workerd through Miniflare, headless
-// Chromium (native ES modules and an esbuild bundle) and Convex functions in convex-test.
+// Chromium (native ES modules and an esbuild bundle), a Node server bundled by Vite, and Convex
+// functions in convex-test.
 // Each run also reports which file of the package the runtime loaded, and that must be the one
 // the package's conditional exports name for it.
 //
@@ -342,7 +343,8 @@ test("Chromium runs the package as native ES modules from a static server", { ti
   const { seen, fetched, served } = await inChromium(dir, "index.html");
   assertScenario(seen);
   assert.ok(served.includes(`/node_modules/ratebound/${entry}`), `the page loaded ${entry}`);
-  assert.ok(fetched.includes("/node_modules/ratebound/dist/wasm/ratebound.wasm"), "the .wasm was fetched from next to the script");
+  assert.ok(served.includes("/node_modules/ratebound/dist/wasm/ratebound.base64.js"), "the .wasm came inlined in a module");
+  assert.deepEqual(fetched.filter((path) => path.endsWith(".wasm")), [], "no .wasm was fetched");
 });
 
 test("Chromium runs an esbuild bundle of the package", { timeout: TEST_TIMEOUT_MS }, async () => {
@@ -358,15 +360,33 @@ test("Chromium runs an esbuild bundle of the package", { timeout: TEST_TIMEOUT_M
     metafile: true,
     logLevel: "silent",
   });
-  // esbuild leaves `new URL("./wasm/ratebound.wasm", import.meta.url)` alone (Vite and webpack
-  // rewrite it): an esbuild user ships the file where the bundle will look for it.
-  mkdirSync(join(dir, "public", "wasm"));
-  copyFileSync(join(dir, "node_modules", "ratebound", "dist", "wasm", "ratebound.wasm"), join(dir, "public", "wasm", "ratebound.wasm"));
+  // The .wasm is inside the bundle: the user ships the bundle and nothing else.
   writePage(dir, join("public", "index.html"), { script: "./browser.js" });
   const { seen, served } = await inChromium(dir, "public/index.html");
   assertScenario(seen);
-  assert.ok(!served.some((path) => path.startsWith("/node_modules/")), "the bundled page loads nothing from node_modules");
+  assert.deepEqual(served, ["/public/index.html", "/public/browser.js"], "the page loaded its bundle and nothing else (no .wasm)");
   assertEntry(bundledEntry(metafile), exported("browser"));
+});
+
+test("Vite bundles the package into a Node server bundle (SSR, noExternal) that decides alone, moved away from node_modules", { timeout: TEST_TIMEOUT_MS }, async () => {
+  // Before the .wasm was inlined, Vite kept `new URL("./wasm/ratebound.wasm", import.meta.url)`
+  // and the bundle failed with ENOENT wherever the file was not copied next to it by hand.
+  const { build } = await import("vite");
+  const dir = await project("vite-ssr", { files: ["server-bundle.mjs"] });
+  const output = await build({
+    root: dir,
+    configFile: false,
+    logLevel: "silent",
+    ssr: { noExternal: true, target: "node" },
+    build: { ssr: join(dir, "server-bundle.mjs"), outDir: join(dir, "dist"), emptyOutDir: true },
+  });
+  const files = (Array.isArray(output) ? output : [output]).flatMap((result) => result.output.map((chunk) => chunk.fileName));
+  assert.ok(files.includes("server-bundle.js") && files.every((file) => file.endsWith(".js")), `JavaScript only, no .wasm asset: ${files.join(", ")}`);
+  const away = join(work, "vite-ssr-deployed");
+  cpSync(join(dir, "dist"), away, { recursive: true });
+  writeFileSync(join(away, "package.json"), JSON.stringify({ type: "module" }));
+  const { seen } = lastJsonLine((await run(process.execPath, ["server-bundle.js"], { cwd: away })).stdout);
+  assertScenario(seen);
 });
 
 /** The Convex app fixture with its dev tools, ready for `vitest run`. */

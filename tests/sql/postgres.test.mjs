@@ -6,9 +6,11 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { PGlite } from "@electric-sql/pglite";
+import { createHash } from "node:crypto";
 import pg from "pg";
 import { startPostgres } from "./postgres-server.mjs";
-import { NOW, limiterOn, pgHost, postgresScenarios } from "./postgres-scenarios.mjs";
+import { NOW, RateLimiter, limiterOn, pgHost, postgresScenarios } from "./postgres-scenarios.mjs";
+import { seeded } from "../js/helpers.mjs";
 
 const POSTS = "CREATE TABLE posts (id serial PRIMARY KEY, author text NOT NULL, body text NOT NULL)";
 
@@ -23,6 +25,22 @@ describe("PGlite", () => {
     if (db !== undefined && !db.closed) await db.close();
   });
   postgresScenarios({ db: () => db, inTransaction: (fn) => db.transaction(fn) });
+
+  test("a decision is ONE statement on PGlite and inside its transaction, and -0 and 5e-324 make an exact round trip", async () => {
+    const statements = [];
+    const counted = (connection) => Object.assign(Object.create(connection), { query: (text, params) => (statements.push(text), connection.query(text, params)) });
+    const tiny = { tiny: { kind: "token bucket", rate: 1, period: 1e300, capacity: 5e-324 } };
+    const limiter = limiterOn(pgHost.postgresStore(counted(db)), tiny);
+    assert.deepEqual(await limiter.limit("tiny", { key: "exact", count: -0 }), { ok: true });
+    await db.transaction(async (tx) => {
+      assert.deepEqual(await limiterOn(pgHost.postgresStore(counted(tx)), tiny).limit("tiny", { key: "exact", count: 5e-324 }), { ok: true });
+    });
+    assert.equal(statements.length, 2, statements.join("\n"));
+    const [row] = (await db.query("SELECT value::text AS value, ts::text AS ts FROM ratebound WHERE name = 'tiny' AND key = 'exact'")).rows;
+    assert.deepEqual(row, { value: "0", ts: String(NOW) }, "5e-324 - 5e-324");
+    // 5e-324 refills in 5e-24 ms, but the clock at NOW cannot tell that from 0: the honest wait is one step of it (2^-12 ms).
+    assert.deepEqual(await limiter.limit("tiny", { key: "exact", count: 5e-324 }), { ok: false, retryAfter: 2 ** -12 });
+  });
 
   test("a closed PGlite fails the call with a code (the suite's last test: it closes the database)", async () => {
     await db.close();
@@ -155,6 +173,109 @@ describe("a real PostgreSQL server", () => {
     assert.ok(Math.abs(60 - admitted - left) < 1e-9, `the shards hold 60 - ${admitted} (got ${left})`);
   });
 
+  /** A connection that counts the statements sent through it (pg's query()). */
+  function counting(connection) {
+    const counted = Object.create(connection);
+    counted.statements = [];
+    counted.query = (text, params) => (counted.statements.push(text), connection.query(text, params));
+    return counted;
+  }
+
+  test("a decision is ONE statement: one query on a pool, one inside the app's transaction (limit, check, limitAll)", async () => {
+    const onPool = counting(pool);
+    const limiter = limiterOn(pgHost.postgresStore(onPool), limits);
+    await limiter.limit("burst", { key: "one-statement" });
+    await limiter.check("burst", { key: "one-statement" });
+    await limiter.limitAll([{ name: "burst", key: "one-statement" }, { name: "burst", key: "one-statement-2" }]);
+    assert.equal(onPool.statements.length, 3, onPool.statements.join("\n"));
+    assert.ok(onPool.statements.every((text) => /^SELECT "ratebound_decide_v1"\(/.test(text)));
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      const inside = counting(client);
+      await limiterOn(pgHost.postgresStore(inside), limits).limit("burst", { key: "one-statement" });
+      assert.equal(inside.statements.length, 1, "no SAVEPOINT, no BEGIN: one statement in the app's transaction");
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
+    assert.equal((await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'one-statement'"))[0].value, CAPACITY - 3);
+  });
+
+  test("a decision in the app's transaction holds its lock to the end of that transaction: another call waits, then sees the commit", async () => {
+    const key = "held-to-commit";
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      assert.deepEqual(await limiterOn(pgHost.postgresStore(client), limits).limit("burst", { key, count: 40 }), { ok: true });
+      let settled = false;
+      const other = limiterOn(pgHost.postgresStore(pool), limits)
+        .limit("burst", { key, count: 20 })
+        .finally(() => (settled = true));
+      await sleep(300);
+      assert.equal(settled, false, "the other call waits for the app's transaction");
+      await client.query("COMMIT");
+      assert.deepEqual(await other, { ok: false, retryAfter: 17_280_000 }, "and then decides on the 10 the commit left");
+    } finally {
+      client.release();
+    }
+  });
+
+  test("a decision that fails inside the app's transaction leaves it usable: the app's own writes still commit", async () => {
+    const key = "usable-after-failure";
+    await limiterOn(pgHost.postgresStore(pool), limits).limit("burst", { key });
+    const holder = await pool.connect();
+    const client = await pool.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM ratebound WHERE name = 'burst' AND key = $1 FOR UPDATE", [key]);
+      await client.query("BEGIN");
+      await client.query("INSERT INTO posts (author, body) VALUES ($1, 'before')", [key]);
+      await client.query("SET LOCAL lock_timeout = '100ms'");
+      const error = await limiterOn(pgHost.postgresStore(client), limits).limit("burst", { key }).catch((caught) => caught);
+      assert.equal(error.code, "55P03", error.message);
+      await client.query("INSERT INTO posts (author, body) VALUES ($1, 'after')", [key]);
+      await client.query("COMMIT");
+    } finally {
+      await holder.query("ROLLBACK");
+      holder.release();
+      client.release();
+    }
+    assert.deepEqual((await query("SELECT body FROM posts WHERE author = $1 ORDER BY id", [key])).map((row) => row.body), ["before", "after"]);
+    assert.equal((await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = $1", [key]))[0].value, CAPACITY - 1);
+  });
+
+  test("a decision waits for a transaction (grants, settle, reset) that holds a new key's lock, and decides on what it committed: the two paths share their locks", async () => {
+    const store = pgHost.postgresStore(pool);
+    const ref = { name: "burst", key: "shared-locks", shard: 0 };
+    let opened;
+    const readDone = new Promise((resolve) => (opened = resolve));
+    let release;
+    const gate = new Promise((resolve) => (release = resolve));
+    // The transactional path as a grant runs it: read (no row: it takes the ref's advisory lock), then write.
+    const transaction = store.transaction(async (tx) => {
+      assert.equal(await tx.read(ref), null);
+      opened();
+      await gate;
+      await tx.write(ref, { value: 10, ts: NOW }, { now: NOW, fullAt: Infinity });
+    });
+    let decided = false;
+    let decision;
+    try {
+      await readDone;
+      decision = limiterOn(store, limits)
+        .limit("burst", { key: "shared-locks", count: 4 })
+        .finally(() => (decided = true));
+      await sleep(300);
+      assert.equal(decided, false, "the decision waits for the transaction's lock on the missing row");
+    } finally {
+      release();
+      await transaction;
+    }
+    assert.deepEqual(await decision, { ok: true });
+    assert.deepEqual(await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'shared-locks'"), [{ value: 6 }], "10 committed, then 4 taken: no lost update");
+  });
+
   test("concurrent calls on one pg Client outside a transaction queue up and each commits alone", async () => {
     const client = new pg.Client(server.connectionString);
     await client.connect();
@@ -223,6 +344,47 @@ describe("a real PostgreSQL server", () => {
     assert.deepEqual(await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'timeout-new'"), []);
   });
 
+  // Issue 24 item 5: a name and a key PostgreSQL could not index (their escaped form past btree's
+  // 2,704 bytes, error 54000) were a store error, which onStoreError "open" turned into admitting
+  // every call on a healthy database. Every valid name and key (at most 1024 bytes each) must be
+  // stored and decided like any other.
+  // Control characters in an order pglz cannot compress much (each escapes to 6 bytes of JSON).
+  const shuffled = seeded(24);
+  const CONTROL = Array.from({ length: 1024 }, () => String.fromCharCode(Math.floor(shuffled() * 32))).join("");
+  const WORST = [
+    ["1 KiB of NUL, 1 KiB of NUL", "\u0000".repeat(1024), "\u0000".repeat(1024)],
+    ["1 KiB of control characters and NUL, the same", CONTROL, CONTROL],
+    ["U+FFFF then 1 KiB, 341 U+FFFF (3 bytes each)", "\uffff" + "x".repeat(1021), "\uffff".repeat(341)],
+    ["1 KiB of NUL, a key spelled as the stored form of 1 KiB of NUL", "\u0000".repeat(1024), null],
+  ];
+  /**
+   * How a name or key is stored (README): as itself; escaped (U+FFFF and its JSON) when empty, with a
+   * NUL or starting with U+FFFF; and when that is longer than 1200 bytes, U+FFFF, '#' and its SHA-256.
+   */
+  const columnForm = (text) => {
+    const escaped = text === "" || text.includes("\u0000") || text.startsWith("\uffff") ? "\uffff" + JSON.stringify(text) : text;
+    return Buffer.byteLength(escaped) <= 1200 ? escaped : "\uffff#" + createHash("sha256").update(escaped).digest("hex");
+  };
+  for (const [what, name, given] of WORST) {
+    test(`the worst names and keys are stored and decided exactly under onStoreError "open", never a store error (${what})`, async () => {
+      // A key spelled like another key's stored form is another key.
+      const key = given ?? columnForm("\u0000".repeat(1024));
+      const limits = { worst: { kind: "token bucket", rate: 2, period: 86_400_000, onStoreError: "open" } };
+      const store = pgHost.postgresStore(pool);
+      const limiter = new RateLimiter(store, { [name]: limits.worst }, { now: () => NOW });
+      const results = [];
+      for (let i = 0; i < 3; i++) results.push(await limiter.limit(name, { key }));
+      assert.deepEqual(results, [{ ok: true }, { ok: true }, { ok: false, retryAfter: 43_200_000 }], "decided by the database, not degraded");
+      assert.equal((await limiter.getValue(name, { key })).value, 0);
+      const stored = await query("SELECT value FROM ratebound WHERE name = $1 AND key = $2 AND shard = 0", [columnForm(name), columnForm(key)]);
+      assert.deepEqual(stored, [{ value: 0 }], "the row, under the forms README describes");
+      const other = key.slice(0, -1) + (key.endsWith("\u0001") ? "\u0002" : "\u0001");
+      assert.deepEqual(await limiter.check(name, { key: other }), { ok: true }, "a key that differs in its last character is another state");
+      await limiter.reset(name, { key });
+      assert.deepEqual(await limiter.limit(name, { key }), { ok: true }, "reset found the same row");
+    });
+  }
+
   test("under REPEATABLE READ a decision on a stale snapshot fails with 40001 instead of over-admitting", async () => {
     const limiter = (tx) => limiterOn(pgHost.postgresStore(tx), limits);
     for (const key of ["rr-existing", "rr-new"]) {
@@ -243,12 +405,19 @@ describe("a real PostgreSQL server", () => {
   });
 });
 
-test("bad arguments are refused at once, with an error naming what is wrong", async () => {
-  assert.throws(() => pgHost.postgresStore(null), /ratebound\/postgres: db must have a query\(text, params\) method.*got null/);
-  assert.throws(() => pgHost.postgresStore({}), /db must have a query/);
-  assert.throws(() => pgHost.postgresStore({ query() {} }, { table: 'x"; DROP TABLE users; --' }), /table must be a name like "ratebound"/);
-  assert.throws(() => pgHost.postgresStore({ query() {} }, { maxAttempts: 0 }), /maxAttempts must be an integer >= 1 \(got 0\)/);
-  assert.throws(() => pgHost.createTableSql({ table: "a.b.c" }), /table must be a name/);
+test("bad arguments are refused at once with the core's RateboundTypeError (a TypeError, INVALID_ARGUMENT) that says what to do", async () => {
+  const { RateboundTypeError } = await import("../../pkg/dist/node.js");
+  const invalid = (message) => (error) => error instanceof RateboundTypeError && error instanceof TypeError && error.code === "INVALID_ARGUMENT" && message.test(error.message);
+  assert.throws(() => pgHost.postgresStore(null), invalid(/ratebound\/postgres: db must have a query\(text, params\) method.*got null/));
+  assert.throws(() => pgHost.postgresStore({}), invalid(/db must have a query/));
+  const redisLike = { get() {}, set() {}, eval() {}, evalsha() {} };
+  assert.throws(() => pgHost.postgresStore(redisLike), invalid(/db looks like a Redis client: pass it to redisStore\(client\) from ratebound\/redis/));
+  assert.throws(() => pgHost.postgresStore({ query() {} }, { table: 'x"; DROP TABLE users; --' }), invalid(/table must be a name like "ratebound"/));
+  assert.throws(() => pgHost.postgresStore({ query() {} }, { table: 7 }), invalid(/table must be a name like "ratebound" .*got 7/));
+  assert.throws(() => pgHost.postgresStore({ query() {} }, { maxAttempts: 0 }), invalid(/maxAttempts must be an integer >= 1 \(got 0\)/));
+  assert.throws(() => pgHost.postgresStore({ query() {} }, { onRetry: "log" }), invalid(/onRetry must be a function \(got "log"\)/));
+  assert.throws(() => pgHost.createTableSql({ table: "a.b.c" }), invalid(/table must be a name/));
+  await assert.rejects(() => pgHost.createTable({}), invalid(/db must have a query/));
   assert.match(pgHost.createTableSql({ table: "app.limits" }), /CREATE TABLE IF NOT EXISTS "app"\."limits"/);
   const sqliteHost = await import("../../pkg/dist/sqlite.js");
   assert.throws(() => sqliteHost.sqliteStore({ prepare() {} }), /ratebound\/sqlite: db must be a better-sqlite3 Database or a D1 binding/);

@@ -2,7 +2,8 @@
 // transaction (BEGIN IMMEDIATE), and inside the app's transaction a savepoint that rolls back with
 // it. The concurrent settles run in worker threads, a connection each: exactly one refunds, the
 // rest are GRANT_SETTLED; the same threads through the store's bare read and write refund more
-// than once. (One thread's connections never interleave: better-sqlite3 is synchronous.)
+// than once. (One thread's connections never interleave: better-sqlite3 is synchronous.) A grant
+// whose charge rolled back with the app's transaction refunds nothing (issue 24 item 1).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -88,6 +89,24 @@ describe("settle on better-sqlite3", () => {
         const { data } = await grantToRace(`bare-${kind}`);
         const seen = await threads(data, limits, false);
         assert.ok(seen.won.length > 1 && seen.refunded > 300, `won ${seen.won.length}, refunded ${seen.refunded}`);
+      });
+
+      test("a grant whose charge rolled back with the app's transaction refunds nothing, by cancel() or settle(data, 0) (issue 24 item 1)", async () => {
+        const key = `rolled-back-grant-${kind}`;
+        const limiter = new RateLimiter(sqliteStore(connection()), limits, { now: () => NOW });
+        // An earlier committed grant on the key, inside its refund window: what the old ledger let a rolled-back grant spend.
+        const earlier = await limiter.limit("llm", { key, count: 300, grant: true });
+        const db = connection();
+        db.exec("BEGIN IMMEDIATE");
+        const inside = new RateLimiter(sqliteStore(db), limits, { now: () => NOW });
+        const rolledBack = [await inside.limit("llm", { key, count: 200, grant: true }), await inside.limit("llm", { key, count: 200, grant: true })];
+        assert.deepEqual(rolledBack.map((granted) => granted.ok), [true, true]);
+        db.exec("ROLLBACK");
+        assert.equal((await limiter.getValue("llm", { key })).value, 700, "the rolled-back charges consumed nothing");
+        assert.equal((await rolledBack[0].grant.cancel()).refunded, 0, "cancel() (through the app's connection, as README's catch block) refunds nothing");
+        assert.equal((await limiter.settle(JSON.parse(JSON.stringify(rolledBack[1].grant.data)), 0)).refunded, 0, "settle(data, 0) refunds nothing");
+        assert.equal((await limiter.getValue("llm", { key })).value, 700, "the state gained nothing");
+        assert.equal((await earlier.grant.cancel()).refunded, 300, "the committed grant still refunds its own charge");
       });
 
       test("a settle inside the app's transaction rolls back with it, and the grant settles again after", async () => {

@@ -1,5 +1,6 @@
-// Browsers and bundlers: fetch the .wasm shipped next to this file, once, before the first decision.
-import { useModule } from "./core/engine.js";
-const response = await fetch(new URL("./wasm/ratebound.wasm", import.meta.url));
-useModule(await WebAssembly.compile(await response.arrayBuffer()));
+// Browsers and bundlers: the .wasm inlined (base64), compiled synchronously: no second request,
+// no top-level await, no URL for a bundler to rewrite or a user to copy a file to.
+import { base64 } from "./wasm/ratebound.base64.js";
+import { useInlined } from "./core/engine.js";
+useInlined(base64);
 export * from "./index.js";

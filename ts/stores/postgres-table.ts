@@ -3,8 +3,9 @@
  * connections they take. Re-exported by `ratebound/postgres`.
  * @module
  */
-import { codedError, hasMethod, quotedTable } from "./shared/sql.js";
+import { codedError, describe, hasMethod, invalidOption, quotedTable, tableParts } from "./shared/sql.js";
 import { ownCopy } from "./shared/options.js";
+import { decideFunctionName, decideFunctionSql } from "./postgres-decide.js";
 
 /** What ratebound uses of a connection: satisfied by `pg`'s Client and PoolClient, PGlite and its transactions. */
 export interface PostgresQueryable {
@@ -31,18 +32,14 @@ export interface PostgresTableOptions {
   table?: string;
 }
 
-/**
- * The SQL of {@link createTable}, for migrations: the table and its primary key.
- *
- * @param options `table`: its name, `name` or `schema.name` (default `"ratebound"`).
- * @returns One `CREATE TABLE IF NOT EXISTS` statement.
- * @example
- * writeFileSync("migrations/001_ratebound.sql", createTableSql() + ";\n");
- */
-export function createTableSql(given: PostgresTableOptions = {}): string {
-  const options = ownCopy("createTableSql", given, ["table"]);
-  const table = quotedTable("postgres", options.table ?? "ratebound");
-  return `CREATE TABLE IF NOT EXISTS ${table} (
+/** The statements of {@link createTable}, in order: the table, then the decision function and its helpers. */
+function tableStatements(given: PostgresTableOptions, fn: string): string[] {
+  const options = ownCopy(fn, given, ["table"]);
+  const parts = tableParts("postgres", options.table ?? "ratebound");
+  const table = parts.map((part) => `"${part}"`).join(".");
+  const { schema, decide } = decideFunctionName(parts);
+  return [
+    `CREATE TABLE IF NOT EXISTS ${table} (
   name text NOT NULL,
   key text NOT NULL,
   shard integer NOT NULL,
@@ -50,23 +47,52 @@ export function createTableSql(given: PostgresTableOptions = {}): string {
   ts double precision NOT NULL,
   full_at double precision NOT NULL DEFAULT 'Infinity',
   PRIMARY KEY (name, key, shard)
-)`;
+)`,
+    ...decideFunctionSql(schema, table, decide),
+  ];
 }
 
 /**
- * Creates ratebound's table with its primary key if it does not exist yet (safe to run on every start).
+ * The SQL of {@link createTable}, for migrations: the table and its primary key, then
+ * `CREATE OR REPLACE FUNCTION` for the function every `limit`, `check`, `limitAll` and `checkAll`
+ * calls (`<table>_decide_v1`) and its helpers (`ratebound_v1_*`, in the table's schema). Every
+ * statement is idempotent: apply it again after upgrading ratebound, on an existing table too.
  *
- * @param db A `pg` Client or Pool, PGlite, or any {@link PostgresQueryable}.
- * @param options `table`: its name (default `"ratebound"`).
- * @returns When the table exists.
+ * @param options `table`: its name, `name` or `schema.name` (default `"ratebound"`).
+ * @returns The statements, separated by `;` (the last without one).
+ * @throws RateboundTypeError (`code: "INVALID_ARGUMENT"`) for a bad `table`.
  * @example
- * await createTable(pool); // CREATE TABLE IF NOT EXISTS "ratebound" (…)
+ * writeFileSync("migrations/001_ratebound.sql", createTableSql() + ";\n");
+ */
+export function createTableSql(given: PostgresTableOptions = {}): string {
+  return tableStatements(given, "createTableSql").join(";\n\n");
+}
+
+/**
+ * Creates ratebound's table with its primary key if it does not exist yet, and installs (or
+ * replaces) its decision function, in one statement and one transaction: safe to run on every
+ * start, from many processes at once (they take turns on an advisory lock).
+ *
+ * @param db A `pg` Client or Pool, PGlite, a postgres.js `sql`, or any {@link PostgresQueryable}.
+ * @param options `table`: its name (default `"ratebound"`).
+ * @returns When the table and the function exist.
+ * @throws RateboundTypeError (`code: "INVALID_ARGUMENT"`) for a bad `db` or `table`; rejects with the database's coded error.
+ * @example
+ * await createTable(pool); // CREATE TABLE IF NOT EXISTS "ratebound" (…), CREATE OR REPLACE FUNCTION "ratebound_decide_v1" (…)
  */
 export async function createTable(db: PostgresQueryable | PostgresJsLike, given: PostgresTableOptions = {}): Promise<void> {
-  const options = ownCopy("createTable", given, ["table"]);
-  const sql = createTableSql(options);
+  const statements = tableStatements(given, "createTable");
+  const connection = queryable(db);
+  // One DO block: one statement on any driver (PGlite's query() takes one), one transaction, and
+  // concurrent installs take turns (two CREATE OR REPLACE FUNCTION at once can fail with XX000).
+  const block = [
+    "DO $ratebound$ BEGIN",
+    "PERFORM pg_advisory_xact_lock(hashtextextended('ratebound createTable', 0));",
+    ...statements.map((statement, index) => `EXECUTE $ratebound_${index}$${statement}$ratebound_${index}$;`),
+    "END $ratebound$",
+  ].join("\n");
   try {
-    await queryable(db).query(sql, []);
+    await connection.query(block, []);
   } catch (error) {
     throw codedError("postgres", error);
   }
@@ -85,8 +111,9 @@ export async function createTable(db: PostgresQueryable | PostgresJsLike, given:
 export async function pruneStates(db: PostgresQueryable | PostgresJsLike, given: PostgresTableOptions & { now?: number } = {}): Promise<number> {
   const options = ownCopy("pruneStates", given, ["table", "now"]);
   const table = quotedTable("postgres", options.table ?? "ratebound");
+  const connection = queryable(db);
   try {
-    const { rows } = await queryable(db).query(`WITH gone AS (DELETE FROM ${table} WHERE full_at <= $1 RETURNING 1) SELECT count(*)::int AS n FROM gone`, [
+    const { rows } = await connection.query(`WITH gone AS (DELETE FROM ${table} WHERE full_at <= $1 RETURNING 1) SELECT count(*)::int AS n FROM gone`, [
       options.now ?? Date.now(),
     ]);
     return (rows[0] as { n: number }).n;
@@ -97,7 +124,12 @@ export async function pruneStates(db: PostgresQueryable | PostgresJsLike, given:
 
 /** Any supported `db` as a {@link PostgresQueryable}: postgres.js through {@link queryableOf}. */
 export function queryable(db: PostgresQueryable | PostgresJsLike): PostgresQueryable {
-  return hasMethod(db, "query") ? (db as PostgresQueryable) : queryableOf(db as PostgresJsLike);
+  if (hasMethod(db, "query")) return db as PostgresQueryable;
+  if (hasMethod(db, "unsafe")) return queryableOf(db as PostgresJsLike);
+  throw invalidOption(
+    `ratebound/postgres: db must have a query(text, params) method, like a pg Client, Pool or PGlite, or be a postgres.js sql (got ${describe(db)})`,
+    "db",
+  );
 }
 
 /** A postgres.js `sql` as a {@link PostgresQueryable}. */

@@ -9,6 +9,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } fro
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import { installBuiltPackage } from "../installed-package.mjs";
 
 const repo = fileURLToPath(new URL("../../../", import.meta.url));
 const pkg = `${repo}pkg/`;
@@ -55,6 +56,7 @@ function copyComponent(from, target) {
 }
 
 if (!existsSync(`${pkg}convex-component/lib.js`)) throw new Error("pkg/ is not built: run node scripts/build.mjs first");
+installBuiltPackage();
 rmSync(staged, { recursive: true, force: true });
 for (const [version, { from, tests }] of Object.entries(PUBLISHED)) {
   const src = `${staged}${version}/src/`;
@@ -96,11 +98,15 @@ export default defineConfig({
       },
       {
         extends: true,
-        resolve: { alias: alias(`${repo}tests/convex-component/ratebound-in-jsdom.mjs`) },
+        // As the reference's users run it: ratebound installed (tests/node_modules/ratebound, kept at
+        // that path), resolved through its exports under jsdom's conditions, and processed by Vite
+        // (inlined), so that the hook's import of convex/react is the one the test mocks.
+        resolve: { preserveSymlinks: true },
         test: {
           name: "react",
           environment: "jsdom", // as the files themselves ask (@vitest-environment jsdom)
           include: ["tests/artifacts/convex-published/*/src/react/*.test.ts"],
+          server: { deps: { inline: ["convex-test", "ratebound"] } },
         },
       },
     ],

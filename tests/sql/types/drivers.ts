@@ -5,8 +5,8 @@ import { PGlite, type Transaction } from "@electric-sql/pglite";
 import Database from "better-sqlite3";
 import pg from "pg";
 import postgres from "postgres";
-import { MINUTE, RateLimiter } from "ratebound";
-import { createTable, postgresStore, pruneStates, type PostgresPoolLike, type PostgresQueryable } from "ratebound/postgres";
+import { MINUTE, RateLimiter, type RemoteAnswer, type RemoteBatch } from "ratebound";
+import { createTable, createTableSql, postgresStore, pruneStates, type PostgresPoolLike, type PostgresQueryable, type PostgresStore } from "ratebound/postgres";
 import { createTable as createSqliteTable, sqliteStore, type SqliteDatabaseLike } from "ratebound/sqlite";
 
 const LIMITS = { post: { kind: "token bucket", rate: 10, period: MINUTE } } as const;
@@ -20,6 +20,12 @@ export async function pgDrivers(pool: pg.Pool, client: pg.Client): Promise<void>
   await new RateLimiter(postgresStore(asPool), LIMITS).limit("post", { key: "ada" });
   await new RateLimiter(postgresStore(asClient), LIMITS).check("post");
   await new RateLimiter(postgresStore(poolClient), LIMITS).getValue("post");
+  // The store decides next to its data: one statement per batch.
+  const store: PostgresStore = postgresStore(pool, { table: "app.limits", maxAttempts: 5 });
+  const batch: RemoteBatch = { refs: [{ name: "post", key: "ada", shard: 0 }], items: [], all: false };
+  const answer: RemoteAnswer = await store.decide(batch);
+  const migration: string = createTableSql({ table: "app.limits" });
+  void [answer, migration];
 }
 
 export async function postgresJs(sql: postgres.Sql): Promise<void> {

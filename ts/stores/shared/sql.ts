@@ -4,7 +4,7 @@
  * and a queue that gives one connection to one call at a time.
  * @module
  */
-import type { RateLimitState, StateRef, WriteInfo } from "ratebound";
+import { RateboundTypeError, type RateLimitState, type StateRef, type WriteInfo } from "ratebound";
 
 export type { WriteInfo };
 
@@ -14,9 +14,17 @@ export type { WriteInfo };
  * from `pg` or `SQLITE_BUSY` from better-sqlite3, are passed on unchanged).
  * Whatever the code, the call wrote nothing.
  *
- * - `SQL_FAILED`: the driver threw (for example a lost connection); `cause` holds its error.
- * - `SQL_LOCK_CONTENDED`: every attempt found a second state locked by another transaction.
- * - `SQL_BAD_ROW`: the database answered with something that is not a row of the table.
+ * - `SQL_FAILED`: the driver threw an error without a code of its own (for example "Connection
+ *   terminated"); `cause` holds it. Retry once the database is reachable.
+ * - `SQL_LOCK_CONTENDED`: every attempt found a state it needed locked by another transaction
+ *   (`maxAttempts` of them). Retry later, or give the limit fewer shards.
+ * - `SQL_BAD_ROW`: the connection answered with something that is not what ratebound asked
+ *   for: `query()` resolved without `{ rows: [...] }` (a wrapper around the driver that changes
+ *   its answers), or the decision function answered for another batch (a function of that name
+ *   that is not ratebound's). Pass the driver's own client, and run `createTable(db)` again.
+ *
+ * Errors of the database itself keep its SQLSTATE as their `code` (`40001`, `40P01`, `55P03`,
+ * `57014`, `42883` when the decision function is missing, …), and socket errors their own.
  *
  * @example
  * try { await limiter.limit("api", { key }); }
@@ -98,13 +106,49 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * @returns The quoted name, for example `"public"."ratebound"`.
  */
 export function quotedTable(host: string, table: unknown): string {
+  return tableParts(host, table)
+    .map((part) => `"${part}"`)
+    .join(".");
+}
+
+/**
+ * A table name, checked: `[name]` or `[schema, name]`, each part a plain identifier (letters,
+ * digits, `_`), so that no option can inject SQL.
+ *
+ * @param host `"postgres"` or `"sqlite"`, for the message.
+ * @param table The name as given.
+ * @returns Its parts, unquoted.
+ * @throws RateboundTypeError (`code: "INVALID_ARGUMENT"`) for anything else.
+ */
+export function tableParts(host: string, table: unknown): string[] {
   const parts = typeof table === "string" ? table.split(".") : [];
   if (parts.length < 1 || parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
-    throw new TypeError(
-      `ratebound/${host}: table must be a name like "ratebound" or "schema.ratebound" (letters, digits and _; got ${JSON.stringify(table)})`,
+    throw invalidOption(
+      `ratebound/${host}: table must be a name like "ratebound" or "schema.ratebound" (letters, digits and _; got ${describe(table)})`,
+      "table",
     );
   }
-  return parts.map((part) => `"${part}"`).join(".");
+  return parts;
+}
+
+/**
+ * A bad adapter option or argument: the core's `RateboundTypeError` (a `TypeError` with
+ * `code: "INVALID_ARGUMENT"`), thrown when the store is made (never during a call).
+ *
+ * @param message What is wrong and what to do, for people.
+ * @param field The argument or option at fault.
+ * @returns The error, to throw.
+ */
+export function invalidOption(message: string, field?: string): RateboundTypeError {
+  return new RateboundTypeError(message, field);
+}
+
+/** A value as an option error shows it: JSON for plain data, else its type. */
+export function describe(value: unknown): string {
+  if (value === null || typeof value === "string" || typeof value === "number" || typeof value === "boolean") return JSON.stringify(value);
+  if (value === undefined) return "undefined";
+  const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === "string" && name !== "Object" ? `a ${name}` : `a ${typeof value}`;
 }
 
 /** The call that has a connection now, per connection: the next one waits for it. */

@@ -1,0 +1,344 @@
+// ratebound/postgres's decision function (PL/pgSQL, installed by createTable) against the Rust
+// core, on a real PostgreSQL server (Debian's, in a temporary directory on a loopback port): more
+// than 100,000 random decisions go through `postgresStore(client).decide(batch)` and through the
+// core's `rb_plan`/`rb_decide` (the package's own WebAssembly, through its engine module and the
+// buffer `src/wasm/io.rs` lays out), and every answer (what each ref held,
+// whether each item wrote) and every stored number (value, ts, full_at) must be the same with
+// Object.is. Both kinds, reservations, maxReserved (0 included), capacity ≠ rate, 1 to 16 shards,
+// all-or-nothing and one-by-one batches, clocks that step back, and states seeded near 0, in
+// debt, huge, tiny and corrupt. First, the function's IEEE arithmetic (sums, products and
+// quotients that PostgreSQL's own operators refuse) and its nextafter, against JavaScript's.
+//
+// Reproduce a failure with PG_DIFF_SEED=<seed printed in the message>.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import pg from "pg";
+import "../../pkg/dist/node.js"; // instantiates the core
+import * as engine from "../../pkg/dist/core/engine.js";
+import { createTable, postgresStore } from "../../pkg/dist/postgres.js";
+import { startPostgres } from "./postgres-server.mjs";
+import { seeded } from "../js/helpers.mjs";
+
+const SEED = process.env.PG_DIFF_SEED === undefined ? 0x9d1f_2026 : Number(process.env.PG_DIFF_SEED);
+const DECISIONS = 100_000;
+const MAX = 1.7976931348623157e308;
+
+/** JSON that shows -0, NaN and ±Infinity. */
+const show = (value) =>
+  JSON.stringify(value, (_, v) => (typeof v === "number" && (Object.is(v, -0) || !Number.isFinite(v)) ? String(Object.is(v, -0) ? "-0" : v) : v === undefined ? "undefined" : v));
+
+/** A number as float8in reads it back exactly. */
+const text = (x) => (Object.is(x, -0) ? "-0" : String(x));
+
+/** Rust's f64::next_up, from the bits. */
+function nextUp(x) {
+  if (Number.isNaN(x) || x === Infinity) return x;
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, x);
+  const bits = view.getBigUint64(0);
+  const abs = bits & 0x7fff_ffff_ffff_ffffn;
+  view.setBigUint64(0, abs === 0n ? 1n : bits === abs ? bits + 1n : bits - 1n);
+  return view.getFloat64(0);
+}
+
+/**
+ * Rust's f64::max as the core's WebAssembly computes it (measured on a wasm32 build of
+ * `a.max(b)` at opt-level z and 3): a NaN operand is ignored; of two equal numbers, the first.
+ */
+const rustMax = (a, b) => (Number.isNaN(a) ? b : Number.isNaN(b) ? a : b > a ? b : a);
+
+/**
+ * The core the package ships (its engine module, instantiated by the Node entry), driven raw:
+ * numbers in and out through the buffer `src/wasm/io.rs` lays out.
+ */
+function loadCore() {
+  const core = engine.core;
+  const io = engine.io;
+  const L = engine.layout;
+  const field = (value) => (value === undefined ? [0, 0] : value === null ? [1, 0] : [2, value]);
+  return {
+    /** A validated config's seven numbers and how many draws a decision takes, or null when invalid. */
+    compile(config) {
+      io[L.EXTRA] = config.kind === "token bucket" ? 0 : 1;
+      ["rate", "period", "capacity", "maxReserved", "shards", "start"].forEach((name, index) => {
+        [io[L.EXTRA + 1 + 2 * index], io[L.EXTRA + 2 + 2 * index]] = field(config[name]);
+      });
+      if (core.rb_compile() !== 0) return null;
+      return { numbers: Array.from(io.subarray(L.EXTRA, L.EXTRA + 7)), draws: io[L.EXTRA + 7] };
+    },
+    /** Writes the items' records; plans them; returns each plan, or null for an item that is bad input. */
+    plan(items) {
+      items.forEach((item, index) => {
+        const record = L.ITEMS + index * L.ITEM;
+        io.set(item.limit.compiled.numbers, record);
+        io.set([item.count, item.reserve ? 1 : 0, item.write ? 1 : 0, item.now, ...item.draws], record + 7);
+      });
+      core.rb_plan(items.length);
+      return items.map((_, index) => {
+        const at = L.PLAN + index * L.PLAN_STRIDE;
+        if (io[at + 7] !== 0) return null;
+        const reads = io[at + 2];
+        return {
+          shards: [io[at], io[at + 1]].slice(0, reads),
+          fresh: [{ value: io[at + 3], ts: io[at + 4] }, { value: io[at + 5], ts: io[at + 6] }].slice(0, reads),
+          rate: io[at + 8],
+          capacity: io[at + 9],
+          maxReserved: Number.isNaN(io[at + 10]) ? null : io[at + 10],
+        };
+      });
+    },
+    /**
+     * Decides planned items (their records written by the last `plan`) on `stored` (per slot, a
+     * state or null); returns the batch's status, each item's status, and per slot what to write.
+     */
+    decide(items, slotsOfItems, stored, all) {
+      items.forEach((_, index) => io.set(slotsOfItems[index], L.MAP + 2 * index));
+      stored.forEach((state, slot) => io.set(state === null ? [NaN, NaN] : [state.value, state.ts], L.SLOTS + slot * L.SLOT));
+      const status = core.rb_decide(items.length, stored.length, all ? 1 : 0);
+      return {
+        status,
+        items: items.map((_, index) => io[L.OUT + index * L.OUT_STRIDE]),
+        writes: stored.map((_, slot) => {
+          const at = L.SLOTS + slot * L.SLOT;
+          return Number.isNaN(io[at + 2]) ? null : { value: io[at + 2], ts: io[at + 3], fullAt: io[at + 4] };
+        }),
+      };
+    },
+  };
+}
+
+/** Random limits, calls and states from a seeded generator. */
+function generator(seed) {
+  const random = seeded(seed);
+  const chance = (p) => random() < p;
+  const pick = (list) => list[Math.floor(random() * list.length)];
+  const integer = (lo, hi) => lo + Math.floor(random() * (hi - lo + 1));
+  const logUniform = (lo, hi) => 10 ** (lo + random() * (hi - lo));
+  const unit = () => pick([random, random, random, () => 0, () => 0.9999999999999999, () => 0.5])();
+
+  const config = () => {
+    const kind = chance(0.5) ? "token bucket" : "fixed window";
+    const rate = pick([() => integer(1, 100), () => logUniform(-3, 7), () => pick([1, 3, 10, 40_000]), () => logUniform(-300, 300), () => random() * 10])();
+    const period = pick([() => pick([1, 1000, 60_000, 86_400_000]), () => logUniform(-3, 10), () => logUniform(-300, 300), () => integer(1, 10_000)])();
+    const limit = { kind, rate, period };
+    if (chance(0.6)) limit.capacity = pick([() => 0, () => -0, () => rate, () => rate * integer(2, 10), () => rate * random(), () => logUniform(-3, 8), () => MAX, () => logUniform(-300, 300)])();
+    if (chance(0.5)) limit.maxReserved = pick([() => 0, () => -0, () => random() * 10, () => integer(1, 100), () => logUniform(-300, 300), () => MAX])();
+    if (chance(0.5)) limit.shards = pick([() => 2, () => 3, () => integer(1, 16), () => 16])();
+    if (kind === "fixed window" && chance(0.5)) limit.start = pick([() => 0, () => 1_700_000_000_000 - integer(0, 1e9), () => -integer(0, 1e12), () => random() * 1e6, () => 9_007_199_254_740_992 * (random() * 2 - 1)])();
+    return limit;
+  };
+
+  const clockBase = () => pick([() => 0, () => 1_700_000_000_000 + integer(0, 1e11), () => random() * 1e6, () => -integer(0, 1e12), () => logUniform(-300, 15.9), () => -logUniform(-300, 15), () => 8.6e15])();
+  const step = (period) => pick([() => 0, () => integer(1, 1000), () => random() * period, () => period * integer(1, 5), () => -integer(1, 1e6), () => -random() * period, () => logUniform(-320, 12), () => -logUniform(-320, 12), () => period * integer(1, 100) + random()])();
+
+  const count = (limit) => {
+    const max = limit.capacity ?? limit.rate;
+    return pick([() => 0, () => -0, () => 1, () => integer(1, Math.max(1, Math.min(1e6, Math.ceil(max) + 2))), () => random() * max * 2, () => random() * max / (limit.shards ?? 1), () => logUniform(-3, 9), () => logUniform(-320, 308), () => max, () => 5e-324])();
+  };
+
+  const value = (now) =>
+    pick([() => 0, () => -0, () => 5e-324, () => -5e-324, () => 1e-300, () => -1e-300, () => random() * 100, () => -random() * 1e6, () => -1e300, () => -MAX, () => 1e308, () => MAX, () => integer(-5, 50), () => -logUniform(-300, 300), () => now])();
+  const timestamp = (now) =>
+    pick([() => now, () => now - random() * 1e6, () => now + random() * 1e6, () => 0, () => -0, () => -1e300, () => 1e300, () => 5e-324, () => -8.9e15, () => 8.9e15, () => now - logUniform(-300, 300), () => MAX, () => -MAX])();
+
+  return { random, chance, pick, integer, logUniform, unit, config, clockBase, step, count, value, timestamp };
+}
+
+describe("the decision function on a real PostgreSQL server, against the core", () => {
+  let server;
+  let client;
+  let store;
+  let core;
+  const rows = async (sql, params = []) => (await client.query(sql, params)).rows;
+
+  before(async () => {
+    core = loadCore();
+    server = await startPostgres({ maxConnections: 20 });
+    client = new pg.Client(server.connectionString);
+    client.on("error", () => {}); // the test's own connection
+    await client.connect();
+    await client.query("SET extra_float_digits = 3");
+    await createTable(client);
+    store = postgresStore(client);
+  });
+  after(async () => {
+    await client?.end().catch(() => {});
+    server?.stop();
+  });
+
+  test("IEEE sums, products and quotients (where PostgreSQL's operators raise), min, max and nextafter equal JavaScript's and Rust's, bit for bit, on 60,000 pairs", async () => {
+    const { random, pick, logUniform } = generator(SEED);
+    const edges = [0, -0, 5e-324, -5e-324, 2.2250738585072014e-308, 2 ** -1021, 2 ** -1022 + 2 ** -1074, 1, -1, 0.5, 1.5, 2 ** 1023, -(2 ** 1023), MAX, -MAX, Infinity, -Infinity, NaN, 2 ** 53, 2 ** -53, 1e-300, 1e300, 3, 2 ** -900, 2 ** -969, 2 ** -1000];
+    const number = () =>
+      pick([() => pick(edges), () => (random() < 0.5 ? -1 : 1) * logUniform(-323, 308), () => random() * 100 - 50, () => nextUp(pick(edges)), () => -nextUp(pick(edges)), () => (random() < 0.5 ? -1 : 1) * 2 ** Math.floor(random() * 2098 - 1074)])();
+    const pairs = Array.from({ length: 60_000 }, () => [number(), number()]);
+    for (const a of edges) for (const b of edges) pairs.push([a, b]);
+    const checked = { add: 0, mul: 0, div: 0, min: 0, max: 0, next_up: 0 };
+    for (let from = 0; from < pairs.length; from += 10_000) {
+      const chunk = pairs.slice(from, from + 10_000);
+      const result = await rows(
+        `SELECT ratebound_v1_add(a, b)::text AS add, ratebound_v1_mul(a, b)::text AS mul, ratebound_v1_div(a, b)::text AS div,
+           ratebound_v1_min(a, b)::text AS min, ratebound_v1_max(a, b)::text AS max, ratebound_v1_next_up(a)::text AS next_up
+         FROM unnest($1::float8[], $2::float8[]) WITH ORDINALITY AS u(a, b, o) ORDER BY o`,
+        [`{${chunk.map(([a]) => text(a)).join(",")}}`, `{${chunk.map(([, b]) => text(b)).join(",")}}`],
+      );
+      chunk.forEach(([a, b], index) => {
+        const row = result[index];
+        const expected = { add: a + b, mul: a * b, div: a / b, min: Math.min(a, b), max: rustMax(a, b), next_up: nextUp(a) };
+        for (const [op, want] of Object.entries(expected)) {
+          assert.ok(Object.is(Number(row[op]), want), `${op}(${text(a)}, ${text(b)}): PostgreSQL ${row[op]}, JavaScript ${text(want)}`);
+          checked[op]++;
+        }
+      });
+    }
+    assert.ok(checked.add > 60_000);
+  });
+
+  test(`${DECISIONS.toLocaleString("en")}+ random decisions from seed ${SEED} (PG_DIFF_SEED): every answer and every stored number equal the core's`, { timeout: 240_000 }, async (t) => {
+    const g = generator(SEED);
+    const limits = [];
+    while (limits.length < 24) {
+      const config = g.config();
+      const compiled = core.compile(config);
+      if (compiled !== null) limits.push({ name: `L${limits.length}`, config, compiled });
+    }
+    const keys = ["a", "b", undefined];
+    /** The database as the core says it must be: ref id → { value, ts, fullAt }. */
+    const model = new Map();
+    const idOf = (ref) => JSON.stringify([ref.name, ref.key ?? null, ref.shard]);
+    const same = (a, b) => (a === null || b === null ? a === b : Object.is(a.value, b.value) && Object.is(a.ts, b.ts));
+    const stats = { decisions: 0, batches: 0, all: 0, granted: 0, refused: 0, errors: 0, written: 0, corrupt: 0, seeded: 0, badInput: 0 };
+    const failure = (what, details) => `seed ${SEED}, batch ${stats.batches}: ${what}\n${show(details)}`;
+
+    /** Writes `states` (ref → state) straight into the table, in one statement, and into the model. */
+    async function seed(states) {
+      const list = (values) => `{${values.map((value) => JSON.stringify(String(value))).join(",")}}`;
+      await client.query(
+        `INSERT INTO ratebound (name, key, shard, value, ts, full_at)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::float8[], $5::float8[], $6::float8[])
+         ON CONFLICT (name, key, shard) DO UPDATE SET value = excluded.value, ts = excluded.ts, full_at = excluded.full_at`,
+        [
+          list(states.map(([ref]) => ref.name)),
+          list(states.map(([ref]) => ref.key ?? "")),
+          list(states.map(([ref]) => ref.shard)),
+          list(states.map(([, state]) => text(state.value))),
+          list(states.map(([, state]) => text(state.ts))),
+          list(states.map(() => "Infinity")),
+        ],
+      );
+      for (const [ref, state] of states) model.set(idOf(ref), { ...state, fullAt: Infinity });
+      stats.seeded += states.length;
+    }
+
+    async function compareTable() {
+      const table = await rows("SELECT name, key, shard, value::text AS value, ts::text AS ts, full_at::text AS full_at FROM ratebound");
+      assert.equal(table.length, model.size, failure("the table has another number of rows than the core wrote", { rows: table.length, model: model.size }));
+      for (const row of table) {
+        const want = model.get(idOf({ name: row.name, key: row.key === "" ? undefined : row.key, shard: row.shard }));
+        const got = { value: Number(row.value), ts: Number(row.ts), fullAt: Number(row.full_at) };
+        assert.ok(want !== undefined && same(got, want) && Object.is(got.fullAt, want.fullAt), failure("a stored row differs from the core's", { row, want }));
+      }
+    }
+
+    let clock = g.clockBase();
+    while (stats.decisions < DECISIONS) {
+      stats.batches++;
+      if (g.chance(0.05)) clock = g.clockBase();
+      const all = g.chance(0.3);
+      const size = all ? g.integer(1, 4) : g.integer(1, 100);
+      // The calls, planned by the core: bad input never reaches the store.
+      let now = (clock += g.step(1000));
+      let items = Array.from({ length: size }, () => {
+        const limit = g.pick(limits);
+        if (!all) now = clock + g.step(limit.config.period);
+        return {
+          limit,
+          name: g.chance(0.1) ? g.pick(limits).name : limit.name,
+          key: g.pick(keys),
+          count: g.count(limit.config),
+          reserve: g.chance(0.4),
+          write: all ? true : g.chance(0.8),
+          now,
+          draws: [g.unit(), g.unit(), g.unit(), g.unit()],
+        };
+      });
+      if (all && g.chance(0.3)) items.forEach((item) => (item.write = g.chance(0.2))); // checkAll, and now and then a mixed batch
+      let plans = core.plan(items);
+      stats.badInput += plans.filter((plan) => plan === null).length;
+      items = items.filter((_, index) => plans[index] !== null);
+      if (items.length === 0) continue;
+      plans = core.plan(items);
+
+      const refs = [];
+      const slotsOfItems = items.map((item, index) =>
+        plans[index].shards.map((shard) => {
+          const ref = { name: item.name, ...(item.key === undefined ? {} : { key: item.key }), shard };
+          let slot = refs.findIndex((known) => idOf(known) === idOf(ref));
+          if (slot < 0) slot = refs.push(ref) - 1;
+          return slot;
+        }),
+      );
+      // Now and then, states the traffic alone rarely reaches: near 0, deep in debt, huge, tiny, clocks far off; or corrupt.
+      if (g.chance(0.25)) {
+        const states = refs
+          .filter(() => g.chance(0.5))
+          .map((ref) => [ref, g.chance(0.05) ? { value: g.pick([NaN, Infinity, -Infinity]), ts: g.pick([NaN, Infinity, 0]) } : { value: g.value(clock), ts: g.timestamp(clock) }]);
+        if (states.length > 0) await seed(states);
+      }
+
+      const batch = {
+        refs,
+        all,
+        items: items.map((item, index) => ({
+          reads: slotsOfItems[index],
+          kind: item.limit.config.kind === "token bucket" ? 0 : 1,
+          rate: plans[index].rate,
+          period: item.limit.compiled.numbers[2],
+          capacity: plans[index].capacity,
+          maxReserved: plans[index].maxReserved,
+          shards: item.limit.compiled.numbers[5],
+          start: Number.isNaN(item.limit.compiled.numbers[6]) ? null : item.limit.compiled.numbers[6],
+          count: item.count,
+          reserve: item.reserve,
+          write: item.write,
+          now: item.now,
+          fresh: plans[index].fresh,
+        })),
+      };
+      const before = refs.map((ref) => model.get(idOf(ref)) ?? null);
+      const answer = await store.decide(batch);
+      before.forEach((state, slot) =>
+        assert.ok(same(answer.stored[slot], state === null ? null : { value: state.value, ts: state.ts }), failure(`ref ${slot} was read as another state than the table held`, { ref: refs[slot], read: answer.stored[slot], held: state })),
+      );
+      stats.decisions += items.length;
+      stats.all += all ? 1 : 0;
+
+      if (before.some((state) => state !== null && !(Number.isFinite(state.value) && Number.isFinite(state.ts)))) {
+        stats.corrupt++;
+        assert.deepEqual(answer.wrote, items.map(() => false), failure("a batch that read a corrupt row wrote", { batch, answer }));
+        const corrupt = refs.filter((ref) => !(Number.isFinite(model.get(idOf(ref))?.value ?? 0) && Number.isFinite(model.get(idOf(ref))?.ts ?? 0)));
+        await seed(corrupt.map((ref) => [ref, { value: 1, ts: 0 }]));
+        continue;
+      }
+
+      const decided = core.decide(items, slotsOfItems, answer.stored, all);
+      const anyWrite = items.some((item) => item.write);
+      // As the driver checks it (runRemote): a write item of a granted batch, or a granted write item.
+      const wrote = items.map((item, index) => item.write && (all ? decided.status === 1 && anyWrite : decided.items[index] === 1));
+      assert.deepEqual(answer.wrote, wrote, failure("the function wrote other items than the core", { batch, stored: answer.stored, core: decided, function: answer.wrote }));
+      decided.writes.forEach((write, slot) => {
+        if (write !== null) model.set(idOf(refs[slot]), write);
+      });
+      for (const status of decided.items) {
+        if (status === 1) stats.granted++;
+        else if (status === 0) stats.refused++;
+        else stats.errors++;
+      }
+      stats.written += decided.writes.filter((write) => write !== null).length;
+      if (stats.batches % 200 === 0) await compareTable();
+    }
+    await compareTable();
+    t.diagnostic(`seed ${SEED}: ${show(stats)}`);
+    for (const outcome of ["granted", "refused", "errors", "corrupt", "all"]) assert.ok(stats[outcome] > 0, `the traffic had ${outcome}`);
+  });
+});
