@@ -180,10 +180,10 @@ export function readAll(store: RateLimitStore, refs: StateRef[], now: number): u
  * none): `null` or `undefined` for none, else an object whose `value` and
  * `ts` are finite numbers. Anything else is CORRUPT_STATE naming the ref.
  */
-export function putState(at: number, answer: unknown, place: Place): void {
+export function putState(at: number, answer: unknown, place: Place, target: Float64Array = io): void {
   if (answer === null || answer === undefined) {
-    io[at] = Number.NaN;
-    io[at + 1] = Number.NaN;
+    target[at] = Number.NaN;
+    target[at + 1] = Number.NaN;
     return;
   }
   if (typeof answer !== "object") throw corruptState(place, mustBe("state", "{ value, ts } or null", answer));
@@ -197,8 +197,8 @@ export function putState(at: number, answer: unknown, place: Place): void {
   }
   if (typeof value !== "number" || !Number.isFinite(value)) throw corruptState(place, mustBe("value", "a finite number", value));
   if (typeof ts !== "number" || !Number.isFinite(ts)) throw corruptState(place, mustBe("ts", "a finite number", ts));
-  io[at] = value;
-  io[at + 1] = ts;
+  target[at] = value;
+  target[at + 1] = ts;
 }
 
 /** The answer of call `index`, from the buffer. */

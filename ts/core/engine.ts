@@ -16,6 +16,7 @@ export interface CoreExports {
   rb_plan(count: number): number;
   rb_decide(count: number, slots: number, mode: number): number;
   rb_decide_one(): number;
+  /** Grants: in the full module only (`grantsEngine`). */
   rb_plan_charge(slot: number): number;
   rb_charge(slot: number, tag: number): number;
   rb_settle_reads(): number;
@@ -50,6 +51,13 @@ export interface Layout {
   MAX_SLOTS: number;
 }
 
+/** An instance: its exports, its buffer and the buffer's layout. */
+export interface Engine {
+  readonly core: CoreExports;
+  readonly io: Float64Array;
+  readonly layout: Layout;
+}
+
 /** The instance's exports. */
 export let core: CoreExports = undefined as unknown as CoreExports;
 /** The shared buffer. */
@@ -78,9 +86,11 @@ export function ownItems(owner: unknown): void {
  * to rewrite and no top-level `await`.
  *
  * @param base64 The `.wasm` file's bytes in base64.
+ * @param full When `base64` is the small module (no grants): loads the full one's base64, on the first grant.
  */
-export function useInlined(base64: string): void {
+export function useInlined(base64: string, full?: () => Promise<string>): void {
   useModule(new WebAssembly.Module(bytesOfBase64(base64)));
+  loadFull = full;
 }
 
 /**
@@ -107,6 +117,12 @@ function bytesOfBase64(base64: string): Uint8Array {
  * @param module A compiled `WebAssembly.Module` of `ratebound.wasm`.
  */
 export function useModule(module: object): void {
+  ({ core, io, layout } = instantiate(module));
+  grants = typeof core.rb_charge === "function" ? Promise.resolve({ core, io, layout }) : undefined;
+}
+
+/** An instance of a compiled module, with its buffer and layout. */
+function instantiate(module: object): Engine {
   const exports = new WebAssembly.Instance(module, {}).exports as CoreExports;
   const at = (which: number) => exports.rb_layout(which);
   layout = {
@@ -124,6 +140,24 @@ export function useModule(module: object): void {
     MAX_SLOTS: at(11),
   };
   // The module never grows its memory (it allocates nothing), so the view stays valid.
-  io = new Float64Array(exports.memory.buffer, exports.rb_io(), at(12));
-  core = exports;
+  return { core: exports, io: new Float64Array(exports.memory.buffer, exports.rb_io(), at(12)), layout };
+}
+
+/** The instance that settles grants: the main one when it has them, else the full module, loaded once. */
+let grants: Promise<Engine> | undefined;
+/** How the runtime entry loads the full module when the main one is the small one (base64). */
+let loadFull: (() => Promise<string>) | undefined;
+
+/**
+ * The instance that charges and settles grants. A runtime that loaded the
+ * small module (no grants: what a browser app downloads) loads the full one
+ * on the first grant, once.
+ *
+ * @returns The engine with the grant exports.
+ */
+export function grantsEngine(): Promise<Engine> {
+  grants ??= (loadFull === undefined ? Promise.reject(new Error("ratebound: this runtime's entry loaded no module with grants")) : loadFull()).then((base64) =>
+    instantiate(new WebAssembly.Module(bytesOfBase64(base64))),
+  );
+  return grants;
 }

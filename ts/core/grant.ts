@@ -4,7 +4,7 @@
  * The reads and writes of both are here; every number is the core's.
  * @module
  */
-import { core, io, layout, ownItems } from "./engine.js";
+import { io as mainIo, ownItems, type Engine } from "./engine.js";
 import { coreError, invalidRequest, mustBe, RateboundError, unknownField, wrongArgument } from "./errors.js";
 import { checkKey, checkName, refId, refOf } from "./call.js";
 import { isThenable, putState, readAll, type Call } from "./driver.js";
@@ -35,7 +35,8 @@ export function grantId(now: number, words: readonly number[]): string {
 }
 
 /** The refs of a grant's charge: the planned shards, their ledgers, the record. */
-function chargeRefs(call: Call, slot: number): { refs: StateRef[]; reads: number } {
+function chargeRefs(e: Engine, call: Call, slot: number): { refs: StateRef[]; reads: number } {
+  const { core, io, layout } = e;
   const { PLAN, EXTRA } = layout;
   if (core.rb_plan_charge(slot) < 0) throw coreError(io, layout.OUT, call.name);
   const reads = io[PLAN + 2]!;
@@ -45,8 +46,9 @@ function chargeRefs(call: Call, slot: number): { refs: StateRef[]; reads: number
 }
 
 /** Writes the call as item 0. */
-function putCall(call: Call): void {
-  ownItems(undefined);
+function putCall(e: Engine, call: Call): void {
+  const { io, layout } = e;
+  if (io === mainIo) ownItems(undefined);
   const at = layout.ITEMS;
   call.limit.numbers.forEach((number, index) => (io[at + index] = number));
   io[at + 7] = call.count;
@@ -58,7 +60,7 @@ function putCall(call: Call): void {
 }
 
 /** Applies a core answer's writes (at `at`: count, then shard, value, ts, fullAt each) through `store`. */
-function writeBack(store: RateLimitStore, name: string, key: string | undefined, at: number, now: number): void | Promise<void> {
+function writeBack(io: Float64Array, store: RateLimitStore, name: string, key: string | undefined, at: number, now: number): void | Promise<void> {
   const writes: [StateRef, RateLimitState, number][] = [];
   for (let index = 0; index < io[at]!; index++) {
     const from = at + 1 + 4 * index;
@@ -80,31 +82,35 @@ function writeBack(store: RateLimitStore, name: string, key: string | undefined,
  * Charges a grant: the decision `limit` makes, and when granted the grant's
  * data, with its record and the ledgers written in the same transaction.
  *
+ * @param e The engine with grants ({@link grantsEngine}).
  * @param store The store, inside its transaction when it has one.
  * @param call The checked call (its draws: the decision's, then two for the id).
  * @param idWords Two random 32-bit words for the grant's id.
  * @returns The result, with the grant's data when granted.
  */
-export function charge(store: RateLimitStore, call: Call, idWords: readonly number[]): Charged | Promise<Charged> {
+export function charge(e: Engine, store: RateLimitStore, call: Call, idWords: readonly number[]): Charged | Promise<Charged> {
   const id = grantId(call.now, idWords);
   const { slot, tag } = recordOf(id);
-  putCall(call);
-  const { refs, reads } = chargeRefs(call, slot);
+  putCall(e, call);
+  const { refs, reads } = chargeRefs(e, call, slot);
   const stored = readAll(store, refs, call.now);
   // A synchronous store is charged synchronously: nothing can run between the read and the write.
-  return isThenable(stored) ? Promise.resolve(stored).then((states) => charged(store, call, id, slot, tag, refs, reads, states)) : charged(store, call, id, slot, tag, refs, reads, stored);
+  return isThenable(stored)
+    ? Promise.resolve(stored).then((states) => charged(e, store, call, id, slot, tag, refs, reads, states))
+    : charged(e, store, call, id, slot, tag, refs, reads, stored);
 }
 
 /** What a charge answers: the result, with the grant's data when granted. */
 export type Charged = RateLimitResult & { grant?: GrantData };
 
-function charged(store: RateLimitStore, call: Call, id: string, slot: number, tag: number, refs: StateRef[], reads: number, stored: unknown[]): Charged | Promise<Charged> {
+function charged(e: Engine, store: RateLimitStore, call: Call, id: string, slot: number, tag: number, refs: StateRef[], reads: number, stored: unknown[]): Charged | Promise<Charged> {
+  const { core, io, layout } = e;
   const { EXTRA, OUT } = layout;
-  putCall(call);
-  chargeRefs(call, slot);
+  putCall(e, call);
+  chargeRefs(e, call, slot);
   // The five states the core takes: shard a, shard b, ledger a, ledger b, record (absent ones NaN).
   const order = reads === 2 ? [0, 1, 2, 3, 4] : [0, -1, 1, -1, 2];
-  order.forEach((from, index) => putState(EXTRA + 2 * index, from < 0 ? null : stored[from], { name: call.name, key: call.key, shard: from < 0 ? 0 : refs[from]!.shard }));
+  order.forEach((from, index) => putState(EXTRA + 2 * index, from < 0 ? null : stored[from], { name: call.name, key: call.key, shard: from < 0 ? 0 : refs[from]!.shard }, io));
   const status = core.rb_charge(slot, tag);
   if (status < 0) throw coreError(io, OUT, call.name);
   const ok = io[OUT] === 1;
@@ -124,7 +130,7 @@ function charged(store: RateLimitStore, call: Call, id: string, slot: number, ta
     shards,
   };
   const answer: Charged = Number.isNaN(wait) ? { ok: true, grant } : { ok: true, retryAfter: wait, grant };
-  const written = writeBack(store, call.name, call.key, EXTRA + 32, call.now);
+  const written = writeBack(io, store, call.name, call.key, EXTRA + 32, call.now);
   return isThenable(written) ? written.then(() => answer) : answer;
 }
 
@@ -189,7 +195,8 @@ export function grantInput(data: unknown): GrantInput {
 }
 
 /** Writes a settle's config, grant and draws into `EXTRA`. */
-function putSettle(grant: GrantInput, limit: Compiled, draws: readonly number[]): void {
+function putSettle(e: Engine, grant: GrantInput, limit: Compiled, draws: readonly number[]): void {
+  const { io, layout } = e;
   const { EXTRA } = layout;
   limit.numbers.forEach((number, index) => (io[EXTRA + index] = number));
   const { slot, tag } = recordOf(grant.id);
@@ -212,6 +219,7 @@ function putSettle(grant: GrantInput, limit: Compiled, draws: readonly number[])
  * Settles a grant at `actual` tokens: reads its shards, their ledgers and its
  * record, lets the core settle, and writes what it says.
  *
+ * @param e The engine with grants ({@link grantsEngine}).
  * @param store The store, inside its transaction when it has one.
  * @param grant The grant's data, read by {@link grantInput}.
  * @param limit Its limit's compiled config.
@@ -220,9 +228,10 @@ function putSettle(grant: GrantInput, limit: Compiled, draws: readonly number[])
  * @param draws The settle's random numbers (`limit.settleDraws`).
  * @returns What the settle did.
  */
-export function settle(store: RateLimitStore, grant: GrantInput, limit: Compiled, actual: number, now: number, draws: readonly number[]): SettleResult | Promise<SettleResult> {
+export function settle(e: Engine, store: RateLimitStore, grant: GrantInput, limit: Compiled, actual: number, now: number, draws: readonly number[]): SettleResult | Promise<SettleResult> {
+  const { core, io, layout } = e;
   const { EXTRA, OUT } = layout;
-  putSettle(grant, limit, draws);
+  putSettle(e, grant, limit, draws);
   core.rb_settle_reads();
   const shards = Array.from(io.subarray(EXTRA + 32, EXTRA + 37));
   // The five reads, de-duplicated (an unsharded grant reads its shard and ledger once).
@@ -240,8 +249,8 @@ export function settle(store: RateLimitStore, grant: GrantInput, limit: Compiled
   const read = readAll(store, refs, now);
   // A synchronous store is settled synchronously: nothing can run between the read and the write.
   const finish = (stored: unknown[]): SettleResult | Promise<SettleResult> => {
-  putSettle(grant, limit, draws);
-  slots.forEach((slot, index) => putState(EXTRA + 40 + 2 * index, stored[slot], { name: grant.name, key: grant.key, shard: shards[index]! }));
+  putSettle(e, grant, limit, draws);
+  slots.forEach((slot, index) => putState(EXTRA + 40 + 2 * index, stored[slot], { name: grant.name, key: grant.key, shard: shards[index]! }, io));
   if (core.rb_settle(actual, now) < 0) throw coreError(io, OUT, grant.name);
   const retryAfter = io[EXTRA + 67]!;
   const settled: SettleResult = {
@@ -250,7 +259,7 @@ export function settle(store: RateLimitStore, grant: GrantInput, limit: Compiled
     unpaid: io[EXTRA + 66]!,
     ...(Number.isNaN(retryAfter) ? {} : { retryAfter }),
   };
-  const written = writeBack(store, grant.name, grant.key, EXTRA + 72, now);
+  const written = writeBack(io, store, grant.name, grant.key, EXTRA + 72, now);
   return isThenable(written) ? written.then(() => settled) : settled;
   };
   return isThenable(read) ? Promise.resolve(read).then(finish) : finish(read);

@@ -7,12 +7,14 @@
 import type { RateLimitConfig, RateLimiterOptions, RateLimitFigures, RateLimitResult, RateLimitStore, RateLimitValue, GrantData, SettleResult } from "./types.js";
 import { checkCount, checkFlag, checkKey, checkName, checkNow, draw, drawMany, type Random } from "./call.js";
 import { compileConfig, CONFIG_FIELDS, type Compiled } from "./config.js";
+import { grantsEngine } from "./engine.js";
 import { isThenable, plan, run, runOne, runRemote, type BatchAnswer, type Call, type Decided } from "./driver.js";
 import { invalidRequest, mustBe, RateboundError, unknownLimit, wrongArgument, unknownField, show } from "./errors.js";
 import { Grant, type GrantResult } from "./grant-handle.js";
 
 // Grants and values are loaded on first use: an app that only limits never downloads them.
-const grants = () => import("./grant.js");
+// Grants also need the full module: a runtime that loaded the small one loads it then, once.
+const grants = () => Promise.all([import("./grant.js"), grantsEngine()]).then(([module, engine]) => ({ ...module, engine }));
 const values = () => import("./value.js");
 import {
   BATCH_OPTIONS,
@@ -251,7 +253,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     if (local !== undefined) return Promise.resolve(refusal(call.name, local, given.throws) as GrantResult);
     const idWords = [draw(this.#random), draw(this.#random)].map((unit) => Math.floor(unit * 2 ** 32));
     // Its turn on a coalescing store is taken now, in arrival order; the grants' code loads within it.
-    const answer = this.#failure.transact((store) => grants().then(({ charge }) => charge(store, call, idWords)), [laneOf(call.name, call.key)]);
+    const answer = this.#failure.transact((store) => grants().then(({ charge, engine }) => charge(engine, store, call, idWords)), [laneOf(call.name, call.key)]);
     const inline = config === undefined ? undefined : { config: config as RateLimitConfig };
     const settler = (data: GrantData, actual: number) => this.settle(data, actual, inline);
     return answer.then((result) => {
@@ -281,14 +283,14 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const checked = checkedOptions("settle", options, SETTLE_OPTIONS);
     const inline = own(checked, "config");
     const named = ownField(data, "name")?.[1];
-    const { grantInput, settle } = await grants();
+    const { grantInput, settle, engine } = await grants();
     const grant = grantInput(data);
     const config = inline === undefined ? undefined : withoutPolicy(typeof named === "string" ? named : "settle", inline);
     const limit = this.#resolve(grant.name, config);
     if (typeof actual !== "number") throw invalidRequest(grant.name, "actual", mustBe("actual", "a finite number >= 0", actual));
     const now = checkNow(grant.name, this.#now());
     const draws = limit.settleDraws === 0 ? NO_DRAWS : drawMany(this.#random, limit.settleDraws);
-    const settled = await this.#failure.transact((store) => settle(store, grant, limit, actual, now, draws), [laneOf(grant.name, grant.key)]);
+    const settled = await this.#failure.transact((store) => settle(engine, store, grant, limit, actual, now, draws), [laneOf(grant.name, grant.key)]);
     // A refund may end a wait this limiter remembers.
     this.#refusals?.forget(grant.name, grant.key);
     return settled;

@@ -1,0 +1,27 @@
+// The browser entry starts with the small .wasm (no grants, what a browser app downloads) and
+// loads the full one on the first grant, once. Run in its own process: the entry instantiates
+// the core for the whole realm.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { RateLimiter, MemoryStore, SECOND } from "../../pkg/dist/browser.js";
+import * as engine from "../../pkg/dist/core/engine.js";
+
+test("the browser entry decides on the small module, which has no grant exports", async () => {
+  assert.equal(typeof engine.core.rb_decide_one, "function");
+  assert.equal(engine.core.rb_charge, undefined, "the module the page compiled carries no grants");
+  const limiter = new RateLimiter(new MemoryStore(), { send: { kind: "token bucket", rate: 2, period: SECOND } }, { now: () => 0 });
+  assert.deepEqual(await limiter.limit("send"), { ok: true });
+  assert.equal((await limiter.getValue("send")).value, 1);
+});
+
+test("a grant loads the full module once, and charges and settles as on the server", async () => {
+  const limiter = new RateLimiter(new MemoryStore(), { llm: { kind: "token bucket", rate: 100, period: SECOND } }, { now: () => 0 });
+  const first = await limiter.limit("llm", { count: 40, grant: true });
+  const second = await limiter.limit("llm", { count: 10, grant: true });
+  assert.deepEqual((await first.grant.settle(15)).refunded, 25);
+  assert.deepEqual((await second.grant.cancel()).refunded, 10);
+  assert.equal((await limiter.getValue("llm")).value, 85);
+  const [a, b] = await Promise.all([engine.grantsEngine(), engine.grantsEngine()]);
+  assert.equal(a, b, "loaded once");
+  assert.notEqual(a.core, engine.core, "a second instance, beside the small one");
+});
