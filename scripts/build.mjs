@@ -6,6 +6,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, r
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { npmReadme } from "./package-readme.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const at = (...parts) => join(root, ...parts);
@@ -39,7 +40,7 @@ const stamp = at("pkg", "dist", "wasm", "ratebound.wasm");
 if (process.argv.includes("--if-stale") && existsSync(stamp)) {
   const sources = Math.max(
     ...["src", "ts", "pkg-template"].map((dir) => newestSource(at(dir))),
-    ...["Cargo.toml", "scripts/build.mjs"].map((file) => statSync(at(file)).mtimeMs),
+    ...["Cargo.toml", "README.md", "scripts/build.mjs", "scripts/package-readme.mjs"].map((file) => statSync(at(file)).mtimeMs),
   );
   if (statSync(stamp).mtimeMs > sources) process.exit(0);
 }
@@ -94,7 +95,53 @@ await build({
   target: "node18",
   logLevel: "warning",
 });
+// Every subpath module for require(), file for file as the ES modules are (so that the subpaths
+// share their modules: ratebound/postgres and ratebound/sqlite one SqlStoreError), the core's
+// own imports left as `require("ratebound")`, so that a CommonJS app has one core and one set of
+// error classes.
+{
+  const subpaths = ["preview", "react", "convex", "durable-object", "deno-kv", "postgres", "sqlite", "redis", "http"];
+  const common = {
+    bundle: true,
+    packages: "external",
+    external: ["ratebound"], // not tsconfig.json's path to ts/index.ts
+    format: "cjs",
+    platform: "node",
+    target: "node18",
+    logLevel: "warning",
+  };
+  const { metafile } = await build({ ...common, entryPoints: subpaths.map((name) => at("ts", `${name}.ts`)), write: false, metafile: true, outdir: outAt("dist") });
+  const eachFile = {
+    name: "each-file-its-own-cjs-module",
+    setup(b) {
+      b.onResolve({ filter: /^\.\.?\// }, (args) => (args.kind === "entry-point" ? undefined : { path: args.path.replace(/\.js$/, ".cjs"), external: true }));
+    },
+  };
+  await build({
+    ...common,
+    entryPoints: Object.keys(metafile.inputs).map((input) => join(root, input)),
+    outbase: at("ts"),
+    outdir: outAt("dist"),
+    outExtension: { ".js": ".cjs" },
+    plugins: [eachFile],
+  });
+}
+// Declarations for require(): each .d.ts again as .d.cts, its relative imports naming the
+// .cjs files, so that TypeScript reads them as CommonJS (a `module: node16` project that
+// requires the package gets them through the `types` → `require` condition).
+for (const file of readdirSync(outAt("dist"), { recursive: true })) {
+  if (!file.endsWith(".d.ts")) continue;
+  const text = readFileSync(outAt("dist", file), "utf8").replace(
+    /((?:\bfrom|\bimport\()\s*["'])(\.{1,2}\/[^"']*?)\.js(["'])/g,
+    (_all, before, path, after) => `${before}${path}.cjs${after}`,
+  );
+  writeFileSync(outAt("dist", file.replace(/\.d\.ts$/, ".d.cts")), text);
+}
 for (const file of readdirSync(at("pkg-template"))) cpSync(at("pkg-template", file), outAt(file), { recursive: true });
+// The package page's README is the project's guide, its relative links made absolute (npm shows
+// it without the repository around it).
+const manifest = JSON.parse(readFileSync(at("pkg-template", "package.json"), "utf8"));
+writeFileSync(outAt("README.md"), npmReadme(readFileSync(at("README.md"), "utf8"), { repository: manifest.repository }));
 // --- The Convex component (ts/convex-component/ → <out>/convex-component/) -------------------------
 // Compiled on its own: it imports the core as "ratebound", which resolves here to the declarations
 // just built in <out>/dist (and, once installed, through the package's export conditions).

@@ -13,7 +13,7 @@ cargo test --quiet
 echo "== Build pkg/"
 node scripts/build.mjs
 
-echo "== Packaging: the packed tarball in Node, Deno, Bun, workerd, Chromium and Convex"
+echo "== Packaging: the packed tarball in Node, Deno, Bun, workerd, Chromium and Convex; one scratch project installs it beside the latest major of every optional peer (no ERESOLVE), and strict Node ESM, CommonJS, bundler and edge projects compile it on TypeScript 5.9 and 7 and run every error family"
 node --test --test-reporter=spec tests/packaging/
 
 echo "== Hosts: Convex functions in convex-test (ratebound/convex, examples/convex)"
@@ -49,8 +49,9 @@ node_modules/.bin/tsc -p examples/convex-component/convex
 node_modules/.bin/tsc -p tests/convex-component/types
 node --test --test-reporter=spec tests/convex-component/
 
-echo "== TypeScript: limit names and result types are checked at compile time"
+echo "== TypeScript: limit names and result types are checked at compile time (5.9 and 7)"
 node_modules/.bin/tsc -p tests/types/tsconfig.json
+node node_modules/typescript-7/bin/tsc -p tests/types/tsconfig.json
 
 echo "== TypeScript: the generated declarations against their snapshot; a strict app on lib es2020 and es2022 (skipLibCheck false)"
 node --test --test-reporter=spec tests/types/

@@ -49,7 +49,7 @@ pub use plan::{draws_needed, plan, unit_random, Plan};
 pub use random::with_jitter;
 pub use records::{grant_record_shard, ledger_shard, GrantRecord, GRANT_BASE, GRANT_SLOTS, LEDGER_BASE, MAX_GRANT_TAG};
 pub use request::{check_count, check_now, sample_shards, validate_request, Request, MAX_KEY_BYTES};
-pub use result::RateLimitResult;
+pub use result::{caller_wait, RateLimitResult};
 pub use settle::{
     charge_planned, charge_reads, limit_with_grant, plan_charge, refund_bound, settle, settle_draws_needed, settle_planned, settle_reads, Grant,
     GrantShard, Settled, Writes,

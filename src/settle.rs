@@ -347,7 +347,7 @@ pub fn settle_planned(
             next = taken.next;
             changed |= take > 0.0;
             settled.charged += take;
-            settled.retry_after_ms = match (settled.retry_after_ms, taken.retry_after_ms) {
+            settled.retry_after_ms = match (settled.retry_after_ms, taken.retry_after_ms.map(crate::result::caller_wait)) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),
             };

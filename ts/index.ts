@@ -37,7 +37,7 @@ export { MemoryStore } from "./stores/memory.js";
 // For adapters and the package's subpath modules: options read by their own
 // fields, and argument errors in the core's one shape (code INVALID_ARGUMENT).
 export { ownOptions } from "./core/options.js";
-export { invalidArgument, isRateboundError, RateboundError, RateboundTypeError, RateLimitError, isRateLimitError } from "./core/errors.js";
+export { invalidArgument, wrongArgument, isRateboundError, RateboundError, RateboundTypeError, RateLimitError, isRateLimitError } from "./core/errors.js";
 export type { RateboundErrorCode, RateLimitErrorData } from "./core/errors.js";
 export { SECOND, MINUTE, HOUR, DAY, WEEK } from "./core/time.js";
 export { StoreTimeoutError, isDegraded } from "./core/failure-policy.js";

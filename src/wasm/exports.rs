@@ -11,6 +11,7 @@ use crate::figures::{figures, Figures};
 use crate::limiter::{decide_planned, prepare, Outcome};
 use crate::plan::{draws_needed, plan, unit_random};
 use crate::random::with_jitter;
+use crate::result::caller_wait;
 use crate::request::{check_count, check_now, validate_request, Request};
 use crate::settle::{charge_planned, charge_reads, plan_charge, settle_draws_needed, settle_planned, settle_reads, Grant, GrantShard, Writes};
 use crate::state::State;
@@ -479,9 +480,10 @@ pub extern "C" fn rb_decide_state(value: f64, ts: f64, now: f64, count: f64, res
     match decided {
         Ok(decision) => {
             io[EXTRA + 8] = f64::from(u8::from(decision.ok));
+            // An answer's wait, as the limiter's: whole ms, rounded up.
             io[EXTRA + 9] = match decision.ok {
-                true => or_nan(decision.retry_after_ms),
-                false => decision.retry_after_ms.unwrap_or(f64::INFINITY),
+                true => or_nan(decision.retry_after_ms.map(caller_wait)),
+                false => caller_wait(decision.retry_after_ms.unwrap_or(f64::INFINITY)),
             };
             io[EXTRA + 10] = decision.next.value;
             io[EXTRA + 11] = decision.next.ts;

@@ -50,10 +50,17 @@ const outcome = (promise) =>
     (error) => ({ error: error instanceof ConvexError ? "ConvexError" : "Error", message: error.message.split("\n")[0], data: error.data }),
   );
 
-/** Runs one call through both components; their outcomes must be equal. */
+/** The reference's outcome as ratebound answers it: waits in whole ms, rounded up (src/result.rs caller_wait). */
+function inWholeMs(theirs) {
+  const wait = theirs.value?.retryAfter ?? theirs.data?.retryAfter;
+  if (typeof wait !== "number") return theirs;
+  return theirs.value !== undefined ? { ...theirs, value: { ...theirs.value, retryAfter: Math.ceil(wait) } } : { ...theirs, data: { ...theirs.data, retryAfter: Math.ceil(wait) } };
+}
+
+/** Runs one call through both components; their outcomes must be equal (the reference's wait rounded up to whole ms). */
 async function both(t, run, args) {
   const ours = await outcome(run(args));
-  const theirs = await outcome(run({ ...args, impl: "reference" }));
+  const theirs = inWholeMs(await outcome(run({ ...args, impl: "reference" })));
   expect(ours, JSON.stringify(args)).toEqual(theirs);
   return ours;
 }

@@ -126,7 +126,7 @@ for (const kind of KINDS) {
 
   describe(`${kind}: configs at the edges of valid`, () => {
     const valid = [
-      ["capacity 0", { capacity: 0 }],
+      ["capacity 0 with maxReserved", { capacity: 0, maxReserved: 2 }],
       ["maxReserved 0", { maxReserved: 0 }],
       ["fractional rate, period and capacity", { rate: 0.5, period: 1500.5, capacity: 2.25 }],
       ["shards 1", { shards: 1 }],
@@ -142,10 +142,25 @@ for (const kind of KINDS) {
       });
     }
 
-    it("capacity 0 grants count 0 and calls any positive count an error", async () => {
-      const limiter = new RateLimiter(new MemoryStore(), { closed: { ...base(kind), capacity: 0 } }, { now: () => 0 });
-      assert.deepEqual(await limiter.limit("closed", { count: 0 }), { ok: true });
-      await assert.rejects(limiter.limit("closed"), (error) => error.code === "COUNT_EXCEEDS_MAX" && error.message === "Rate limit closed count 1 exceeds 0.");
+    // Issue 25, item 16: capacity 0 was accepted, then every call threw COUNT_EXCEEDS_MAX.
+    for (const maxReserved of [undefined, 0]) {
+      it(`capacity 0 with maxReserved ${maxReserved ?? "absent"} is refused when the limiter is made, and inline`, async () => {
+        const closed = { ...base(kind), capacity: 0, ...(maxReserved === undefined ? {} : { maxReserved }) };
+        const refused = (error) => isConfigError(error, { field: "capacity", shown: `maxReserved ${maxReserved ?? "absent"}` }) && /capacity must be > 0 unless maxReserved is > 0/.test(error.message);
+        assert.throws(() => new RateLimiter(new MemoryStore(), { sendMessage: closed }), refused);
+        const limiter = new RateLimiter(new MemoryStore(), {}, { now: () => 0 });
+        await assert.rejects(limiter.limit("sendMessage", { config: closed }), refused);
+        await assert.rejects(limiter.limitAll([{ name: "sendMessage", config: closed }]), refused);
+      });
+    }
+
+    it("capacity 0 with maxReserved only paces: a reservation waits, anything else can never be granted", async () => {
+      const limiter = new RateLimiter(new MemoryStore(), { paced: { ...base(kind), capacity: 0, maxReserved: 2, start: kind === "fixed window" ? 0 : undefined } }, { now: () => 0 });
+      assert.deepEqual(await limiter.limit("paced", { count: 0 }), { ok: true });
+      await assert.rejects(limiter.limit("paced"), (error) => error.code === "COUNT_EXCEEDS_MAX" && error.message === "Rate limit paced count 1 exceeds 0.");
+      const reserved = await limiter.limit("paced", { reserve: true });
+      assert.equal(reserved.ok, true);
+      assert.ok(reserved.retryAfter > 0, "the reservation waits");
     });
   });
 }
@@ -161,6 +176,13 @@ describe("config objects themselves", () => {
       }
     });
   }
+
+  it("the unknown-field message of a limiter's config lists onStoreError", async () => {
+    const config = { ...base("token bucket"), burst: 2 };
+    const lists = (error) => isConfigError(error, { field: "burst", shown: '"burst"' }) && error.message.endsWith("(the fields are kind, rate, period, capacity, maxReserved, shards, start, onStoreError)");
+    assert.throws(() => new RateLimiter(new MemoryStore(), { sendMessage: config }), lists);
+    await assert.rejects(new RateLimiter(new MemoryStore(), {}).limit("sendMessage", { config }), lists);
+  });
 
   it("the first bad limit among several is named", () => {
     assert.throws(

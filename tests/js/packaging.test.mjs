@@ -79,7 +79,9 @@ describe("pkg/package.json", () => {
     }
     assert.notEqual(targets.import, targets.require, "import and require load different entry files");
     assert.ok(targets.require.endsWith(".cjs") || manifest.type !== "module", "the require entry is CommonJS");
-    if (root.types) assert.ok(existsSync(join(pkgDir, root.types)), `types → ${root.types} exists`);
+    // Declarations for import (.d.ts) and for require (.d.cts).
+    assert.ok(root.types.default.endsWith(".d.ts") && root.types.require.endsWith(".d.cts"), "types for import and for require");
+    for (const target of targetsOf(root.types)) assert.ok(existsSync(join(pkgDir, target)), `types → ${target} exists`);
   });
 
   it("ships what it exports: the one .wasm the entries load", () => {
@@ -168,6 +170,11 @@ describe("installed as a dependency", () => {
   });
 });
 
+/** Every file an exports entry names, through nested conditions. */
+function targetsOf(entry) {
+  return typeof entry === "string" ? [entry] : Object.values(entry).flatMap(targetsOf);
+}
+
 describe("subpath exports", () => {
   it("every subpath the exports map declares points at files that exist", () => {
     const subpaths = Object.keys(manifest.exports ?? {}).filter((subpath) => subpath !== "." && subpath !== "./package.json");
@@ -176,7 +183,7 @@ describe("subpath exports", () => {
     }
     for (const subpath of subpaths) {
       const entry = manifest.exports[subpath];
-      const targets = typeof entry === "string" ? [entry] : Object.values(entry).filter((target) => typeof target === "string");
+      const targets = targetsOf(entry);
       assert.ok(targets.length > 0, `${subpath} has a target`);
       for (const target of targets) assert.ok(existsSync(join(pkgDir, target)), `${subpath} → ${target} exists`);
     }

@@ -141,8 +141,10 @@ test("refusalCache: on one instance it answers exactly as the store, call for ca
       const [expected, got] = [await plain[op]("api", options), await cached[op]("api", options)];
       if (store.reads === reads) local++;
       assert.equal(got.ok, expected.ok, `call ${index}: ${op} ${JSON.stringify(options)} at ${clock.now}`);
-      // Equal but for the clock's precision: near 1.7e12 ms a double holds instants to 2.4e-4 ms.
-      if (!got.ok) assert.ok(Math.abs(got.retryAfter - expected.retryAfter) <= 1e-3, `call ${index}: waits ${got.retryAfter} and ${expected.retryAfter}`);
+      // Equal but for rounding: waits are whole ms rounded up (src/result.rs caller_wait), so the
+      // remembered wait's remainder and the store's fresh wait may differ by the 1 ms a float's noise
+      // at either end rounds into.
+      if (!got.ok) assert.ok(Math.abs(got.retryAfter - expected.retryAfter) <= 1, `call ${index}: waits ${got.retryAfter} and ${expected.retryAfter}`);
       checked++;
     }
     assert.ok(local > 300, `${local} calls answered locally`);

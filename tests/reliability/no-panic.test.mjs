@@ -38,7 +38,7 @@ const kinds = [
   [
     "a refusal with throws: true",
     ({ limiter }) => limiter.limit("send", { key: "empty", count: 3, throws: true }).then(() => limiter.limit("send", { key: "empty", throws: true })),
-    ["RateLimitError"],
+    ["RATE_LIMITED"],
   ],
   ["limitAll of a non-array", ({ limiter }) => limiter.limitAll("send"), ["INVALID_ARGUMENT"]],
   ["limitAll with a null item", ({ limiter }) => limiter.limitAll([null]), ["INVALID_ARGUMENT"]],
@@ -117,10 +117,10 @@ describe("the storm's checks can fail", () => {
     await assert.rejects(failRepeatedly(() => { throw "a string"; }, 1), /non-Error/);
   });
 
-  it("a refusal thrown with throws: true is a RateLimitError, not an error of the core", async () => {
+  it("a refusal thrown with throws: true is a RateLimitError (code RATE_LIMITED), not an error of the core", async () => {
     const { limiters } = healthy();
     await limiters[0].limit("send", { key: "z", count: 3 });
-    await assert.rejects(limiters[0].limit("send", { key: "z", throws: true }), (error) => isRateLimitError(error) && error.code === undefined);
+    await assert.rejects(limiters[0].limit("send", { key: "z", throws: true }), (error) => isRateLimitError(error) && error.code === "RATE_LIMITED" && error.name === "RateLimitError");
   });
 
   it("a store whose state getters throw fails the call with CORRUPT_STATE", async () => {

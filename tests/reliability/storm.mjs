@@ -49,8 +49,8 @@ export function assertHealthyAnswers(answers) {
   assert.deepEqual([first, second, third, adaTwo, batch], [{ ok: true }, { ok: true }, { ok: true }, { ok: true }, { ok: true }]);
   for (const refusal of [fourth, adaThree]) {
     assert.equal(refusal.ok, false);
-    // 1 token short at 3 a second: a third of a second, give or take the rounding of epoch ms.
-    assert.ok(refusal.retryAfter >= 1000 / 3 && refusal.retryAfter < 1000 / 3 + 0.01, JSON.stringify(refusal));
+    // 1 token short at 3 a second: a third of a second, in whole ms rounded up (334).
+    assert.equal(refusal.retryAfter, Math.ceil(1000 / 3), JSON.stringify(refusal));
   }
   assert.equal(wideValue, 30);
   assert.equal(transition.value, -0.7);

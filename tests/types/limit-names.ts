@@ -13,6 +13,12 @@ export async function namesAreChecked(): Promise<RateLimitResult[]> {
     await limiter.check("signups"),
     // @ts-expect-error a name that is not defined, without an inline config
     await limiter.limit("sendMesage"),
+    // @ts-expect-error a typo with options fails on the name (tsc: '"sendMesage"' is not assignable to '"sendMessage" | "signups"'), not on a missing inline config
+    await limiter.limit("sendMesage", { key: "ada" }),
+    // @ts-expect-error the same for check
+    await limiter.check("sigups", { key: "ada" }),
+    // @ts-expect-error and for a grant
+    await limiter.limit("sendMesage", { key: "ada", grant: true }),
     // An unknown name is fine with an inline config.
     await limiter.limit("oneOff", { config: { kind: "fixed window", rate: 1, period: 1000 } }),
     await limiter.limitAll([{ name: "sendMessage" }, { name: "signups", count: 2 }]),
@@ -34,6 +40,15 @@ export async function resultsNarrow(): Promise<number> {
   // @ts-expect-error retryAfter may be undefined on a grant
   const wait: number = result.retryAfter;
   return wait;
+}
+
+export async function typosInOtherMethods(): Promise<void> {
+  // @ts-expect-error getValue checks names
+  await limiter.getValue("sendMesage", { key: "ada" });
+  // @ts-expect-error reset checks names
+  await limiter.reset("sendMesage", { key: "ada" });
+  // A named limit with an inline config (it overrides) still compiles.
+  await limiter.limit("sendMessage", { key: "ada", config: { kind: "token bucket", rate: 1, period: 1000 } });
 }
 
 export async function valuesProject(): Promise<number> {

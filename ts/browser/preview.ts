@@ -14,6 +14,7 @@ import {
   decideRateLimit,
   invalidArgument,
   ownOptions,
+  wrongArgument,
   type RateLimitConfig,
   type RateLimitState,
   type RateLimitValue,
@@ -156,7 +157,7 @@ export class RateLimitPreview {
    *   { value: 0, ts: 60_000, shard: 0, config: { kind: "token bucket", rate: 3, period: 10_000, capacity: 3, shards: 1 } },
    *   { serverTimeOffset: 5_000 },
    * );
-   * preview.status({ at: 55_000 }); // => { ok: false, value: 0, retryAt: 58_333.333333333336 }
+   * preview.status({ at: 55_000 }); // => { ok: false, value: 0, retryAt: 58_334 }
    */
   status(request: PreviewRequest = {}): PreviewStatus {
     return this.#decide(request).status;
@@ -313,15 +314,15 @@ function pick(snapshot: unknown, fields: readonly string[]): Record<string, unkn
  * @param serverTime Server clock when it answered, ms since the epoch.
  * @param receivedAt Client clock when the answer arrived, ms since the epoch.
  * @returns Milliseconds to add to the client clock to get the server's.
- * @throws `RangeError` when a time is not finite or `receivedAt < sentAt`.
+ * @throws {RateboundTypeError} `INVALID_ARGUMENT` when a time is not finite or `receivedAt < sentAt`.
  * @example
  * estimateServerTimeOffset(1_000, 6_100, 1_200); // => 5_000: the server is 5 s ahead
  */
 export function estimateServerTimeOffset(sentAt: number, serverTime: number, receivedAt: number): number {
   for (const [name, time] of [["sentAt", sentAt], ["serverTime", serverTime], ["receivedAt", receivedAt]] as const) {
-    if (!Number.isFinite(time)) throw new RangeError(`${name} must be a finite number of milliseconds (got ${time})`);
+    if (!Number.isFinite(time)) throw invalidArgument("estimateServerTimeOffset", name, "a finite number of milliseconds", time);
   }
-  if (receivedAt < sentAt) throw new RangeError(`receivedAt (${receivedAt}) is before sentAt (${sentAt})`);
+  if (receivedAt < sentAt) throw wrongArgument("estimateServerTimeOffset", "receivedAt", `receivedAt (${receivedAt}) is before sentAt (${sentAt})`);
   const roundTripMs = receivedAt - sentAt;
   return serverTime - (sentAt + roundTripMs / 2);
 }

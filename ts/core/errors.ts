@@ -16,8 +16,11 @@ export type RateLimitErrorData = { kind: "RateLimited"; name: string; retryAfter
  * @example
  * try { await limiter.limit("sendMessage", { key, throws: true }); }
  * catch (error) { if (isRateLimitError(error)) console.log(error.data.retryAfter); }
+ * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#rate_limited | docs/errors.md}: every code, what it means, what to do.
  */
 export class RateLimitError extends Error {
+  /** `"RATE_LIMITED"`: a refusal, not a failure (see `docs/errors.md`). */
+  readonly code = "RATE_LIMITED";
   /** `{ kind: "RateLimited", name, retryAfter }`. */
   readonly data: RateLimitErrorData;
 
@@ -73,6 +76,7 @@ export function isRateLimitError(error: unknown): error is { data: RateLimitErro
  * - `STORE_FULL`: a MemoryStore at its `maxKeys` could not make room without handing out tokens.
  * - `GRANT_SETTLED`: a grant was settled (or cancelled) already.
  * - `STORE_MISMATCH`: a store that decides next to its data wrote other than the core decided.
+ * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#the-core-ratebounderror-rateboundtypeerror | docs/errors.md}: every code, what it means, what to do.
  */
 export type RateboundErrorCode =
   | "INVALID_CONFIG"
@@ -99,6 +103,7 @@ export type RateboundErrorCode =
  *   if (error instanceof RateboundError && error.code === "COUNT_EXCEEDS_MAX") return respond(413);
  *   throw error;
  * }
+ * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#the-core-ratebounderror-rateboundtypeerror | docs/errors.md}: every code, what it means, what to do.
  */
 export class RateboundError extends Error {
   /** What failed: see {@link RateboundErrorCode}. */
@@ -212,6 +217,7 @@ export function invalidConfig(limit: string | undefined, field: string, problem:
  * @example
  * try { new RateLimiter(client, LIMITS); }
  * catch (error) { if (error instanceof RateboundTypeError) console.error(error.field, error.message); }
+ * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#invalid_argument | docs/errors.md}: every code, what it means, what to do.
  */
 export class RateboundTypeError extends TypeError {
   /** Always `"INVALID_ARGUMENT"`. */

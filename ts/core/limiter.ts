@@ -9,7 +9,7 @@ import { checkCount, checkFlag, checkKey, checkName, checkNow, draw, drawMany, t
 import { compileConfig, CONFIG_FIELDS, type Compiled } from "./config.js";
 import { grantsEngine } from "./engine.js";
 import { isThenable, plan, run, runOne, runRemote, type BatchAnswer, type Call, type Decided } from "./driver.js";
-import { invalidRequest, mustBe, RateboundError, unknownLimit, wrongArgument, unknownField, show } from "./errors.js";
+import { invalidConfig, invalidRequest, mustBe, RateboundError, unknownLimit, wrongArgument, unknownField, show } from "./errors.js";
 import { Grant, type GrantResult } from "./grant-handle.js";
 
 // Grants and values are loaded on first use: an app that only limits never downloads them.
@@ -46,18 +46,55 @@ const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache"] as 
 const NO_DRAWS: readonly number[] = Object.freeze([]);
 const BATCH_FIELDS = ["name", "key", "count", "reserve", "config"];
 
-/** Stores that look like a database client passed where a store belongs: what to wrap them in. */
+/** The fields a limiter's config may have: a config's, and its limit's failure policy. */
+const LIMIT_FIELDS = [...CONFIG_FIELDS, "onStoreError"];
+
+/**
+ * A limit's config compiled for the limiter, refusing one that could never grant: `capacity: 0`
+ * holds no tokens, so only a reservation can pass, and with no `maxReserved > 0` that is a limit
+ * whose every call would throw `COUNT_EXCEEDS_MAX`. With `maxReserved > 0` it is a limit that
+ * only paces (every call passes `reserve: true` and waits its `retryAfter`), and it is kept.
+ */
+function compileLimit(name: string, config: unknown): Compiled {
+  const compiled = compileConfig(name, config, LIMIT_FIELDS);
+  const [, , , capacity, maxReserved] = compiled.numbers as [number, number, number, number, number];
+  if (capacity === 0 && !(maxReserved > 0)) {
+    throw invalidConfig(
+      name,
+      "capacity",
+      `capacity must be > 0 unless maxReserved is > 0 (got capacity 0, maxReserved ${Number.isNaN(maxReserved) ? "absent" : maxReserved}): ` +
+        "a limit of capacity 0 holds no tokens and could grant only reservations",
+    );
+  }
+  return compiled;
+}
+
+/**
+ * What to wrap `store` in when it is a database client passed where a store belongs (the
+ * message's last part), or `""`. Read by method names only; a getter that throws reads as absent.
+ */
 function storeShapeHint(store: unknown): string {
-  const has = (method: string) => typeof (store as Record<string, unknown>)[method] === "function";
-  if (has("evalsha") || has("evalSha") || has("sendCommand") || has("hset")) return "; a Redis client: wrap it in redisStore(client) from ratebound/redis";
-  if (has("query") || has("unsafe")) return "; a SQL client: wrap it in postgresStore(db) from ratebound/postgres (or sqliteStore(db) from ratebound/sqlite)";
+  const has = (method: string) => {
+    try {
+      return typeof (store as Record<string, unknown>)[method] === "function";
+    } catch {
+      return false;
+    }
+  };
+  if (has("evalsha") || has("evalSha") || has("sendCommand")) return "; a Redis client: wrap it in redisStore(client) from ratebound/redis";
+  if (has("insert") && has("patch") && has("query")) return "; Convex's ctx.db: use RateLimiter from ratebound/convex, or wrap it in convexStore(ctx.db)";
+  if (has("atomic") && has("get")) return "; a Deno KV: wrap it in kvStore(kv) from ratebound/deno-kv";
+  if (has("prepare") && (has("exec") || has("batch"))) return "; a SQLite database or D1 binding: wrap it in sqliteStore(db) from ratebound/sqlite";
+  if (has("query") || has("unsafe")) return "; a PostgreSQL client: wrap it in postgresStore(db) from ratebound/postgres";
+  if (has("transaction") && has("put") && has("get")) return "; a Durable Object's storage: wrap it in durableObjectStore(ctx.storage) from ratebound/durable-object";
   return "";
 }
 
 /** Checks that `store` has `read` and `write` methods. */
 function checkStore(store: unknown): RateLimitStore {
   const rule = "an object with read(ref) and write(ref, state) methods";
-  if (typeof store !== "object" || store === null) throw wrongArgument("RateLimiter", "store", mustBe("store", rule, store));
+  // A function may be a client too (postgres.js's `sql` is one).
+  if (typeof store !== "object" || store === null) throw wrongArgument("RateLimiter", "store", `store must be ${rule} (got ${show(store)}${storeShapeHint(store)})`);
   let read: unknown;
   let write: unknown;
   try {
@@ -136,13 +173,13 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       } catch {
         throw wrongArgument("RateLimiter", "limits", "limits must be a plain object (listing its names threw) (got an object)");
       }
-      for (const name of names) this.#limits.set(checkName(name), compileConfig(name, named[name], [...CONFIG_FIELDS, "onStoreError"]));
+      for (const name of names) this.#limits.set(checkName(name), compileLimit(name, named[name]));
     }
   }
 
   /** The named limit's config, or the inline one compiled now. */
   #resolve(name: string, config: unknown): Compiled {
-    if (config !== undefined) return compileConfig(name, config, [...CONFIG_FIELDS, "onStoreError"]);
+    if (config !== undefined) return compileLimit(name, config);
     const limit = this.#limits.get(name);
     if (limit === undefined) throw unknownLimit(name);
     return limit;
@@ -175,8 +212,9 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    */
   limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
   limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
-  limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
   limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
   limit(name: string, options?: LimitOptions): Promise<RateLimitResult | GrantResult> {
     return this.#decide(name, options, true);
   }
@@ -190,8 +228,9 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * const { ok } = await limiter.check("failedLogins", { key: userId });
    */
-  check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
   check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
   check(name: string, options?: LimitOptions): Promise<RateLimitResult> {
     return this.#decide(name, options, false);
   }
@@ -385,8 +424,9 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * const { value, ts, config } = await limiter.getValue("sendMessage", { key: userId });
    * const inAMinute = calculateRateLimit({ value, ts }, config, Date.now() + MINUTE);
    */
-  getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
   getValue(name: string, options: GetValueOptions & Inline): Promise<RateLimitValue>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
   async getValue(name: string, options?: GetValueOptions): Promise<RateLimitValue> {
     const checked = checkedOptions(name, options, VALUE_OPTIONS);
     const limitName = checkName(name);
@@ -407,8 +447,9 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * await limiter.reset("failedLogins", { key: userId });
    */
-  reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   reset(name: string, options: ResetOptions & Inline): Promise<void>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   async reset(name: string, options?: ResetOptions): Promise<void> {
     const checked = checkedOptions(name, options, RESET_OPTIONS);
     const limitName = checkName(name);

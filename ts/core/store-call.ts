@@ -40,6 +40,7 @@ export type Degraded = {
  *
  * @example
  * catch (error) { if ((error as { code?: string }).code === "STORE_TIMEOUT") respond(503); }
+ * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#store_timeout | docs/errors.md}: every code, what it means, what to do.
  */
 export class StoreTimeoutError extends Error {
   /** `"STORE_TIMEOUT"`. */

@@ -21,6 +21,7 @@ export type HttpGuardErrorCode = "HTTP_GUARD_CONFIG" | "HTTP_GUARD_KEY" | "HTTP_
  * @example
  * try { httpGuard(limiter, "api", { headers: "draft-9" as never }); }
  * catch (error) { if (error instanceof HttpGuardError) console.log(error.code); } // "HTTP_GUARD_CONFIG"
+ * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#http-httpguarderror | docs/errors.md}: every code, what it means, what to do.
  */
 export class HttpGuardError extends Error {
   /** What was wrong. */

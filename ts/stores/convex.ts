@@ -115,6 +115,7 @@ function writeOutsideMutation(what: string): Error {
  *
  * @example
  * catch (error) { if (error instanceof ConvexStoreError) console.error(error.cause); }
+ * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#convex_db_failed | docs/errors.md}: every code, what it means, what to do.
  */
 export class ConvexStoreError extends Error {
   /** `"CONVEX_DB_FAILED"`. */
@@ -257,8 +258,9 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    */
   override limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
   override limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
-  override limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   override limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  override limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   override async limit(name: string, options: LimitOptions = {}): Promise<RateLimitResult | GrantResult> {
     this.#mustWrite("limit");
     return asConvexError(() => super.limit(name, options as LimitOptions & Inline));
@@ -289,8 +291,9 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    * @example
    * export const canSend = query({ args: {}, handler: (ctx) => new RateLimiter(convexStore(ctx.db), LIMITS).check("sendMessage", { key: "ada" }) });
    */
-  override check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   override check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  override check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   override async check(name: string, options: LimitOptions = {}): Promise<RateLimitResult> {
     return asConvexError(() => super.check(name, options as LimitOptions & Inline));
   }
@@ -336,8 +339,9 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    * @example
    * await limiter.reset("failedLogins", { key: userId });
    */
-  override reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   override reset(name: string, options: ResetOptions & Inline): Promise<void>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  override reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   override async reset(name: string, options: ResetOptions = {}): Promise<void> {
     this.#mustWrite("reset");
     await super.reset(name, options as ResetOptions & Inline);

@@ -46,6 +46,7 @@ export interface D1StoreOptions extends OptimisticOptions {
  *
  * @example
  * catch (error) { if (error instanceof D1ConflictError) return new Response("Busy", { status: 503 }); }
+ * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#d1_conflict | docs/errors.md}: every code, what it means, what to do.
  */
 export class D1ConflictError extends Error {
   /** `"D1_CONFLICT"`. */

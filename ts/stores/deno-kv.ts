@@ -8,7 +8,7 @@
  * Works with `Deno.Kv` (`Deno.openKv()`) and with `@deno/kv` in Node.
  * @module
  */
-import type { RateLimitState, RateLimitStore } from "ratebound";
+import { wrongArgument, type RateLimitState, type RateLimitStore } from "ratebound";
 import { OptimisticStore, OptimisticTransaction, runOptimistic, type OptimisticHost, type OptimisticOptions } from "./shared/optimistic.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
 
@@ -64,6 +64,7 @@ export interface KvTransactionOptions {
  * @example
  * try { await kvTransaction(kv, body); }
  * catch (error) { if (error instanceof KvConflictError) return new Response("Busy, retry", { status: 503 }); }
+ * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#kv_conflict | docs/errors.md}: every code, what it means, what to do.
  */
 export class KvConflictError extends Error {
   /** `"KV_CONFLICT"`. */
@@ -91,6 +92,7 @@ export class KvConflictError extends Error {
  *
  * @example
  * catch (error) { if (error instanceof KvStoreError) return new Response("Unavailable", { status: 503 }); }
+ * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#kv_failed | docs/errors.md}: every code, what it means, what to do.
  */
 export class KvStoreError extends Error {
   /** `"KV_FAILED"`. */
@@ -124,7 +126,7 @@ function keyId(key: KvKey): string {
       if (typeof part === "bigint") return ["b", part.toString()];
       if (typeof part === "boolean") return ["t", part];
       if (part instanceof Uint8Array) return ["u", Array.from(part)];
-      throw new TypeError(`ratebound/deno-kv: unsupported key part ${String(part)}`);
+      throw wrongArgument("ratebound/deno-kv", "key", `unsupported key part ${String(part)}`);
     }),
   );
 }

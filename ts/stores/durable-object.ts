@@ -292,21 +292,25 @@ export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig
   limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
   limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
   /** Consumes tokens in the object: as `RateLimiter.limit`; `throws` throws a `RateLimitError` here. */
-  limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   /** As `RateLimiter.check`: what `limit` would answer, writing nothing. */
-  check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   /** As `RateLimiter.limitAll`: several limits of this object, all or none. */
   limitAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>, options?: { throws?: boolean; figures?: boolean }): Promise<RateLimitResult>;
   /** As `RateLimiter.checkAll`. */
   checkAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>, options?: { throws?: boolean }): Promise<RateLimitResult>;
   /** As `RateLimiter.getValue`. */
-  getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
   getValue(name: string, options: GetValueOptions & Inline): Promise<RateLimitValue>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
   /** As `RateLimiter.reset`. */
-  reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   reset(name: string, options: ResetOptions & Inline): Promise<void>;
+  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
+  reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   /** As `RateLimiter.settle`: settles a grant's data in the object (from an alarm, a queue…). */
   settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult>;
 }

@@ -300,7 +300,8 @@ for i = 1, count do
       answers[i] = '=e,'
       if all then halt = true end -- an error: the batch writes nothing
     else
-      answers[i] = '=' .. (ok and '1' or '0') .. ',' .. (retry and string.format('%.17g', retry) or '')
+      -- src/result.rs caller_wait: an answer's wait is whole ms, rounded up.
+      answers[i] = '=' .. (ok and '1' or '0') .. ',' .. (retry and string.format('%.17g', ceil(retry)) or '')
       all_ok = all_ok and ok
       any_write = any_write or c.write
       if ok and (c.write or all) then

@@ -85,6 +85,7 @@ export type RedisErrorCode = "REDIS_CONFLICT" | "REDIS_TIMEOUT" | "REDIS_CROSSSL
  * @example
  * try { await limiter.limit("post", { key: userId }); }
  * catch (error) { if (error instanceof RedisStoreError) return new Response("Busy, retry", { status: 503 }); }
+ * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#redis-redisstoreerror | docs/errors.md}: every code, what it means, what to do.
  */
 export class RedisStoreError extends Error {
   /** What failed. */

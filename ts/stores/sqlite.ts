@@ -9,7 +9,7 @@
  * state. Inside the caller's transaction it runs in a savepoint.
  * @module
  */
-import type { RateLimitState, RateLimitStore, StateRef } from "ratebound";
+import { wrongArgument, type RateLimitState, type RateLimitStore, type StateRef } from "ratebound";
 import { codedError, hasMethod, oneAtATime, quotedTable, refColumns, sqliteStatements, stateOf, upsertParams, type WriteInfo } from "./shared/sql.js";
 import { d1Store, type D1DatabaseLike, type D1StoreOptions } from "./d1.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
@@ -113,6 +113,13 @@ function isD1(db: unknown): db is D1DatabaseLike {
   return hasMethod(db, "batch") && hasMethod(db, "prepare") && !hasMethod(db, "transaction");
 }
 
+/** What to use instead when `db` is another database's client. */
+function sqliteShapeHint(db: unknown): string {
+  if (hasMethod(db, "evalsha") || hasMethod(db, "evalSha") || hasMethod(db, "sendCommand")) return "; a Redis client: use redisStore(client) from ratebound/redis";
+  if (hasMethod(db, "query") || hasMethod(db, "unsafe")) return "; a PostgreSQL client: use postgresStore(db) from ratebound/postgres";
+  return "";
+}
+
 /**
  * A {@link RateLimitStore} over SQLite. Pass it to `new RateLimiter(store, limits)`; each call
  * (`limit`, `check`, `limitAll`, `checkAll`, `getValue`, `reset`) is then one transaction.
@@ -145,8 +152,10 @@ export function sqliteStore(db: SqliteDatabaseLike | D1DatabaseLike, given: Sqli
   const options = ownCopy("sqliteStore", given, ["table", ...OPTIMISTIC_OPTIONS]);
   if (isD1(db)) return d1Store(db, options);
   if (!hasMethod(db, "prepare") || !hasMethod(db, "exec") || typeof (db as { inTransaction?: unknown }).inTransaction !== "boolean") {
-    throw new TypeError(
-      `ratebound/sqlite: db must be a better-sqlite3 Database or a D1 binding (got ${db === null ? "null" : typeof db})`,
+    throw wrongArgument(
+      "ratebound/sqlite",
+      "db",
+      `db must be a better-sqlite3 Database or a D1 binding (got ${db === null ? "null" : typeof db})${sqliteShapeHint(db)}`,
     );
   }
   const table = quotedTable("sqlite", options.table ?? "ratebound");

@@ -12,7 +12,7 @@
  * and applies every buffered write, all or nothing.
  * @module
  */
-import { withJitter, type RateLimitState, type RateLimitStore, type StateRef, type WriteInfo } from "ratebound";
+import { invalidArgument, withJitter, type RateLimitState, type RateLimitStore, type StateRef, type WriteInfo } from "ratebound";
 import { OPTIMISTIC_OPTIONS } from "./options.js";
 
 export type { WriteInfo };
@@ -301,13 +301,9 @@ export async function runOptimistic<Tx extends { hasChanges(): boolean }, T>(
   // Own fields only: a caller's rest-spread copy is a plain object, whose absent
   // fields would otherwise be read from a polluted Object.prototype.
   const { maxAttempts = 10, baseDelayMs = 2, maxDelayMs = 200, onConflict, random } = ownFields(options);
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
-    throw new RangeError(`${settings.label}: maxAttempts must be an integer >= 1 (got ${maxAttempts})`);
-  }
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw invalidArgument(settings.label, "maxAttempts", "an integer >= 1", maxAttempts);
   for (const [field, value] of [["baseDelayMs", baseDelayMs], ["maxDelayMs", maxDelayMs]] as const) {
-    if (typeof value !== "number" || !(value >= 0) || !Number.isFinite(value)) {
-      throw new RangeError(`${settings.label}: ${field} must be a finite number >= 0 (got ${value})`);
-    }
+    if (typeof value !== "number" || !(value >= 0) || !Number.isFinite(value)) throw invalidArgument(settings.label, field, "a finite number >= 0", value);
   }
   for (let attempt = 1; ; attempt++) {
     const tx = begin();
@@ -361,9 +357,7 @@ export class OptimisticStore<Key, Version> implements RateLimitStore {
     if (retryReason !== undefined) this.#settings.retryReason = retryReason;
     // Fail at construction, not on the first call, on a bad bound.
     const maxAttempts = this.#options.maxAttempts ?? 10;
-    if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
-      throw new RangeError(`${settings.label}: maxAttempts must be an integer >= 1 (got ${maxAttempts})`);
-    }
+    if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw invalidArgument(settings.label, "maxAttempts", "an integer >= 1", maxAttempts);
   }
 
   /**

@@ -29,6 +29,7 @@ export type { WriteInfo };
  * @example
  * try { await limiter.limit("api", { key }); }
  * catch (error) { if (error instanceof SqlStoreError) return new Response("Busy", { status: 503 }); }
+ * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#sql-sqlstoreerror | docs/errors.md}: every code, what it means, what to do.
  */
 export class SqlStoreError extends Error {
   /** Why the call failed: see the class's documentation. */
