@@ -16,7 +16,7 @@ const limiter = new RateLimiter(redisStore(redis, { timeoutMs: 500 }), {
 });
 
 const perClient = {
-  // The socket's address; behind a proxy, the address it reports (see README: proxies and IPv6).
+  // The socket's address; behind a proxy, the address it reports (see docs/http.md: proxies and IPv6).
   key: (c) => ipKey(getConnInfo(c).remote.address), // IPv4 as is, IPv6 by its /56
   onError: (error) => console.error("rate limit store:", error.message), // Redis down: the request gets a 503
 };

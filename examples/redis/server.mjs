@@ -41,7 +41,7 @@ export function createApp(client) {
         return send(200, JSON.stringify({ perUser: value }), { "content-type": "application/json" });
       }
       if (request.method !== "POST" || request.url !== "/posts") return send(404, "Not found");
-      // In Redis Cluster, a batch over different keys needs them in one slot: see the README.
+      // In Redis Cluster, a batch over different keys needs them in one slot: see docs/redis.md.
       const status = await limiter.limitAll([{ name: "perUser", key: user }, { name: "global" }]);
       if (!status.ok) {
         const seconds = Math.ceil(status.retryAfter / SECOND);

@@ -1,6 +1,6 @@
 // The playground (examples/browser-preview) in a real browser: Debian's Chromium driven by
 // playwright-core, on Playwright's fake clock so a wait of seconds takes no real time.
-// Screenshots go to tests/artifacts/ (git-ignored); with UPDATE_SCREENSHOTS=1 the README's
+// Screenshots go to tests/artifacts/ (git-ignored); with UPDATE_SCREENSHOTS=1 docs/browser.md's
 // docs/playground.png is written too.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";

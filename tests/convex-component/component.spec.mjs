@@ -293,7 +293,7 @@ describe("the browser's API and the component's housekeeping", () => {
   });
 });
 
-describe("where ratebound deliberately differs from the reference (README: Switching from @convex-dev/rate-limiter)", () => {
+describe("where ratebound deliberately differs from the reference (docs/migrate-from-convex.md)", () => {
   test.each(ALGORITHMS)("%s: maxReserved: 0 means no reservation (the reference reads it as unlimited)", async (kind) => {
     const t = app();
     const ask = { name: "noDebt", config: limitOf(kind, { maxReserved: 0 }), reserve: true, count: 10 };

@@ -1,4 +1,4 @@
-// The figures in README.md (Asynchronous updates): where a burst of N callers racing on one snapshot
+// The figures in docs/convex.md (Asynchronous updates): where a burst of N callers racing on one snapshot
 // that holds V tokens leaves a limit of 10 tokens an hour, once the worker has applied it, with no
 // headroom and with ratebound's headroom 2 and 4. Rows are [N, V, none, headroom 2, headroom 4].
 import { convexTest } from "convex-test";
@@ -25,7 +25,7 @@ export const README_TABLE = [
   [100, 10, -90, -90, -90],
 ];
 
-test("the README's table of where a burst leaves the limit is what the component does (token bucket, count 1)", async () => {
+test("the table in docs/convex.md of where a burst leaves the limit is what the component does (token bucket, count 1)", async () => {
   const t = convexTest(schema, modules);
   rateLimiterTest.register(t);
   const drain = async () => {

@@ -1,7 +1,7 @@
 // How far a burst overdraws an asynchronous limit, over a grid: N callers racing on one snapshot
 // (one mutation: each decides on its stale snapshot, which holds none of the burst's own updates),
 // each asking `count` of a limit of 10 that holds V, with and without ratebound's `headroom` H. The
-// bound (README: Asynchronous updates) is: after the worker applies the burst, the limit is at least
+// bound (docs/convex.md: Asynchronous updates) is: after the worker applies the burst, the limit is at least
 // -max(0, (N - 1) × count - H), reached when V = count + H; every granted token is accounted for.
 // Also: a corrupt stored value fails closed, in a decision and in the worker.
 import { convexTest } from "convex-test";

@@ -167,7 +167,7 @@ export const enqueueUpdates = mutation({
  * applied (ratebound's addition): the stored state with the limit's pending
  * updates folded in, then the core's `check`. The client runs it on a stale
  * snapshot (no conflict) to decide a call on the fast path, asking for `count`
- * plus the limit's `headroom` (README: Asynchronous updates), and for `check`
+ * plus the limit's `headroom` (docs/convex.md: Asynchronous updates), and for `check`
  * with headroom. A count beyond what the limit can ever grant is refused here
  * with `retryAfter: 0` (a real refusal always waits) rather than thrown: the
  * client then asks `queuedRateLimit` or `checkRateLimit`, which throw the

@@ -10,7 +10,7 @@ import { v, type Infer } from "convex/values";
  * How a limit's consumption is stored (0.4): `"transactionally"` (the default) in the
  * caller's mutation, conflicting with concurrent callers of the same key; or
  * `"asynchronously"`: checked against a stale snapshot (no conflict) and queued
- * in `pendingUpdates` for the worker, so a concurrent burst can overdraw (README:
+ * in `pendingUpdates` for the worker, so a concurrent burst can overdraw (docs/convex.md:
  * Asynchronous updates).
  */
 export const applyUpdatesValidator = v.union(v.literal("transactionally"), v.literal("asynchronously"));

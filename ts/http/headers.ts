@@ -17,7 +17,7 @@ import type { RateLimitFigures } from "ratebound";
 /** Which header fields to write: the IETF draft they follow, or none. */
 export type HeaderDraft = "draft-10" | "draft-8" | "draft-7" | "draft-6" | "none";
 
-/** The header drafts `ratebound/http` writes, in the order the README lists them. */
+/** The header drafts `ratebound/http` writes, in the order docs/http.md lists them. */
 export const HEADER_DRAFTS: readonly HeaderDraft[] = ["draft-10", "draft-8", "draft-7", "draft-6", "none"];
 
 /** One limit's figures, under the name its policy is reported as. */

@@ -91,7 +91,7 @@ function ipv6Text(groups: readonly number[]): string {
  * its network, `prefix/bits` in RFC 5952 form (`2001:db8:1234:5600::/56`),
  * the form express-rate-limit's `ipKeyGenerator` gives. A zone (`%eth0`) is
  * dropped. Pass the address your framework trusts (Express's `req.ip` with
- * `trust proxy` set to your proxies, not `true`; see the README on proxies).
+ * `trust proxy` set to your proxies, not `true`; see docs/http.md on proxies).
  *
  * @param address The client's address.
  * @param options `ipv6Subnet`: the IPv6 prefix length, 1 to 128 (default 56).

@@ -17,7 +17,7 @@ export const send = mutation({
 /**
  * Reacts to a message under the app-wide `reactions` limit, applied asynchronously: the limit is
  * checked on a stale snapshot and the reaction's token is queued for the component's worker, so
- * concurrent reactions never conflict (README: Asynchronous updates).
+ * concurrent reactions never conflict (docs/convex.md: Asynchronous updates).
  */
 export const react = mutation({
   args: { user: v.string(), emoji: v.string() },

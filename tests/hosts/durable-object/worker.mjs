@@ -17,7 +17,7 @@ export class Limiter extends rateLimiterObject(LIMITS) {}
 /** The same class on a key-value-backed object (binding LIMITER_KV). */
 export class KvLimiter extends rateLimiterObject(LIMITS) {}
 
-/** An app's own RPC object over durableObjectStore, as the README shows it (SQLite-backed, binding RPC). */
+/** An app's own RPC object over durableObjectStore, as docs/durable-objects.md shows it (SQLite-backed, binding RPC). */
 export class RpcLimiter extends DurableObject {
   limiter = new RateLimiter(durableObjectStore(this.ctx.storage), LIMITS);
 

@@ -56,7 +56,7 @@ export type ActionCtx = Pick<GenericActionCtx<GenericDataModel>, "runQuery" | "r
  * already queued for it, could grant `count + headroom`; otherwise it is decided
  * exactly, in a transaction that conflicts with the limit's other callers. A
  * burst of N callers deciding on one snapshot then overdraws by at most
- * `max(0, (N - 1) * count - headroom)` tokens (README: Asynchronous updates).
+ * `max(0, (N - 1) * count - headroom)` tokens (docs/convex.md: Asynchronous updates).
  * Without `headroom` the limit behaves as the reference's: it checks the stored
  * state only, and the bound is `(N - 1) * count` plus whatever is still queued.
  */
