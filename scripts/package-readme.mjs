@@ -4,7 +4,8 @@
 //
 // Links to files go to the repository's file view (`…/blob/main/docs/redis.md#cluster`),
 // images to their raw bytes (`…/raw/main/docs/playground.png`, which GitHub serves as the
-// image). Links inside code (fenced blocks and inline code spans) are code, and stay as written.
+// image). Links inside code (fenced blocks and inline code spans) are code, and stay as written;
+// a link whose text is a code span is a link.
 // The repository is read from the manifest's `repository.url`, so the package page and the
 // links can never disagree about where the project lives.
 
@@ -56,12 +57,16 @@ function mapProse(markdown, prose) {
     .join("\n");
 }
 
-/** Maps the parts of a prose line outside inline code spans through `text`. */
-const outsideCode = (line, text) =>
-  line
-    .split(/(`+[^`]*`+)/)
-    .map((part, index) => (index % 2 === 1 ? part : text(part)))
-    .join("");
+/**
+ * Maps a prose line through `text` with its inline code spans held aside: a span reaches `text` as
+ * a placeholder (so a link inside code is not a link, while a link whose text is code, like
+ * [`ratebound/redis`](docs/redis.md), still is) and is put back as written.
+ */
+const outsideCode = (line, text) => {
+  const spans = [];
+  const masked = line.replace(/`+[^`]*`+/g, (span) => `\u0000${spans.push(span) - 1}\u0000`);
+  return text(masked).replace(/\u0000(\d+)\u0000/g, (_all, index) => spans[Number(index)]);
+};
 
 const INLINE = /(!?)\[((?:[^\]\\]|\\.)*)\]\(\s*(<[^>]*>|[^)\s]+)((?:\s+"[^"]*")?\s*)\)/g;
 const HTML = /\b(href|src)=(["'])([^"']*)\2/g;

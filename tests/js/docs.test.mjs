@@ -94,7 +94,15 @@ describe("README is a guide", () => {
   it("has only links the package build makes absolute (npm shows README without the repository)", () => {
     const { repository } = JSON.parse(read("pkg-template/package.json"));
     const left = linksOf("README.md", npmReadme(read("README.md"), { repository })).filter(({ target }) => !/^([a-z][a-z0-9+.-]*:|#)/i.test(target));
-    assert.deepEqual(left, [], "relative links the package README would keep (a code span inside a link's text hides it from scripts/package-readme.mjs)");
+    assert.deepEqual(left, [], "relative links the package README would keep");
+  });
+
+  it("the package build makes a link whose text is code absolute, and leaves a link inside code as written", () => {
+    const repository = { url: "git+https://github.com/ratebound/ratebound.git" };
+    assert.equal(
+      npmReadme("See [`ratebound/redis`](docs/redis.md#cluster), not `[x](docs/a.md)`.", { repository }),
+      "See [`ratebound/redis`](https://github.com/ratebound/ratebound/blob/main/docs/redis.md#cluster), not `[x](docs/a.md)`.",
+    );
   });
 
   it("quotes both quick starts whole, from the files the quick-start test runs", () => {
