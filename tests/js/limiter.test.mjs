@@ -900,6 +900,28 @@ describe("determinism", () => {
   });
 });
 
+describe("a store that calls a limiter from inside its read", () => {
+  it("each call is decided on its own limit: the inner call's item does not replace the outer's", async () => {
+    // The outer limit holds 3; a store whose read decides on another limiter (capacity 1,000)
+    // first. A driver that decided on the buffer's last item would grant the 4th outer call.
+    const inner = new RateLimiter(new MemoryStore(), { wide: { kind: "token bucket", rate: 1000, period: SECOND, capacity: 1000 } }, { now: () => 0 });
+    const memory = new MemoryStore();
+    const store = {
+      read(ref, info) {
+        inner.limit("wide", { key: "inner", count: 2 }).catch(() => {});
+        return memory.read(ref, info);
+      },
+      write: (ref, state, info) => memory.write(ref, state, info),
+    };
+    const outer = new RateLimiter(store, { narrow: { kind: "token bucket", rate: 3, period: MINUTE } }, { now: () => 0 });
+    const answers = [];
+    for (let call = 0; call < 4; call++) answers.push((await outer.limit("narrow", { key: "k" })).ok);
+    assert.deepEqual(answers, [true, true, true, false]);
+    assert.deepEqual(memory.read({ name: "narrow", key: "k", shard: 0 }), { value: 0, ts: 0 });
+    assert.equal((await inner.getValue("wide", { key: "inner" })).value, 1000 - 2 * 4);
+  });
+});
+
 describe("withJitter and time units", () => {
   it("withJitter adds a random delay below maxJitter", () => {
     const samples = Array.from({ length: 200 }, () => withJitter(1000, 500));

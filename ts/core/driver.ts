@@ -397,7 +397,7 @@ export async function runRemote(store: RateLimitStore & { decide: NonNullable<Ra
 export function runOne(store: RateLimitStore, call: Call, figures: boolean): Decided | Promise<Decided> {
   const { ITEMS, PLAN, OUT } = layout;
   putItem(io, ITEMS, call, figures);
-  ownItems(undefined);
+  ownItems(call);
   if (core.rb_plan(1) < 0) throw coreError(io, OUT, call.name);
   const reads = io[PLAN + 2]!;
   const info = { now: call.now };
@@ -431,9 +431,12 @@ function decideOne(
 ): Decided | Promise<Decided> {
   const { ITEMS, OUT, SLOTS, SLOT } = layout;
   // Other calls may have used the buffer while the store answered (even a synchronous
-  // store's read may call a limiter): write the item again, and own it as no batch.
-  putItem(io, ITEMS, call, figures);
-  ownItems(undefined);
+  // store's read may call a limiter): then write the item again. Every writer of the items
+  // owns them (`ownItems`), and each call is its own owner.
+  if (itemsOwner !== call) {
+    putItem(io, ITEMS, call, figures);
+    ownItems(call);
+  }
   putState(SLOTS, stateFirst, first);
   if (second !== undefined) putState(SLOTS + SLOT, stateSecond, second);
   if (core.rb_decide_one() < 0) throw coreError(io, OUT, call.name);

@@ -142,6 +142,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   readonly #limits = new Map<string, Compiled>();
   /** Whether the store decides next to its data. */
   readonly #remote: boolean;
+  /** Whether a call may go straight to the driver: the store neither decides nor has a transaction. */
+  readonly #direct: boolean;
   /** Refusals repeated without asking the store (`refusalCache`), when asked for. */
   readonly #refusals: RefusalCache | undefined;
 
@@ -157,6 +159,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     this.#failure = new FailurePolicy(store, limits, options, RateLimiter);
     this.#store = checkStore(store);
     this.#remote = typeof store.decide === "function";
+    this.#direct = !this.#remote && typeof store.transaction !== "function";
     const [now, random, , , refusalCache] = ownOptions("RateLimiter", options, OPTIONS);
     this.#refusals = RefusalCache.from(refusalCache);
     for (const [field, value] of [["now", now], ["random", random]] as const) {
@@ -247,6 +250,13 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       const { config, policy } = this.#failure.limitPolicy(name, given.config);
       const call = this.#call(name, given, config, write);
       const refusals = this.#refusals;
+      if (refusals === undefined && this.#direct && this.#failure.isPlain(policy)) {
+        // No transaction, no policy to apply, nothing remembered: a synchronous store is decided
+        // synchronously, and nothing is allocated for the answer but the result.
+        const answer = runOne(this.#store, call, figures);
+        if (isThenable(answer)) return answer.then((decided) => refusal(call.name, shaped(decided), given.throws));
+        return Promise.resolve(refusal(call.name, shaped(answer), given.throws));
+      }
       if (refusals !== undefined) {
         plan([call], true, figures); // bad input throws, never a remembered refusal
         const local = refusals.refuse(call, figures);
@@ -257,11 +267,9 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
         refusals?.remember(call, result);
         return refusal(call.name, result, given.throws);
       };
-      if (this.#failure.isPlain(policy) && !this.#remote && typeof this.#store.transaction !== "function") {
-        // No transaction, no policy to apply: a synchronous store is decided synchronously.
+      if (this.#direct && this.#failure.isPlain(policy)) {
         const answer = runOne(this.#store, call, figures);
-        if (isThenable(answer)) return answer.then(answered);
-        return Promise.resolve(refusals === undefined ? refusal(call.name, shaped(answer), given.throws) : answered(answer));
+        return isThenable(answer) ? answer.then(answered) : Promise.resolve(answered(answer));
       }
       // Bad input fails here, before the store is touched, whatever the policy.
       const planned = this.#remote ? plan([call], true, figures) : undefined;
