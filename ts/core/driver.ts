@@ -8,7 +8,7 @@
  * no Promise until the caller's.
  * @module
  */
-import { core, io, itemsOwner, layout, ownItems } from "./engine.js";
+import { core, figuresAt, io, itemsOwner, layout, ownItems } from "./engine.js";
 import { coreError, corruptState, mustBe, RateboundError, wrongArgument, type Place } from "./errors.js";
 import { refId, refOf } from "./call.js";
 import type { Compiled } from "./config.js";
@@ -213,17 +213,7 @@ function answerOf(index: number, withFigures: boolean): Decided {
   const ok = io[out] === 1;
   const wait = io[out + 1]!;
   const result: RateLimitResult = ok ? (Number.isNaN(wait) ? ALLOWED : { ok: true, retryAfter: wait }) : { ok: false, retryAfter: wait };
-  if (!withFigures) return { result, figures: undefined };
-  const seconds = io[out + 6]!;
-  const figures: RateLimitFigures = {
-    limit: io[out + 2]!,
-    remaining: io[out + 3]!,
-    reset: io[out + 4]!,
-    window: io[out + 5]!,
-    ...(Number.isNaN(seconds) ? {} : { retryAfter: seconds }),
-    sampled: io[out + 7]!,
-  };
-  return { result, figures };
+  return { result, figures: withFigures ? figuresAt(out + 2) : undefined };
 }
 
 /** What a decided batch answers: per call, its decision or its error; and the batch's own result. */

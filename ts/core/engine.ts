@@ -6,6 +6,7 @@
  * and needs no glue.
  * @module
  */
+import type { RateLimitFigures } from "./types.js";
 
 /** What the module exports (`src/wasm/exports.rs`). */
 export interface CoreExports {
@@ -71,6 +72,22 @@ export let layout: Layout = undefined as unknown as Layout;
  * Every writer of the items sets it (to itself, or `undefined`).
  */
 export let itemsOwner: unknown = undefined;
+
+/**
+ * The header figures the core wrote at `at`: limit, remaining, reset, window,
+ * retryAfter in seconds (NaN: none), sampled.
+ */
+export function figuresAt(at: number): RateLimitFigures {
+  const seconds = io[at + 4]!;
+  return {
+    limit: io[at]!,
+    remaining: io[at + 1]!,
+    reset: io[at + 2]!,
+    window: io[at + 3]!,
+    ...(Number.isNaN(seconds) ? {} : { retryAfter: seconds }),
+    sampled: io[at + 5]!,
+  };
+}
 
 /** Records who wrote the buffer's items last. */
 export function ownItems(owner: unknown): void {

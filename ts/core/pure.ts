@@ -4,7 +4,7 @@
  * the core's; this module moves them across.
  * @module
  */
-import { core, io, layout } from "./engine.js";
+import { core, figuresAt, io, layout } from "./engine.js";
 import { coreError, corruptState, invalidRequest, mustBe, RateboundError, wrongArgument } from "./errors.js";
 import { CONFIG_FIELDS, compileConfig, type Compiled } from "./config.js";
 import { checkName, draw } from "./call.js";
@@ -230,15 +230,7 @@ export function rateLimitFigures(value: RateLimitValue, now: number = Date.now()
   const { EXTRA } = layout;
   compiled.numbers.forEach((number, index) => (io[EXTRA + index] = number));
   core.rb_figures(state.value, state.ts, now, retryAfter ?? Number.NaN, sampled ?? 1);
-  const seconds = io[EXTRA + 12]!;
-  return {
-    limit: io[EXTRA + 8]!,
-    remaining: io[EXTRA + 9]!,
-    reset: io[EXTRA + 10]!,
-    window: io[EXTRA + 11]!,
-    ...(Number.isNaN(seconds) ? {} : { retryAfter: seconds }),
-    sampled: io[EXTRA + 13]!,
-  };
+  return figuresAt(EXTRA + 8);
 }
 
 export { RateboundError };
