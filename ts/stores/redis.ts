@@ -376,37 +376,50 @@ function redisHost(commands: Commands, prefix: string, timeoutMs: number): Optim
 
 /** The decision script's arguments for `batch` (see `DECIDE_SCRIPT`). */
 function decideArguments(batch: RemoteBatch): string[] {
-  const args = [batch.all ? "1" : "0", String(batch.items.length)];
+  const { items } = batch;
   const refCount = batch.refs.length;
-  batch.items.forEach((item, index) => {
+  // One item on one ref (a call on a limit with one shard): the compact layout, 13 arguments.
+  const compact = items.length === 1 && refCount === 1 && items[0]!.reads?.length === 1;
+  const args: string[] = new Array(compact ? 13 : 2 + items.length * 17);
+  if (!compact) {
+    args[0] = batch.all ? "1" : "0";
+    args[1] = String(items.length);
+  }
+  for (let index = 0, at = compact ? 0 : 2; index < items.length; index++, at += 17) {
+    const item = items[index]!;
     const { reads, fresh } = item;
-    const inRange = (read: unknown) => Number.isInteger(read) && (read as number) >= 0 && (read as number) < refCount;
-    if (!Array.isArray(reads) || !(reads.length === 1 || reads.length === 2) || !reads.every(inRange) || !Array.isArray(fresh) || fresh.length !== reads.length) {
+    if (!Array.isArray(reads) || !(reads.length === 1 || reads.length === 2) || !inRange(reads[0], refCount) || (reads.length === 2 && !inRange(reads[1], refCount)) || !Array.isArray(fresh) || fresh.length !== reads.length) {
       throw invalidArgument("batch", `decide: item ${index} must read one or two of the batch's ${refCount} refs, with a fresh state for each`);
     }
-    const second = fresh[1] ?? { value: 0, ts: 0 };
-    args.push(
-      String(item.kind),
-      numberText(item.rate),
-      numberText(item.period),
-      numberText(item.capacity),
-      item.maxReserved === null ? "" : numberText(item.maxReserved),
-      String(item.shards),
-      item.start === null ? "" : numberText(item.start),
-      numberText(item.count),
-      item.reserve ? "1" : "0",
-      item.write ? "1" : "0",
-      numberText(item.now),
-      String(reads[0]! + 1),
-      reads.length === 2 ? String(reads[1]! + 1) : "0",
-      numberText(fresh[0]!.value),
-      numberText(fresh[0]!.ts),
-      numberText(second.value),
-      numberText(second.ts),
-    );
-  });
+    const second = reads.length === 2;
+    args[at] = String(item.kind);
+    args[at + 1] = numberText(item.rate);
+    args[at + 2] = numberText(item.period);
+    args[at + 3] = numberText(item.capacity);
+    args[at + 4] = item.maxReserved === null ? "" : numberText(item.maxReserved);
+    args[at + 5] = String(item.shards);
+    args[at + 6] = item.start === null ? "" : numberText(item.start);
+    args[at + 7] = numberText(item.count);
+    args[at + 8] = item.reserve ? "1" : "0";
+    args[at + 9] = item.write ? "1" : "0";
+    args[at + 10] = numberText(item.now);
+    if (compact) {
+      args[11] = numberText(fresh[0]!.value);
+      args[12] = numberText(fresh[0]!.ts);
+      break;
+    }
+    args[at + 11] = String(reads[0]! + 1);
+    args[at + 12] = second ? String(reads[1]! + 1) : "0";
+    args[at + 13] = numberText(fresh[0]!.value);
+    args[at + 14] = numberText(fresh[0]!.ts);
+    args[at + 15] = second ? numberText(fresh[1]!.value) : "0";
+    args[at + 16] = second ? numberText(fresh[1]!.ts) : "0";
+  }
   return args;
 }
+
+/** Whether `read` indexes one of `refCount` refs. */
+const inRange = (read: unknown, refCount: number): boolean => Number.isInteger(read) && (read as number) >= 0 && (read as number) < refCount;
 
 /** The decision script's reply: what each key held, and which items wrote. */
 function decideAnswer(reply: unknown, batch: RemoteBatch): RedisAnswer {
