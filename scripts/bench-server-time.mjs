@@ -2,7 +2,7 @@
 // (issue 22): server time per call, measured on the server, and CPU per call on both sides of a
 // closed loop. A measurement, not a test: it asserts nothing.
 //
-//   node scripts/bench-server-time.mjs [--pkg DIR] [--hosts redis,postgres] [--calls 20000]
+//   node scripts/bench-server-time.mjs [--pkg DIR] [--hosts redis,redis-ops,postgres] [--calls 20000]
 //                                      [--seconds 3] [--in-flight 32] [--runs 3]
 //
 // Redis, per contender (the decision script through ratebound's store, node-redis and ioredis;
@@ -20,6 +20,8 @@
 //   functions their total time per call from `pg_stat_user_functions` (`track_functions = 'pl'`);
 // - closed loop: a `pg.Pool` of 10, `--in-flight` calls in flight, one key and 1,000 keys; per
 //   call, the Node process's CPU and every PostgreSQL process's (`/proc/PID/stat`).
+// Redis Lua operations (`--hosts redis-ops`): what each operation the decision script does costs
+// inside Redis's Lua, each timed in a loop of 200,000 inside one EVAL, minus the empty loop.
 // Each figure is the median of `--runs` runs (contenders alternate within a run). On a loaded
 // machine, read only ratios between contenders of the same run.
 import { readdirSync, readFileSync, mkdtempSync, rmSync } from "node:fs";
@@ -233,6 +235,48 @@ async function redisRows(api) {
 }
 
 // ---------------------------------------------------------------------------------------------
+/** What each Lua operation of the decision script costs inside Redis. */
+async function redisOps() {
+  const server = await startRedis();
+  const admin = await createClient({ url: server.url }).connect();
+  const loops = 200_000;
+  const state = "999999983.33333337,1795664988075";
+  const ops = {
+    "an empty loop (subtracted)": "",
+    "tonumber of a 13-digit argument": "local x = tonumber(ARGV[1])",
+    "string.match of VALUE,TS with two captures": `local a, b = string.match(R, '^(%-?%d+%.?%d*),(%-?%d+%.?%d*)$')`,
+    "string.format('%.17g,%.17g')": "local x = string.format('%.17g,%.17g', 999999983.33333337, 1795664988075)",
+    "string.format('%.17g,%d')": "local x = string.format('%.17g,%d', 999999983.33333337, 1795664988075)",
+    "string.format('%d') of a TTL": "local x = string.format('%d', 60000)",
+    "a table of three": "local t = { 1, 2, 3 }",
+    "redis.call GET": "local x = redis.call('GET', KEYS[1])",
+    "redis.call SET (no TTL)": `redis.call('SET', KEYS[1], '${state}')`,
+    "redis.call SET … PX": `redis.call('SET', KEYS[1], '${state}', 'PX', '60000')`,
+  };
+  const results = Object.fromEntries(Object.keys(ops).map((name) => [name, []]));
+  try {
+    for (let run = 0; run < RUNS; run++) {
+      for (const [name, body] of Object.entries(ops)) {
+        const script = `local R = '${state}' redis.call('SET', KEYS[1], R) for i = 1, ${loops} do ${body} end return 1`;
+        const start = performance.now();
+        await admin.sendCommand(["EVAL", script, "1", "ratebound:ops", "1795664988075"]);
+        results[name].push(((performance.now() - start) * 1e6) / loops);
+      }
+    }
+  } finally {
+    await admin.quit();
+    server.stop();
+  }
+  const empty = median(results["an empty loop (subtracted)"]);
+  table(
+    `Redis Lua operations (ns per operation, median of ${RUNS} runs of ${loops.toLocaleString("en-US")} in one EVAL, minus the empty loop)`,
+    Object.entries(results)
+      .filter(([name]) => !name.startsWith("an empty loop"))
+      .map(([name, runs]) => ({ operation: name, "ns per operation": Math.round(median(runs) - empty) })),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
 async function postgresRows(api) {
   const server = await startPostgres();
   const admin = new pg.Client({ connectionString: server.connectionString });
@@ -366,6 +410,7 @@ try {
     const { redisStore } = await load("ratebound/redis");
     await redisRows({ RateLimiter, redisStore });
   }
+  if (HOSTS.includes("redis-ops")) await redisOps();
   if (HOSTS.includes("postgres")) {
     const { createTable, postgresStore } = await load("ratebound/postgres");
     await postgresRows({ RateLimiter, createTable, postgresStore });
