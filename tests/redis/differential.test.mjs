@@ -29,6 +29,17 @@ function show(value) {
 /** A number as a stored string: JavaScript's shortest form, or 17 significant digits (as Lua's %.17g writes), -0 kept. */
 const stored = (x, long) => (Object.is(x, -0) ? "-0" : long && x !== 0 ? x.toPrecision(17) : String(x));
 
+/** The same number spelled with a leading zero and, when it has a fraction, a trailing one: valid text both sides read as the same number. */
+const padded = (text) => {
+  if (/e/.test(text)) return text;
+  const sign = text.startsWith("-") ? "-" : "";
+  const digits = text.slice(sign.length);
+  return `${sign}0${digits}${digits.includes(".") ? "0" : ""}`;
+};
+
+/** Stored text in the plain form the script's fast path reads itself (no exponent). */
+const PLAIN_STATE = /^-?\d+(?:\.\d+)?,-?\d+(?:\.\d+)?$/;
+
 // ---------------------------------------------------------------------------------------------
 // Random batches.
 // ---------------------------------------------------------------------------------------------
@@ -76,6 +87,8 @@ function generator(seed) {
   function state(now, periodMs, capacity) {
     if (chance(0.25)) return null;
     if (chance(0.005)) return { corrupt: pick(["x", "Infinity,0", "1,2,3", "1e999,5", "null", '"1,1700000000000"', "5", "", " 1,2", "0x10,1"]) };
+    // Text the fast path's pattern nearly accepts: corrupt to both sides, so the general path must answer.
+    if (chance(0.004)) return { corrupt: pick(["1.,2", "1,2.", ".5,2", "+1,2", "1e5,2", "1,2 ", "-,2", "1,-", "1.5.5,2", "1,,2", "-0.,5", "1,2e+", "1E+5,2"]) };
     const value = pick([
       () => capacity,
       () => 0,
@@ -115,7 +128,7 @@ function generator(seed) {
       const now = sameNow ? baseNow : baseNow + pick([0, -integer(1, 100_000), integer(1, 100_000), -logUniform(0, 11)]);
       items.push({ name: `${"ab"[which]}${caseIndex}`, key: pick(["k0", "k0", "k1"]), which, reserve, write: chance(0.8), now, count: count(limits[which], reserve) });
     }
-    return { limits, items, all, sameNow, state, long: chance(0.5) };
+    return { limits, items, all, sameNow, state, long: chance(0.5), padded: chance(0.05) };
   };
 }
 
@@ -161,7 +174,7 @@ const sameDecision = (a, b) => (a === null || b === null ? a === b : a.ok === b.
 async function compare(admin, seed, cases) {
   const next = generator(seed);
   const random = seeded(seed ^ 0x5a5a5a5a);
-  const stats = { cases: 0, decisions: 0, skipped: 0, granted: 0, refused: 0, errors: 0, combined: 0, secondShard: 0, allRefused: 0, reserved: 0, maxReservedZero: 0, clockBack: 0, corrupt: 0, expiring: 0, noTtl: 0, negativeZero: 0 };
+  const stats = { cases: 0, decisions: 0, skipped: 0, granted: 0, refused: 0, errors: 0, combined: 0, secondShard: 0, allRefused: 0, reserved: 0, maxReservedZero: 0, clockBack: 0, corrupt: 0, expiring: 0, noTtl: 0, negativeZero: 0, fastPath: 0, fastPathRewritten: 0 };
   const mismatches = [];
   const inFlight = new Set();
   for (let caseIndex = 0; caseIndex < cases; caseIndex++) {
@@ -174,7 +187,8 @@ async function compare(admin, seed, cases) {
     const states = batch.refs.map((ref) => testCase.state(batch.items[0].now, ref.periodMs, ref.capacity));
     const corrupt = states.some((state) => state !== null && "corrupt" in state);
     const keys = batch.refs.map((ref) => redisKey(ref));
-    const setup = states.flatMap((state, index) => (state === null ? [] : [[keys[index], "corrupt" in state ? state.corrupt : `${stored(state.value, testCase.long)},${stored(state.ts, testCase.long)}`]]));
+    const spell = (x) => (testCase.padded ? padded(stored(x, testCase.long)) : stored(x, testCase.long));
+    const setup = states.flatMap((state, index) => (state === null ? [] : [[keys[index], "corrupt" in state ? state.corrupt : `${spell(state.value)},${spell(state.ts)}`]]));
     const expected = corrupt ? null : coreDecide(batch, states);
     stats.cases++;
     stats.decisions += batch.items.length;
@@ -193,6 +207,12 @@ async function compare(admin, seed, cases) {
       if (batch.items.some((item) => item.maxReserved === 0 && item.reserve)) stats.maxReservedZero++;
       if (states.some((state, index) => state !== null && state.ts > batch.items[0].now)) stats.clockBack++;
       if (states.some((state) => state !== null && Object.is(state.value, -0))) stats.negativeZero++;
+      // The script's fast path: one item on one state, stored in the plain form or absent, granted without a wait.
+      const decided = expected.decided[0];
+      if (batch.items.length === 1 && batch.refs.length === 1 && (setup.length === 0 || PLAIN_STATE.test(setup[0][1])) && decided?.ok && decided.retryAfter === undefined) {
+        stats.fastPath++;
+        if (setup.length === 1 && expected.wrote[0]) stats.fastPathRewritten++;
+      }
     }
     const seen = {};
     const differ = (what, ours, core) => mismatches.push({ seed, caseIndex, what, ours, core, batch, states });
@@ -287,7 +307,7 @@ describe("the decision script against the core, on a real redis-server", () => {
     assert.equal(outcome.mismatches.length, 0, report(fixedSeed, outcome));
     assert.ok(outcome.stats.decisions >= 100_000, `${outcome.stats.decisions} decisions`);
     const { stats } = outcome;
-    for (const what of ["granted", "refused", "errors", "combined", "secondShard", "allRefused", "reserved", "maxReservedZero", "clockBack", "corrupt", "expiring", "noTtl", "negativeZero"]) {
+    for (const what of ["granted", "refused", "errors", "combined", "secondShard", "allRefused", "reserved", "maxReservedZero", "clockBack", "corrupt", "expiring", "noTtl", "negativeZero", "fastPath", "fastPathRewritten"]) {
       assert.ok(stats[what] >= 50, `the generator reached "${what}" only ${stats[what]} times: ${show(stats)}`);
     }
     assert.ok(stats.skipped < stats.cases / 4, `too many batches refused before any read: ${show(stats)}`);

@@ -21,6 +21,8 @@ import { seeded } from "../js/helpers.mjs";
 
 const SEED = process.env.PG_DIFF_SEED === undefined ? 0x9d1f_2026 : Number(process.env.PG_DIFF_SEED);
 const DECISIONS = 100_000;
+/** Single calls on limits with one shard: the one-item function's path. */
+const ONE_CALLS = 50_000;
 const MAX = 1.7976931348623157e308;
 
 /** JSON that shows -0, NaN and ±Infinity. */
@@ -340,5 +342,132 @@ describe("the decision function on a real PostgreSQL server, against the core", 
     await compareTable();
     t.diagnostic(`seed ${SEED}: ${show(stats)}`);
     for (const outcome of ["granted", "refused", "errors", "corrupt", "all"]) assert.ok(stats[outcome] > 0, `the traffic had ${outcome}`);
+  });
+
+  test(`${ONE_CALLS.toLocaleString("en")} single calls on limits with one shard (the one-item function, and the batch function it hands the rest to) from seed ${SEED}: every answer and every stored number equal the core's`, { timeout: 240_000 }, async (t) => {
+    const g = generator(SEED ^ 0x5eed);
+    await client.query("TRUNCATE ratebound");
+    await client.query("SET track_functions = 'pl'");
+    const calls = async () => {
+      await client.query("SELECT pg_stat_force_next_flush()");
+      await client.query("SELECT pg_stat_clear_snapshot()");
+      const counted = await rows("SELECT funcname, calls FROM pg_stat_user_functions WHERE funcname IN ('ratebound_decide_v1', 'ratebound_decide_one_v1')");
+      return Object.fromEntries(counted.map((row) => [row.funcname, Number(row.calls)]));
+    };
+    const callsBefore = await calls();
+    // Limits a service would declare (the fast path's), and the generator's extreme ones (the batch function's).
+    const typical = () => {
+      const kind = g.chance(0.5) ? "token bucket" : "fixed window";
+      const rate = g.pick([1, 2, 3, 5, 10, 60, 100, 1000, 40_000, 1e9, 0.5, 7.25]);
+      const limit = { kind, rate, period: g.pick([1, 1000, 60_000, 3_600_000, 86_400_000, 1500, 7]) };
+      if (g.chance(0.5)) limit.capacity = g.pick([0, -0, rate, rate * 3, rate / 2, 1, 12.5]);
+      if (g.chance(0.5)) limit.maxReserved = g.pick([0, -0, 1, 5, rate, 2.5]);
+      if (kind === "fixed window" && g.chance(0.5)) limit.start = g.pick([0, 1_700_000_000_000, -5000, 1_700_000_000_000 + 0.5]);
+      return limit;
+    };
+    const limits = [];
+    while (limits.length < 40) {
+      const config = limits.length < 30 ? typical() : g.config();
+      delete config.shards;
+      const compiled = core.compile(config);
+      if (compiled !== null) limits.push({ name: `one${limits.length}`, config, compiled });
+    }
+    const model = new Map();
+    const idOf = (ref) => JSON.stringify([ref.name, ref.key ?? null, ref.shard]);
+    const same = (a, b) => (a === null || b === null ? a === b : Object.is(a.value, b.value) && Object.is(a.ts, b.ts));
+    const stats = { decisions: 0, granted: 0, refused: 0, errors: 0, written: 0, checks: 0, reserved: 0, firstUse: 0, corrupt: 0, seeded: 0, negativeZero: 0, clockBack: 0, badInput: 0 };
+    const failure = (what, details) => `seed ${SEED} (PG_DIFF_SEED), single call ${stats.decisions}: ${what}\n${show(details)}`;
+    let clock = g.chance(0.5) ? 1_700_000_000_000 : g.clockBase();
+    while (stats.decisions < ONE_CALLS) {
+      if (g.chance(0.01)) clock = g.chance(0.7) ? 1_700_000_000_000 + g.integer(0, 1e11) : g.clockBase();
+      const limit = g.pick(limits);
+      const key = g.pick(["a", "b", "c", undefined]);
+      const now = (clock += g.chance(0.9) ? g.pick([0, 1, g.integer(1, 2000), g.random() * limit.config.period]) : g.step(limit.config.period));
+      const item = { limit, name: limit.name, key, count: g.chance(0.7) ? g.pick([1, 1, 2, 0, 0.5, 3]) : g.count(limit.config), reserve: g.chance(0.3), write: g.chance(0.85), now, draws: [g.unit(), g.unit(), g.unit(), g.unit()] };
+      const [plan] = core.plan([item]);
+      if (plan === null) {
+        stats.badInput++;
+        continue;
+      }
+      const ref = { name: item.name, ...(key === undefined ? {} : { key }), shard: plan.shards[0] };
+      // Now and then a state seeded straight into the table: typical, -0, extreme, or corrupt.
+      if (g.chance(0.08)) {
+        const state = g.chance(0.05)
+          ? { value: g.pick([NaN, Infinity, -Infinity]), ts: g.pick([NaN, Infinity, 0]) }
+          : g.chance(0.5)
+            ? { value: g.pick([0, -0, 1, plan.capacity, plan.capacity / 2, -2, 0.25]), ts: g.pick([now, now - 1000, now + 5000, -0, 0]) }
+            : { value: g.value(now), ts: g.timestamp(now) };
+        await client.query(
+          "INSERT INTO ratebound (name, key, shard, value, ts, full_at) VALUES ($1, $2, $3, $4::text::float8, $5::text::float8, 'Infinity') ON CONFLICT (name, key, shard) DO UPDATE SET value = excluded.value, ts = excluded.ts, full_at = excluded.full_at",
+          [ref.name, ref.key ?? "", ref.shard, text(state.value), text(state.ts)],
+        );
+        model.set(idOf(ref), { ...state, fullAt: Infinity });
+        stats.seeded++;
+      } else if (g.chance(0.02)) {
+        await client.query("DELETE FROM ratebound WHERE name = $1 AND key = $2 AND shard = $3", [ref.name, ref.key ?? "", ref.shard]);
+        model.delete(idOf(ref));
+      }
+      const batch = {
+        refs: [ref],
+        all: true,
+        items: [{
+          reads: [0],
+          kind: limit.config.kind === "token bucket" ? 0 : 1,
+          rate: plan.rate,
+          period: limit.compiled.numbers[2],
+          capacity: plan.capacity,
+          maxReserved: plan.maxReserved,
+          shards: limit.compiled.numbers[5],
+          start: Number.isNaN(limit.compiled.numbers[6]) ? null : limit.compiled.numbers[6],
+          count: item.count,
+          reserve: item.reserve,
+          write: item.write,
+          now,
+          fresh: plan.fresh,
+        }],
+      };
+      const before = model.get(idOf(ref)) ?? null;
+      const answer = await store.decide(batch);
+      stats.decisions++;
+      assert.ok(same(answer.stored[0], before === null ? null : { value: before.value, ts: before.ts }), failure("the state was read as another than the table held", { ref, read: answer.stored[0], held: before }));
+      if (before === null) stats.firstUse++;
+      else if (Object.is(before.value, -0)) stats.negativeZero++;
+      if (before !== null && before.ts > now) stats.clockBack++;
+      if (!item.write) stats.checks++;
+      if (before !== null && !(Number.isFinite(before.value) && Number.isFinite(before.ts))) {
+        stats.corrupt++;
+        assert.deepEqual(answer.wrote, [false], failure("a call that read a corrupt row wrote", { batch, answer }));
+        await client.query("DELETE FROM ratebound WHERE name = $1 AND key = $2 AND shard = $3", [ref.name, ref.key ?? "", ref.shard]);
+        model.delete(idOf(ref));
+        continue;
+      }
+      const decided = core.decide([item], [[0]], answer.stored, true);
+      const wrote = [item.write && decided.status === 1];
+      assert.deepEqual(answer.wrote, wrote, failure("the function wrote other than the core", { batch, stored: answer.stored, core: decided, function: answer.wrote }));
+      if (decided.writes[0] !== null) {
+        model.set(idOf(ref), decided.writes[0]);
+        stats.written++;
+      }
+      if (decided.items[0] === 1) stats.granted++;
+      else if (decided.items[0] === 0) stats.refused++;
+      else stats.errors++;
+      if (decided.items[0] === 1 && item.reserve && decided.writes[0] !== null && decided.writes[0].value < 0) stats.reserved++;
+      if (stats.decisions % 500 === 0) {
+        const table = await rows("SELECT name, key, shard, value::text AS value, ts::text AS ts, full_at::text AS full_at FROM ratebound");
+        assert.equal(table.length, model.size, failure("the table has another number of rows than the core wrote", { rows: table.length, model: model.size }));
+        for (const row of table) {
+          const want = model.get(idOf({ name: row.name, key: row.key === "" ? undefined : row.key, shard: row.shard }));
+          const got = { value: Number(row.value), ts: Number(row.ts), fullAt: Number(row.full_at) };
+          assert.ok(want !== undefined && same(got, want) && Object.is(got.fullAt, want.fullAt), failure("a stored row differs from the core's", { row, want }));
+        }
+      }
+    }
+    const callsAfter = await calls();
+    const fast = (callsAfter.ratebound_decide_one_v1 ?? 0) - (callsBefore.ratebound_decide_one_v1 ?? 0);
+    const handedOn = (callsAfter.ratebound_decide_v1 ?? 0) - (callsBefore.ratebound_decide_v1 ?? 0);
+    t.diagnostic(`seed ${SEED}: ${show(stats)}; the one-item function decided ${fast - handedOn} and handed ${handedOn} to the batch function`);
+    assert.equal(fast, stats.decisions, "every single call went to the one-item function");
+    assert.ok(fast - handedOn >= ONE_CALLS / 2 && handedOn >= ONE_CALLS / 50, `the one-item function decided ${fast - handedOn} itself and handed on ${handedOn}`);
+    for (const outcome of ["granted", "refused", "errors", "written", "checks", "reserved", "firstUse", "corrupt", "negativeZero", "clockBack"]) assert.ok(stats[outcome] >= 20, `the traffic had ${outcome} only ${stats[outcome]} times: ${show(stats)}`);
   });
 });

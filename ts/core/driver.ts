@@ -8,7 +8,7 @@
  * no Promise until the caller's.
  * @module
  */
-import { core, figuresAt, io, itemsOwner, layout, ownItems } from "./engine.js";
+import { core, figuresAt, io, itemsOwner, layout, ownItems, ownPlan, planOwner } from "./engine.js";
 import { coreError, corruptState, mustBe, RateboundError, wrongArgument, type Place } from "./errors.js";
 import { refId, refOf } from "./call.js";
 import type { Compiled } from "./config.js";
@@ -150,7 +150,7 @@ export function plan(calls: readonly Call[], all: boolean, figures = false): Pla
     throw wrongArgument("limitAll", "requests", `requests must read at most ${MAX_SLOTS} states (got ${refs.length})`);
   }
   const planned: Planned = { calls, all, refs, reads, slots, errors, figures };
-  ownItems(planned);
+  ownPlan(planned);
   return planned;
 }
 
@@ -320,31 +320,39 @@ export function run(store: RateLimitStore, planned: Planned): BatchAnswer | Prom
  */
 export function remoteItems(planned: Planned): RemoteItem[] {
   const { PLAN, PLAN_STRIDE } = layout;
-  // Plan again: the buffer may have served other calls since.
-  putItems(planned.calls, planned.figures);
-  ownItems(planned);
-  core.rb_plan(planned.calls.length);
-  return planned.calls.map((call, index) => {
+  // Plan again when the buffer has served other calls since.
+  if (planOwner !== planned) {
+    putItems(planned.calls, planned.figures);
+    ownItems(undefined);
+    core.rb_plan(planned.calls.length);
+    ownPlan(planned);
+  }
+  const items: RemoteItem[] = new Array(planned.calls.length);
+  for (let index = 0; index < planned.calls.length; index++) {
+    const call = planned.calls[index]!;
     const at = PLAN + index * PLAN_STRIDE;
-    const [kind, , period, , , shards, start] = call.limit.numbers as number[];
-    const reads = planned.reads[index]!;
+    const numbers = call.limit.numbers;
+    const start = numbers[6]!;
     const maxReserved = io[at + 10]!;
-    return {
-      reads: planned.slots.slice(2 * index, 2 * index + reads),
-      kind: kind as 0 | 1,
+    const two = planned.reads[index] === 2;
+    const fresh = { value: io[at + 3]!, ts: io[at + 4]! };
+    items[index] = {
+      reads: two ? [planned.slots[2 * index]!, planned.slots[2 * index + 1]!] : [planned.slots[2 * index]!],
+      kind: numbers[0] as 0 | 1,
       rate: io[at + 8]!,
-      period: period!,
+      period: numbers[2]!,
       capacity: io[at + 9]!,
       maxReserved: Number.isNaN(maxReserved) ? null : maxReserved,
-      shards: shards!,
-      start: Number.isNaN(start!) ? null : start!,
+      shards: numbers[5]!,
+      start: Number.isNaN(start) ? null : start,
       count: call.count,
       reserve: call.reserve,
       write: call.write,
       now: call.now,
-      fresh: Array.from({ length: reads }, (_, read) => ({ value: io[at + 3 + 2 * read]!, ts: io[at + 4 + 2 * read]! })),
+      fresh: two ? [fresh, { value: io[at + 5]!, ts: io[at + 6]! }] : [fresh],
     };
-  });
+  }
+  return items;
 }
 
 /**
@@ -354,8 +362,7 @@ export function remoteItems(planned: Planned): RemoteItem[] {
  * the call fails closed (`STORE_MISMATCH`).
  */
 export async function runRemote(store: RateLimitStore & { decide: NonNullable<RateLimitStore["decide"]> }, planned: Planned): Promise<BatchAnswer> {
-  const live = planned.calls.filter((_, index) => planned.errors[index] === undefined);
-  if (live.length !== planned.calls.length) throw planned.errors.find((error) => error !== undefined)!;
+  for (const error of planned.errors) if (error !== undefined) throw error;
   const remote: RemoteAnswer = await store.decide({ refs: planned.refs, items: remoteItems(planned), all: planned.all });
   const answer = decideOn(planned, remote.stored);
   let writes = 0;

@@ -89,9 +89,23 @@ export function figuresAt(at: number): RateLimitFigures {
   };
 }
 
-/** Records who wrote the buffer's items last. */
+/**
+ * Whose plan the buffer's `PLAN` region holds now (written by `rb_plan` from that batch's
+ * items, with nothing run since): a store that decides next to its data is sent it without
+ * planning again.
+ */
+export let planOwner: unknown = undefined;
+
+/** Records who wrote the buffer's items last (the plan is theirs only if it was already). */
 export function ownItems(owner: unknown): void {
   itemsOwner = owner;
+  if (owner !== planOwner) planOwner = undefined;
+}
+
+/** Records that `owner` wrote the items and planned them: both are its. */
+export function ownPlan(owner: unknown): void {
+  itemsOwner = owner;
+  planOwner = owner;
 }
 
 /**

@@ -37,7 +37,7 @@ function tableStatements(given: PostgresTableOptions, fn: string): string[] {
   const options = ownCopy(fn, given, ["table"]);
   const parts = tableParts("postgres", options.table ?? "ratebound");
   const table = parts.map((part) => `"${part}"`).join(".");
-  const { schema, decide } = decideFunctionName(parts);
+  const { schema, decide, decideOne } = decideFunctionName(parts);
   return [
     `CREATE TABLE IF NOT EXISTS ${table} (
   name text NOT NULL,
@@ -48,7 +48,7 @@ function tableStatements(given: PostgresTableOptions, fn: string): string[] {
   full_at double precision NOT NULL DEFAULT 'Infinity',
   PRIMARY KEY (name, key, shard)
 )`,
-    ...decideFunctionSql(schema, table, decide),
+    ...decideFunctionSql(schema, table, decide, decideOne),
   ];
 }
 

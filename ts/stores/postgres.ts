@@ -15,7 +15,7 @@
  * decide on the same state.
  * @module
  */
-import { withJitter, type RateLimitState, type RateLimitStore, type RemoteAnswer, type RemoteBatch, type StateRef } from "ratebound";
+import { withJitter, type RateLimitState, type RateLimitStore, type RemoteAnswer, type RemoteBatch, type RemoteItem, type StateRef } from "ratebound";
 import { queryableOf, type PostgresJsLike, type PostgresQueryable } from "./postgres-table.js";
 import { decideFunctionName } from "./postgres-decide.js";
 import { SqlStoreError, codedError, columnText, describe, hasMethod, invalidOption, oneAtATime, tableParts, type WriteInfo } from "./shared/sql.js";
@@ -259,7 +259,13 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
   if (postgresJs === undefined && !hasMethod(db, "query")) throw invalidOption(notAConnection(db), "db");
   const parts = tableParts("postgres", options.table ?? "ratebound");
   const table = parts.map((part) => `"${part}"`).join(".");
-  const decideFunction = decideFunctionName(parts).decide;
+  const { decide: decideFunction, decideOne: decideOneFunction } = decideFunctionName(parts);
+  // Every parameter is text on the wire (drivers that serialize by the server's type, as
+  // postgres.js and PGlite do, would turn the string "true" into false), cast in SQL.
+  const decideText = `SELECT ${decideFunction}($1::text::text[], $2::text::text[], $3::text::integer[], $4::text::text[], $5::text::float8[], $6::text::boolean) AS answer`;
+  // The one-item function's parameters take their types from its signature (text, integer and
+  // float8 only: every driver sends a string of digits as such), which costs the server less than casts.
+  const decideOneText = `SELECT ${decideOneFunction}($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) AS answer`;
   const maxAttempts = options.maxAttempts ?? 20;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
     throw invalidOption(`ratebound/postgres: maxAttempts must be an integer >= 1 (got ${describe(maxAttempts)})`, "maxAttempts");
@@ -303,11 +309,8 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
     }
   }
 
-  /** Runs the decision statement where `db` says, and returns its rows. */
-  async function runDecide(params: string[]): Promise<unknown[]> {
-    // Every parameter is text on the wire (drivers that serialize by the server's type, as
-    // postgres.js and PGlite do, would turn the string "true" into false), cast in SQL.
-    const text = `SELECT ${decideFunction}($1::text::text[], $2::text::text[], $3::text::integer[], $4::text::text[], $5::text::float8[], $6::text::boolean) AS answer`;
+  /** Runs a decision statement where `db` says, and returns its rows. */
+  async function runDecide(text: string, params: (string | null)[], fn: string): Promise<unknown[]> {
     const rowsOf = (answer: { rows?: unknown }) => {
       if (typeof answer !== "object" || answer === null || !Array.isArray(answer.rows)) throw badRow("query() did not answer with { rows: [...] }");
       return answer.rows as unknown[];
@@ -324,7 +327,7 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
       if ((error as { code?: unknown }).code === "42883") {
         throw Object.assign(
           new Error(
-            `ratebound/postgres: the function ${decideFunction} is missing: run createTable(db) (or apply createTableSql()) ` +
+            `ratebound/postgres: the function ${fn} is missing: run createTable(db) (or apply createTableSql()) ` +
               "once with this version of ratebound; nothing was written",
             { cause: error },
           ),
@@ -337,28 +340,26 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
 
   /** One round trip: the function locks, reads, decides and writes; see {@link PostgresStore.decide}. */
   async function decide(batch: RemoteBatch): Promise<RemoteAnswer> {
+    const one = oneItem(batch);
     const columns = await Promise.all(batch.refs.map(postgresColumns));
-    const numbers: (number | null)[] = [];
-    for (const item of batch.items) {
-      const [first = 0, second] = item.reads;
-      numbers.push(item.kind, item.rate, item.period, item.capacity, item.maxReserved, item.shards, item.start, item.count);
-      numbers.push(item.reserve ? 1 : 0, item.write ? 1 : 0, item.now, first + 1, second === undefined ? 0 : second + 1);
-      const [fresh = { value: Number.NaN, ts: Number.NaN }, freshSecond] = item.fresh;
-      numbers.push(fresh.value, fresh.ts, freshSecond?.value ?? null, freshSecond?.ts ?? null);
+    let text: string;
+    let params: (string | null)[];
+    if (one !== undefined) {
+      const [fresh] = one.fresh as [RateLimitState];
+      const [name, key, shard] = columns[0]!;
+      text = decideOneText;
+      params = [name, key, String(shard), advisoryLockText(table, batch.refs[0]!), String(one.kind), numberText(one.rate), numberText(one.period),
+        numberText(one.capacity), one.maxReserved === null ? null : numberText(one.maxReserved), one.start === null ? null : numberText(one.start),
+        numberText(one.count), one.reserve ? "1" : "0", one.write ? "1" : "0", numberText(one.now), numberText(fresh.value), numberText(fresh.ts)];
+    } else {
+      text = decideText;
+      params = batchParams(batch, columns);
     }
-    const params = [
-      textArray(columns.map((column) => column[0])),
-      textArray(columns.map((column) => column[1])),
-      `{${columns.map((column) => String(column[2])).join(",")}}`,
-      textArray(batch.refs.map((ref) => advisoryLockText(table, ref))),
-      `{${numbers.map(numberText).join(",")}}`,
-      batch.all ? "true" : "false",
-    ];
     // A call of its own reruns on a serialization failure or a deadlock; in the caller's
     // transaction that is the caller's to do (the function rolled its own work back).
     const retry = isPool || isPGlite || postgresJs?.begin !== undefined;
     for (let attempt = 1; ; attempt++) {
-      const rows = await runDecide(params);
+      const rows = await runDecide(text, params, one === undefined ? decideFunction : decideOneFunction);
       const answer = (rows[0] as { answer?: unknown } | undefined)?.answer;
       if (typeof answer !== "string") throw badRow("the decision function answered with no text");
       if (!answer.startsWith("error ")) return parseAnswer(answer, batch);
@@ -371,6 +372,26 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
       }
       throw functionError(code, message);
     }
+  }
+
+  /** The general function's parameters for `batch`. */
+  function batchParams(batch: RemoteBatch, columns: [string, string, number][]): string[] {
+    const numbers: (number | null)[] = [];
+    for (const item of batch.items) {
+      const [first = 0, second] = item.reads;
+      numbers.push(item.kind, item.rate, item.period, item.capacity, item.maxReserved, item.shards, item.start, item.count);
+      numbers.push(item.reserve ? 1 : 0, item.write ? 1 : 0, item.now, first + 1, second === undefined ? 0 : second + 1);
+      const [fresh = { value: Number.NaN, ts: Number.NaN }, freshSecond] = item.fresh;
+      numbers.push(fresh.value, fresh.ts, freshSecond?.value ?? null, freshSecond?.ts ?? null);
+    }
+    return [
+      textArray(columns.map((column) => column[0])),
+      textArray(columns.map((column) => column[1])),
+      `{${columns.map((column) => String(column[2])).join(",")}}`,
+      textArray(batch.refs.map((ref) => advisoryLockText(table, ref))),
+      `{${numbers.map(numberText).join(",")}}`,
+      batch.all ? "true" : "false",
+    ];
   }
   async function transaction<T>(body: (store: RateLimitStore) => Promise<T>): Promise<T> {
     if (isPool) {
@@ -463,8 +484,40 @@ function functionError(code: string, message: unknown): Error {
   return Object.assign(new Error(`ratebound/postgres: ${String(message)}; nothing was written`), { name: "PostgresError", code });
 }
 
-/** The function's answer: `ok`, per ref the value and ts it held (`- -`: no row), and a digit per item, `1` when written. */
+/**
+ * The batch's one item when the one-item function decides it: one call (`limit` or `check`, or a
+ * `limitAll` of one) on one state of a limit with one shard.
+ */
+function oneItem(batch: RemoteBatch): RemoteItem | undefined {
+  if (batch.items.length !== 1 || batch.refs.length !== 1) return undefined;
+  const item = batch.items[0]!;
+  if (item.shards !== 1 || item.reads.length !== 1 || item.reads[0] !== 0 || item.fresh.length !== 1 || (item.kind !== 0 && item.kind !== 1)) return undefined;
+  return item;
+}
+
+/** A `float8send` as 16 hex digits (big-endian), read back exactly. */
+function float8Hex(hex: string | undefined): number {
+  if (hex === undefined || !/^[0-9a-f]{16}$/.test(hex)) return Number.NaN;
+  const view = new DataView(new ArrayBuffer(8));
+  view.setUint32(0, parseInt(hex.slice(0, 8), 16));
+  view.setUint32(4, parseInt(hex.slice(8), 16));
+  return view.getFloat64(0);
+}
+
+/**
+ * A function's answer: the batch function's `ok`, per ref the value and ts it held (`- -`: no
+ * row), and a digit per item, `1` when written; or the one-item function's `one`, the value and
+ * ts as 16 hex digits each, and its digit.
+ */
 function parseAnswer(answer: string, batch: RemoteBatch): RemoteAnswer {
+  if (answer.startsWith("one ")) {
+    const [, value, ts, digit, extra] = answer.split(" ");
+    const stored = value === "-" && ts === "-" ? null : { value: float8Hex(value), ts: float8Hex(ts) };
+    if ((digit !== "0" && digit !== "1") || extra !== undefined || batch.refs.length !== 1 || batch.items.length !== 1 || (stored !== null && (Number.isNaN(stored.value) || Number.isNaN(stored.ts)))) {
+      throw badRow("the decision function answered for another batch");
+    }
+    return { stored: [stored], wrote: [digit === "1"] };
+  }
   const words = answer.split(" ");
   const refs = batch.refs.length;
   const digits = words[1 + 2 * refs] ?? "";

@@ -35,6 +35,15 @@
  *   KEYS), the second read (0: none), and the fresh value and ts of each read
  *   (what it starts from when it has no state). Rate, capacity and
  *   maxReserved are the shard's; shards is the limit's shard count.
+ * - Or, for one item on one key (a `limit` or `check` of a limit with one
+ *   shard, the common call), 13 arguments: the item's fields from kind to
+ *   now, then the fresh value and ts. (A batch of one decides the same all
+ *   or nothing as not; the general layout has 19 or more.)
+ *
+ * The common call (compact, its state absent or stored without an exponent,
+ * granted without a wait) takes a fast path that computes only what that
+ * case needs, with the same operations as the general path; every other
+ * call, and every call the fast path turns down, takes the general path.
  *
  * Returns an array: for each key, what it held (`false`: nothing; else `=`
  * and the raw string, so no client mistakes it for JSON); then `=` and one
@@ -58,6 +67,97 @@ local huge = math.huge
 local zero = 0
 local negative_zero = -zero -- a literal -0 would share the constant slot of 0
 local nan = zero / zero
+
+-- A state as stored: VALUE,TS with 17 significant digits each (%d prints the same digits as
+-- %.17g for a whole ts below 2^53, faster; -0 and 0 go through %.17g).
+local function state_text(value, ts)
+  if ts == floor(ts) and ts ~= 0 and ts < 9007199254740992 and ts > -9007199254740992 then
+    return string.format('%.17g,%d', value, ts)
+  end
+  return string.format('%.17g,%.17g', value, ts)
+end
+
+-- One item on one state (a call on a limit with one shard) comes in a layout of its own, 13
+-- arguments: the item's fields from kind to now, then the fresh value and ts (see above).
+local compact = #ARGV == 13 and #KEYS == 1
+
+-- The common case first, with nothing computed or allocated that it does not need: a compact
+-- call, its state stored in the plain form (or absent), granted without a wait, its state finite.
+-- It computes exactly what the general path below does for that case, operation for operation;
+-- anything else (a debt, a wait, an exponent in the stored text, a corrupt state) falls through to
+-- the general path, which reads again and decides from the start (nothing was written yet). It
+-- reads only the arguments it needs (the driver sends numbers; the general path checks each).
+if compact and (ARGV[1] == '0' or ARGV[1] == '1') and ARGV[6] == '1' then
+  local token_bucket, start = ARGV[1] == '0', ARGV[7]
+  local rate, period, capacity, count, now = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[8]), tonumber(ARGV[11])
+  local raw = redis.call('GET', KEYS[1])
+  local value, ts
+  if raw then
+    -- -?D+(.D+)? on each side of the comma: a subset of what the general path accepts.
+    local value_text, ts_text = string.match(raw, '^(%-?%d+%.?%d*),(%-?%d+%.?%d*)$')
+    if value_text and string.byte(value_text, -1) ~= 46 and string.byte(ts_text, -1) ~= 46 then
+      value, ts = tonumber(value_text), tonumber(ts_text)
+      if not (value - value == 0 and ts - ts == 0) then value = nil end
+    end
+  else
+    value, ts = tonumber(ARGV[12]), tonumber(ARGV[13])
+  end
+  if value and ts and rate and period and capacity and count and now and (start == '' or tonumber(start)) then
+    -- advance (below) without its wait: the value and ts after \`count\` at \`at\`.
+    local function level(value, ts, at, count)
+      local x, t
+      if token_bucket then
+        local since = at - ts
+        local elapsed = 0
+        if since > 0 then elapsed = since end
+        x = value + elapsed * (rate / period)
+        t = at
+        if ts > at then t = ts end
+      else
+        local k = floor((at - ts) / period)
+        if not (k > 0) then k = 0 end
+        x = value + rate * k
+        t = ts + k * period
+      end
+      -- js_min(x, capacity)
+      if x ~= x or capacity ~= capacity then x = nan
+      elseif capacity < x or (not (x < capacity) and not (x == 0 and 1 / x < 0)) then x = capacity end
+      return x - count, t
+    end
+    local v, t = level(value, ts, now, count)
+    if v >= 0 and v - v == 0 and t - t == 0 then
+      local write = ARGV[10] == '1'
+      if write then
+        -- full_at: one shard, so never infinite by rule but for a fixed window with a random start.
+        local full = huge
+        if token_bucket or start ~= '' then
+          local candidate
+          if v >= capacity then
+            candidate = t
+          elseif token_bucket then
+            candidate = t + (capacity - v) / (rate / period)
+          else
+            candidate = t + ceil((capacity - v) / rate) * period
+          end
+          if candidate - candidate == 0 and level(v, t, candidate, 0) >= capacity then
+            full = candidate
+          else
+            local later = ceil(candidate) + 1
+            if later - later == 0 and level(v, t, later, 0) >= capacity then full = later end
+          end
+        end
+        local ms = ceil(full - now)
+        if ms <= 9e12 then
+          if ms < 1 then ms = 1 end
+          redis.call('SET', KEYS[1], state_text(v, t), 'PX', string.format('%d', ms))
+        else
+          redis.call('SET', KEYS[1], state_text(v, t))
+        end
+      end
+      return { raw and ('=' .. raw) or false, write and '=1' or '=0', '=1,' }
+    end
+  end
+end
 
 local function finite(x) return x == x and x ~= huge and x ~= -huge end
 
@@ -271,15 +371,20 @@ for r = 1, #KEYS do
   end
 end
 
-local all = ARGV[1] == '1'
-local count = tonumber(ARGV[2])
+-- The arguments in the general layout (a compact call spelled out as a batch of one).
+local args = ARGV
+if compact then
+  args = { '1', '1', ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], '1', '0', ARGV[12], ARGV[13], '0', '0' }
+end
+local all = args[1] == '1'
+local count = tonumber(args[2])
 local function number(at)
-  local x = tonumber(ARGV[at])
+  local x = tonumber(args[at])
   if x == nil then error('ratebound: argument ' .. at .. ' is not a number') end
   return x
 end
 local function optional(at)
-  if ARGV[at] == '' then return nil end
+  if args[at] == '' then return nil end
   return number(at)
 end
 
@@ -291,10 +396,10 @@ for i = 1, count do
     local c = {
       kind = number(at), rate = number(at + 1), period = number(at + 2), capacity = number(at + 3),
       max_reserved = optional(at + 4), shards = number(at + 5), start = optional(at + 6),
-      count = number(at + 7), reserve = ARGV[at + 8] == '1', write = ARGV[at + 9] == '1', now = number(at + 10),
+      count = number(at + 7), reserve = args[at + 8] == '1', write = args[at + 9] == '1', now = number(at + 10),
       reads = { number(at + 11) }, fresh = { number(at + 13), number(at + 14), number(at + 15), number(at + 16) },
     }
-    if ARGV[at + 12] ~= '0' then c.reads[2] = number(at + 12) end
+    if args[at + 12] ~= '0' then c.reads[2] = number(at + 12) end
     local ok, writes, retry = decide_item(c, current)
     if ok == nil then
       answers[i] = '=e,'
@@ -323,11 +428,11 @@ end
 for r = 1, #KEYS do
   local state = pending[r]
   if state then
-    local stored = string.format('%.17g,%.17g', state[1], state[2])
+    local stored = state_text(state[1], state[2])
     local ms = ceil(state[3] - state[4])
     if ms <= 9e12 then
       if ms < 1 then ms = 1 end
-      redis.call('SET', KEYS[r], stored, 'PX', string.format('%.0f', ms))
+      redis.call('SET', KEYS[r], stored, 'PX', string.format('%d', ms))
     else
       redis.call('SET', KEYS[r], stored)
     end

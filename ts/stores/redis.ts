@@ -179,7 +179,9 @@ function shaOf(script: string): Promise<string> {
 }
 
 /** Escapes what the key layout uses as syntax, so that any name and key map to distinct keys. */
-const escapePart = (text: string): string => text.replace(/[%:{}]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`);
+const escapePart = (text: string): string =>
+  SYNTAX.test(text) ? text.replace(/[%:{}]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`) : text;
+const SYNTAX = /[%:{}]/;
 
 /**
  * The Redis key of a ref's state: `PREFIX{NAME}:SHARD` without a key,
@@ -215,10 +217,13 @@ function encodeState(state: RateLimitState): string {
 function decodeState(stored: unknown): RateLimitState | null {
   if (stored === null || stored === undefined) return null;
   if (typeof stored !== "string") return JSON.stringify(stored) as unknown as RateLimitState;
-  const parts = stored.split(",");
-  if (parts.length !== 2 || !NUMBER.test(parts[0]!) || !NUMBER.test(parts[1]!)) return stored as unknown as RateLimitState;
-  return { value: Number(parts[0]), ts: Number(parts[1]) };
+  const parts = STATE.exec(stored);
+  if (parts === null) return stored as unknown as RateLimitState;
+  return { value: Number(parts[1]), ts: Number(parts[2]) };
 }
+
+/** `VALUE,TS`, each a {@link NUMBER}. */
+const STATE = /^(-?\d+(?:\.\d+)?(?:e[+-]\d+)?),(-?\d+(?:\.\d+)?(?:e[+-]\d+)?)$/;
 
 /** A number as the scripts read it back exactly: JavaScript's shortest form, `-0` kept. */
 function numberText(number: number): string {
@@ -306,45 +311,66 @@ async function readRaw(commands: Pick<Commands, "evalsha" | "eval">, keys: strin
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && /NOSCRIPT/.test(error.message);
 
+/** Each script's SHA-1 once known, so that a call does not wait a turn for it. */
+const knownShas = new Map<string, string>();
+
 /** EVALSHA, falling back to EVAL (which loads the script) when the server does not know it. */
-async function run(commands: Pick<Commands, "evalsha" | "eval">, script: string, keys: string[], args: string[]): Promise<unknown> {
-  const sha = await shaOf(script);
-  try {
-    return await commands.evalsha(sha, keys, args);
-  } catch (error) {
+function run(commands: Pick<Commands, "evalsha" | "eval">, script: string, keys: string[], args: string[]): Promise<unknown> {
+  const retry = (error: unknown) => {
     if (!isNoScript(error)) throw error;
-    return await commands.eval(script, keys, args);
-  }
+    return commands.eval(script, keys, args);
+  };
+  const sha = knownShas.get(script);
+  if (sha !== undefined) return commands.evalsha(sha, keys, args).then(undefined, retry);
+  return shaOf(script).then((digest) => {
+    knownShas.set(script, digest);
+    return commands.evalsha(digest, keys, args).then(undefined, retry);
+  });
 }
 
 /**
  * Runs one command within `timeoutMs`: its failure or its silence becomes a
  * {@link RedisStoreError}, so the call fails closed.
  */
-async function bounded<T>(what: string, timeoutMs: number, command: () => Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const pending = Promise.resolve().then(command);
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RedisStoreError("REDIS_TIMEOUT", `ratebound/redis: ${what} got no answer within ${timeoutMs} ms; the call failed closed`)), timeoutMs);
-  });
-  pending.catch(() => {}); // a late failure after the timeout is not unhandled
-  try {
-    return await Promise.race([pending, timeout]);
-  } catch (error) {
-    if (error instanceof RedisStoreError) throw error;
-    const message = error instanceof Error ? error.message : String(error);
-    if (/CROSSSLOT/.test(message)) {
-      throw new RedisStoreError(
-        "REDIS_CROSSSLOT",
-        `ratebound/redis: ${what} spans several Redis Cluster slots (${message}); nothing was written. ` +
-          'A call over several limits or keys needs them in one slot: give the store a hash-tagged prefix, e.g. redisStore(cluster, { prefix: "{rl}:" }).',
-        { cause: error },
-      );
+function bounded<T>(what: string, timeoutMs: number, command: () => Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new RedisStoreError("REDIS_TIMEOUT", `ratebound/redis: ${what} got no answer within ${timeoutMs} ms; the call failed closed`)),
+      timeoutMs,
+    );
+    let pending: Promise<T>;
+    try {
+      pending = command();
+    } catch (error) {
+      pending = Promise.reject(error);
     }
-    throw new RedisStoreError("REDIS_ERROR", `ratebound/redis: ${what} failed: ${message}`, { cause: error });
-  } finally {
-    clearTimeout(timer);
+    // A late answer or failure after the timeout changes nothing (and is not unhandled).
+    pending.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(storeError(what, error));
+      },
+    );
+  });
+}
+
+/** The {@link RedisStoreError} of a command's failure. */
+function storeError(what: string, error: unknown): RedisStoreError {
+  if (error instanceof RedisStoreError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (/CROSSSLOT/.test(message)) {
+    return new RedisStoreError(
+      "REDIS_CROSSSLOT",
+      `ratebound/redis: ${what} spans several Redis Cluster slots (${message}); nothing was written. ` +
+        'A call over several limits or keys needs them in one slot: give the store a hash-tagged prefix, e.g. redisStore(cluster, { prefix: "{rl}:" }).',
+      { cause: error },
+    );
   }
+  return new RedisStoreError("REDIS_ERROR", `ratebound/redis: ${what} failed: ${message}`, { cause: error });
 }
 
 /** How Redis reads, stores and commits, for the optimistic driver. */
@@ -377,37 +403,50 @@ function redisHost(commands: Commands, prefix: string, timeoutMs: number): Optim
 
 /** The decision script's arguments for `batch` (see `DECIDE_SCRIPT`). */
 function decideArguments(batch: RemoteBatch): string[] {
-  const args = [batch.all ? "1" : "0", String(batch.items.length)];
+  const { items } = batch;
   const refCount = batch.refs.length;
-  batch.items.forEach((item, index) => {
+  // One item on one ref (a call on a limit with one shard): the compact layout, 13 arguments.
+  const compact = items.length === 1 && refCount === 1 && items[0]!.reads?.length === 1;
+  const args: string[] = new Array(compact ? 13 : 2 + items.length * 17);
+  if (!compact) {
+    args[0] = batch.all ? "1" : "0";
+    args[1] = String(items.length);
+  }
+  for (let index = 0, at = compact ? 0 : 2; index < items.length; index++, at += 17) {
+    const item = items[index]!;
     const { reads, fresh } = item;
-    const inRange = (read: unknown) => Number.isInteger(read) && (read as number) >= 0 && (read as number) < refCount;
-    if (!Array.isArray(reads) || !(reads.length === 1 || reads.length === 2) || !reads.every(inRange) || !Array.isArray(fresh) || fresh.length !== reads.length) {
+    if (!Array.isArray(reads) || !(reads.length === 1 || reads.length === 2) || !inRange(reads[0], refCount) || (reads.length === 2 && !inRange(reads[1], refCount)) || !Array.isArray(fresh) || fresh.length !== reads.length) {
       throw invalidArgument("batch", `decide: item ${index} must read one or two of the batch's ${refCount} refs, with a fresh state for each`);
     }
-    const second = fresh[1] ?? { value: 0, ts: 0 };
-    args.push(
-      String(item.kind),
-      numberText(item.rate),
-      numberText(item.period),
-      numberText(item.capacity),
-      item.maxReserved === null ? "" : numberText(item.maxReserved),
-      String(item.shards),
-      item.start === null ? "" : numberText(item.start),
-      numberText(item.count),
-      item.reserve ? "1" : "0",
-      item.write ? "1" : "0",
-      numberText(item.now),
-      String(reads[0]! + 1),
-      reads.length === 2 ? String(reads[1]! + 1) : "0",
-      numberText(fresh[0]!.value),
-      numberText(fresh[0]!.ts),
-      numberText(second.value),
-      numberText(second.ts),
-    );
-  });
+    const second = reads.length === 2;
+    args[at] = String(item.kind);
+    args[at + 1] = numberText(item.rate);
+    args[at + 2] = numberText(item.period);
+    args[at + 3] = numberText(item.capacity);
+    args[at + 4] = item.maxReserved === null ? "" : numberText(item.maxReserved);
+    args[at + 5] = String(item.shards);
+    args[at + 6] = item.start === null ? "" : numberText(item.start);
+    args[at + 7] = numberText(item.count);
+    args[at + 8] = item.reserve ? "1" : "0";
+    args[at + 9] = item.write ? "1" : "0";
+    args[at + 10] = numberText(item.now);
+    if (compact) {
+      args[11] = numberText(fresh[0]!.value);
+      args[12] = numberText(fresh[0]!.ts);
+      break;
+    }
+    args[at + 11] = String(reads[0]! + 1);
+    args[at + 12] = second ? String(reads[1]! + 1) : "0";
+    args[at + 13] = numberText(fresh[0]!.value);
+    args[at + 14] = numberText(fresh[0]!.ts);
+    args[at + 15] = second ? numberText(fresh[1]!.value) : "0";
+    args[at + 16] = second ? numberText(fresh[1]!.ts) : "0";
+  }
   return args;
 }
+
+/** Whether `read` indexes one of `refCount` refs. */
+const inRange = (read: unknown, refCount: number): boolean => Number.isInteger(read) && (read as number) >= 0 && (read as number) < refCount;
 
 /** The decision script's reply: what each key held, and which items wrote. */
 function decideAnswer(reply: unknown, batch: RemoteBatch): RedisAnswer {
@@ -416,20 +455,35 @@ function decideAnswer(reply: unknown, batch: RemoteBatch): RedisAnswer {
   const bad = (what: unknown) =>
     new RedisStoreError("REDIS_ERROR", `ratebound/redis: the decision script answered ${JSON.stringify(what)}, not what it was asked; the call failed closed`);
   if (!Array.isArray(reply) || reply.length !== refCount + 1 + itemCount) throw bad(reply);
-  const stored = reply.slice(0, refCount).map((entry) => decodeState(rawText(entry, "the decision script")));
+  const stored: unknown[] = new Array(refCount);
+  for (let ref = 0; ref < refCount; ref++) stored[ref] = decodeState(rawText(reply[ref], "the decision script"));
   const flags = rawText(reply[refCount], "the decision script");
-  if (flags === null || flags.length !== itemCount || /[^01]/.test(flags)) throw bad(flags);
-  const decided = reply.slice(refCount + 1).map((entry) => {
-    const answer = rawText(entry, "the decision script");
+  if (flags === null || flags.length !== itemCount) throw bad(flags);
+  const wrote: boolean[] = new Array(itemCount);
+  for (let item = 0; item < itemCount; item++) {
+    const flag = flags.charCodeAt(item);
+    if (flag !== 48 && flag !== 49) throw bad(flags); // "0" or "1"
+    wrote[item] = flag === 49;
+  }
+  const decided: RedisAnswer["decided"] = new Array(itemCount);
+  for (let item = 0; item < itemCount; item++) {
+    const answer = rawText(reply[refCount + 1 + item], "the decision script");
+    if (answer === "1,") {
+      decided[item] = { ok: true }; // the common answer: granted, no wait
+      continue;
+    }
     const [status, wait] = answer === null ? [] : answer.split(",");
     if ((status !== "1" && status !== "0") || wait === undefined) {
-      if (status === "e" || status === "-") return null;
+      if (status === "e" || status === "-") {
+        decided[item] = null;
+        continue;
+      }
       throw bad(answer);
     }
     if (wait !== "" && !NUMBER.test(wait)) throw bad(answer);
-    return wait === "" ? { ok: status === "1" } : { ok: status === "1", retryAfter: Number(wait) };
-  });
-  return { stored, wrote: Array.from(flags, (flag) => flag === "1"), decided };
+    decided[item] = wait === "" ? { ok: status === "1" } : { ok: status === "1", retryAfter: Number(wait) };
+  }
+  return { stored, wrote, decided };
 }
 
 /**
