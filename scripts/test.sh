@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project, in layers: native Rust (unit, integration,
-# property, doc), wasm-bindgen-test in Node, then the JS suites on the built
-# package. Installs what it needs first.
+# property, doc), then the JS suites on the built package (which cover the
+# WebAssembly boundary). Installs what it needs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,14 +10,8 @@ bash scripts/ensure-toolchain.sh
 echo "== Rust: unit, integration, property and doc tests (native)"
 cargo test --quiet
 
-echo "== Rust: wasm-bindgen-test in Node"
-cargo test --target wasm32-unknown-unknown --test wasm  # no --quiet: the runner rejects it
-
 echo "== Build pkg/"
 node scripts/build.mjs
-
-echo "== Rust: wasm-bindgen-test in headless Chromium (./webdriver.json sets its flags)"
-WASM_BINDGEN_USE_BROWSER=1 CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown --test wasm
 
 echo "== Packaging: the packed tarball in Node, Deno, Bun, workerd, Chromium and Convex"
 node --test --test-reporter=spec tests/packaging/
