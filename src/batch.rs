@@ -169,14 +169,18 @@ pub struct BatchItem<'a> {
 /// As [`decide_batch`], or the store's error; in every case nothing is written.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn limit_all<S: StateStore>(store: &mut S, items: &[BatchItem<'_>], now_ms: f64, write: bool) -> Result<RateLimitResult, S::Error> {
+    // Every item is checked, then planned (its random numbers included), before any read.
     for item in items {
         prepare(item.config, item.request, now_ms)?;
+    }
+    let mut plans = Vec::with_capacity(items.len());
+    for item in items {
+        plans.push(plan(item.config, now_ms, item.draws)?);
     }
     let mut refs: Vec<(&str, Option<&str>, u32)> = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
     let mut batch = Vec::with_capacity(items.len());
-    for item in items {
-        let planned = plan(item.config, now_ms, item.draws)?;
+    for (item, planned) in items.iter().zip(plans) {
         let mut item_slots = [0, 0];
         for (index, slot_index) in item_slots.iter_mut().enumerate().take(planned.reads) {
             let at = (item.name, item.key, planned.shards[index]);

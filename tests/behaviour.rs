@@ -1098,3 +1098,21 @@ fn with_jitter_adds_a_random_share_of_the_maximum() {
     let error = with_jitter(-1.0, 500.0, 0.5).unwrap_err();
     assert_eq!((error.code(), error.field()), ("INVALID_REQUEST", Some(Field::RetryAfter)));
 }
+
+/// Reproduces a defect of the reference driver found by the `decisions`
+/// fuzz target: `limit_all` planned each item after reading the states of
+/// the items before it, so a later item's bad random number failed the call
+/// after the store had been read. Bad input is decided before any read.
+#[test]
+fn limit_all_checks_every_items_random_numbers_before_reading_any() {
+    let sharded = both_kinds(40.0, 1_000.0, &[("shards", 4.0)]);
+    for config in &sharded {
+        let mut store = Memory::default();
+        let good = draws(config, &[0.5]);
+        let bad = draws(config, &[f64::NAN]);
+        let batch = [drawing_item("x", config, ask(1.0), &good), drawing_item("y", config, ask(1.0), &bad)];
+        let error = limit_all(&mut store, &batch, 0.0, true).unwrap_err();
+        assert!(matches!(error, StoreError::Core(Error::InvalidRandom { got }) if got.is_nan()), "{error:?}");
+        assert!(store.reads.is_empty() && store.writes.is_empty(), "{:?}", store.reads);
+    }
+}
