@@ -468,3 +468,108 @@ fn both_kinds_are_exercised() {
     let [bucket, window] = both_kinds(1.0, 1.0, 0.0, &[]);
     assert_eq!((bucket.kind, window.kind), (Kind::TokenBucket, Kind::FixedWindow));
 }
+
+// ---------------------------------------------------------------------------
+// Promised waits (issue 24, items 9 and 11): the native twin of
+// tests/reliability/hostile-waits.test.mjs.
+
+/// A random config of `kind`, as the JS suite draws them: rates, periods and
+/// capacities from tiny to large, some fractional.
+fn random_config(kind: Kind, draws: &mut Draws, sharded: bool, reserving: bool) -> Config {
+    fn pick(draws: &mut Draws, values: &[f64]) -> f64 {
+        values[(draws.next_unit() * values.len() as f64) as usize]
+    }
+    let rate_random = 1.0 + draws.next_unit() * 20.0;
+    let rate = pick(draws, &[1.0, 2.0, 3.0, 7.0, 10.0, 0.5, rate_random, 100.0]);
+    let (period_a, period_b) = (1.0 + draws.next_unit() * 5000.0, 0.1 + draws.next_unit() * 3.0);
+    let period_ms = pick(draws, &[1.0, 3.0, 7.0, 10.0, 1000.0, 60_000.0, 1.5, 2.5, period_a, period_b]);
+    let mut input = match kind {
+        Kind::TokenBucket => ConfigInput::token_bucket(rate, period_ms),
+        Kind::FixedWindow => ConfigInput::fixed_window(rate, period_ms),
+    };
+    if draws.next_unit() < 0.5 {
+        input = input.with("capacity", rate * pick(draws, &[1.0, 2.0, 0.5, 3.0]));
+    }
+    if sharded {
+        input = input.with("shards", pick(draws, &[2.0, 3.0, 4.0, 8.0]));
+    }
+    if reserving {
+        input = input.with("maxReserved", pick(draws, &[0.0, 1.0, 5.0, rate]));
+    }
+    if kind == Kind::FixedWindow && draws.next_unit() < 0.5 {
+        input = input.with("start", pick(draws, &[0.0, 1.0, 0.25, -1000.5]));
+    }
+    config(input)
+}
+
+/// The spacing of numbers at `now_ms`: one ulp of the clock.
+fn resolution_at(now_ms: f64) -> f64 {
+    now_ms.abs().next_up() - now_ms.abs()
+}
+
+/// Seeded traffic on random configs near `origin`; after each refusal, the
+/// same call (same random numbers, so the same shards) at `now + retryAfter`
+/// with no traffic in between. Returns the refusals retried and the retries
+/// refused again.
+fn promised_waits(kind: Kind, origin_ms: f64, sharded: bool, reserving: bool, seed: u64) -> (u32, Vec<String>) {
+    let mut draws = Draws(seed);
+    let mut retried = 0;
+    let mut failures = Vec::new();
+    for trial in 0..300 {
+        let config = random_config(kind, &mut draws, sharded, reserving);
+        let start_ms = if origin_ms == 0.0 { draws.next_unit() * 1000.0 } else { origin_ms + (draws.next_unit() * 3.0).floor() };
+        if config.period_ms < resolution_at(start_ms) {
+            continue; // an INVALID_CONFIG at the call: tests/reliability covers it
+        }
+        let shard_factor = if config.shard_count < 3 { 1.0 } else { f64::from(config.shard_count) / 2.0 };
+        let max = config.capacity / shard_factor;
+        let mut store = Memory::default();
+        let mut now_ms = start_ms;
+        for _ in 0..40 {
+            let pick = (draws.next_unit() * 5.0) as usize;
+            let count = if max == 0.0 { 0.0 } else { max.min([1.0, 1.0, 2.0, max / 2.0, draws.next_unit() * max][pick]) };
+            let request = Request { count, reserve: reserving && draws.next_unit() < 0.7 };
+            let drawn = draws.for_call(&config);
+            let first = decide_call(&mut store, NAME, KEY, &config, request, now_ms, &drawn, true).expect("a valid call").result;
+            let RateLimitResult::Refused { retry_after_ms, .. } = first else {
+                let step = (draws.next_unit() * 4.0) as usize;
+                now_ms += [0.0, 0.0, draws.next_unit() * config.period_ms, resolution_at(now_ms)][step];
+                continue;
+            };
+            let refused_at_ms = now_ms;
+            now_ms = refused_at_ms + retry_after_ms;
+            retried += 1;
+            let again = decide_call(&mut store, NAME, KEY, &config, request, now_ms, &drawn, true).expect("a valid call").result;
+            if !again.is_ok() {
+                failures.push(format!(
+                    "trial {trial}, {config:?}: refused at {refused_at_ms} with retryAfter {retry_after_ms} for {request:?}, refused again at {now_ms}: {again:?}"
+                ));
+                break;
+            }
+        }
+    }
+    (retried, failures)
+}
+
+/// Reproduces issue 24, item 9: near clock 0 with tiny counts a refusal's
+/// wait came out ~1e-13 ms short, so a client that waited exactly
+/// `retryAfter` was refused again (with `retryAfter: 1.1e-13`).
+#[test]
+fn waiting_exactly_retry_after_an_unsharded_refusal_is_granted_near_clock_0_and_near_8_6e15() {
+    let mut retried_in_all = 0;
+    // Seeds 7932 to 63365 each refused a retry before the fix (one in ~180,000 retries near 0).
+    for seed in [701, 7932, 15851, 31689, 47527, 63365] {
+        for origin_ms in [0.0, 8.6e15] {
+            for kind in [Kind::TokenBucket, Kind::FixedWindow] {
+                for reserving in [false, true] {
+                    let (retried, failures) = promised_waits(kind, origin_ms, false, reserving, seed);
+                    assert!(retried > 100, "{kind:?} near {origin_ms}: only {retried} refusals retried");
+                    let first = failures.first().cloned().unwrap_or_default();
+                    assert!(failures.is_empty(), "seed {seed}, {kind:?} near {origin_ms}, reserving {reserving}: {} of {retried} retries refused again; the first: {first}", failures.len());
+                    retried_in_all += retried;
+                }
+            }
+        }
+    }
+    report("promised waits, unsharded", &[("decisions", f64::from(2 * retried_in_all)), ("waits retried", f64::from(retried_in_all))]);
+}
