@@ -40,17 +40,22 @@ pub fn decide(state: State, shard_config: &Config, now_ms: f64, request: Request
         (false, true, Some(max_reserved)) => advance(state, shard_config, then, 0.0).value + max_reserved - request.count,
         (false, _, _) => advance(state, shard_config, then, request.count).value,
     };
-    let within_reach = match (request.reserve, shard_config.max_reserved) {
-        (false, _) => request.count <= shard_config.capacity,
-        (true, Some(max_reserved)) => request.count <= shard_config.capacity + max_reserved,
-        (true, None) => true,
-    };
-    let replayable = ok || within_reach;
+    let replayable = ok || within_reach(shard_config, request);
     let retry_after_ms = decision.retry_after_ms.map(|wait| match replayable {
         true => honest_wait(replay, shard_config, now_ms, wait),
         false => wait,
     });
     ShardDecision { retry_after_ms, ..decision }
+}
+
+/// Whether one shard alone can ever grant `request`: a full shard holds
+/// `capacity`, and may go `maxReserved` into debt for a reservation.
+pub(crate) fn within_reach(shard_config: &Config, request: Request) -> bool {
+    match (request.reserve, shard_config.max_reserved) {
+        (false, _) => request.count <= shard_config.capacity,
+        (true, Some(max_reserved)) => request.count <= shard_config.capacity + max_reserved,
+        (true, None) => true,
+    }
 }
 
 /// The decision with the transition's own `retryAfter`, unchecked: what

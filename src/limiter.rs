@@ -216,3 +216,60 @@ pub fn decide_call<S: StateStore>(
     }
     Ok(outcome)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigInput;
+
+    fn config(input: ConfigInput) -> Config {
+        Config::try_from(&input).unwrap()
+    }
+
+    /// Shards 0 and 1 of a 4-shard limit (draws 0, 0), decided at `now_ms` on `stored`.
+    fn on_shards_0_and_1(config: &Config, request: Request, now_ms: f64, stored: [Option<State>; 2]) -> Outcome {
+        let planned = plan(config, now_ms, &[0.0, 0.0]).unwrap();
+        assert_eq!(planned.shards, [0, 1]);
+        decide_planned(config, request, now_ms, &planned, stored).unwrap()
+    }
+
+    /// Reproduces issue 24, item 11: a combined refusal waited for each
+    /// share as if both shards refilled, but a shard at capacity refills
+    /// nothing, so the same call on the same shards was refused again.
+    /// Token bucket (10 per s per shard): shard 0 full at 10, shard 1 empty,
+    /// 15 asked; the split said 250 ms, but shard 1 needs 5 tokens: 500 ms.
+    /// Fixed window (10 a window per shard, capacity 20): shard 0 full, shard
+    /// 1 empty, 35 asked; the split said one window, but two are needed.
+    #[test]
+    fn a_sharded_refusal_waits_until_both_shards_together_hold_the_count_when_one_is_full() {
+        let bucket = config(ConfigInput::token_bucket(40.0, 1_000.0).with("shards", 4.0));
+        let window = config(ConfigInput::fixed_window(40.0, 1_000.0).with("shards", 4.0).with("capacity", 80.0).with("start", 0.0));
+        for (limit, full, count, expected_ms) in [(bucket, 10.0, 15.0, 500.0), (window, 20.0, 35.0, 2_000.0)] {
+            let request = Request { count, reserve: false };
+            let stored = [Some(State { value: full, ts: 0.0 }), Some(State { value: 0.0, ts: 0.0 })];
+            let refused = on_shards_0_and_1(&limit, request, 0.0, stored);
+            assert_eq!(refused.result, RateLimitResult::refused(expected_ms), "{:?}", limit.kind);
+            let wait = refused.result.retry_after_ms().unwrap();
+            assert!(on_shards_0_and_1(&limit, request, wait, stored).result.is_ok(), "{:?}", limit.kind);
+            // Not padded either: a wait one ulp shorter is refused.
+            assert!(!on_shards_0_and_1(&limit, request, wait.next_down(), stored).result.is_ok(), "{:?}", limit.kind);
+        }
+    }
+
+    /// Found by the promised-waits sweep while fixing item 11: the windows
+    /// the pair needs were counted as `ceil(4/3 ÷ 2/3)`, which is 3 in floats
+    /// (the quotient is 2.0000000000000004), so the wait was one window too
+    /// long although the level split grants at the first edge.
+    #[test]
+    fn a_sharded_refusal_waits_no_window_longer_than_the_two_shards_need() {
+        let limit = config(ConfigInput::fixed_window(2.0, 1_000.0).with("maxReserved", 5.0).with("shards", 3.0).with("start", 0.0));
+        let request = Request { count: 1.0, reserve: false };
+        // Draws 0.69, 0.44: shards 2 and 0.
+        let planned = plan(&limit, 43.0, &[0.69, 0.44]).unwrap();
+        assert_eq!(planned.shards, [2, 0]);
+        let stored = [Some(State { value: 0.0, ts: 0.0 }), Some(State { value: -1.0 / 3.0, ts: 0.0 })];
+        let refused = decide_planned(&limit, request, 43.0, &planned, stored).unwrap();
+        assert_eq!(refused.result, RateLimitResult::refused(957.0));
+        assert!(decide_planned(&limit, request, 1_000.0, &planned, stored).unwrap().result.is_ok());
+    }
+}

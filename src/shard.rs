@@ -1,10 +1,11 @@
 //! Sharding by the power of two choices: which shards to read, and how two
 //! shards that each fall short can serve a request together.
 
-use crate::config::Config;
-use crate::decision::{decide_as_reference, ShardDecision};
+use crate::config::{Config, Kind};
+use crate::decision::{decide, decide_as_reference, within_reach, ShardDecision};
 use crate::request::Request;
 use crate::state::State;
+use crate::transition::advance;
 
 /// The first shard to read: `floor(random × shard_count)`.
 ///
@@ -30,7 +31,10 @@ pub fn second_shard(first: u32, shard_count: u32, random: f64) -> u32 {
 pub struct Combined {
     /// Whether both shards granted their share.
     pub ok: bool,
-    /// The larger wait of the two, when either went negative.
+    /// Granted: when either share went into debt, the wait until both are
+    /// paid (the larger of the two). Refused: the least wait after which the
+    /// same request on the same two shards is granted, by either alone or by
+    /// both together.
     pub retry_after_ms: Option<f64>,
     /// The two shards' next states, to write when `ok`.
     pub next: [State; 2],
@@ -43,29 +47,150 @@ pub struct Combined {
 ///
 /// `states` are the shards' states before this request and `alone` their
 /// decisions for the whole count. The shares add up to the count, so the
-/// total consumed is exactly what was asked.
+/// total consumed is exactly what was asked. Every wait is a promise (see
+/// [`Combined::retry_after_ms`]).
 pub fn combine(states: [State; 2], alone: [ShardDecision; 2], shard_config: &Config, now_ms: f64, request: Request) -> Combined {
+    let (shared, shares) = split(states, alone, shard_config, now_ms, request);
+    let ok = shared[0].ok && shared[1].ok;
+    let retry_after_ms = match (ok, shared[0].retry_after_ms, shared[1].retry_after_ms) {
+        (true, None, None) => None,
+        (true, first, second) => Some(first.unwrap_or(0.0).max(second.unwrap_or(0.0))),
+        (false, _, _) => {
+            let together = combined_wait(states, shard_config, now_ms, request);
+            // A shard that can ever hold the count alone may grant it sooner (its wait is honest already).
+            let reachable_alone = within_reach(shard_config, request);
+            Some(alone.iter().filter(|_| reachable_alone).filter_map(|decision| decision.retry_after_ms).fold(together, f64::min))
+        }
+    };
+    Combined { ok, retry_after_ms, next: [shared[0].next, shared[1].next], shares }
+}
+
+/// The level split and each share's decision (with an honest wait: a
+/// granted share's debt is paid at `now + wait`).
+fn split(states: [State; 2], alone: [ShardDecision; 2], shard_config: &Config, now_ms: f64, request: Request) -> ([ShardDecision; 2], [f64; 2]) {
     let count = request.count;
     // Each value already had `count` taken off; add it back once for the balance.
     let balance = alone[0].next.value + alone[1].next.value + count;
     let share = |decision: &ShardDecision| decision.next.value + count - balance / 2.0;
     let shares = [share(&alone[0]), share(&alone[1])];
     let shared = [
-        decide_as_reference(states[0], shard_config, now_ms, Request { count: shares[0], ..request }),
-        decide_as_reference(states[1], shard_config, now_ms, Request { count: shares[1], ..request }),
+        decide(states[0], shard_config, now_ms, Request { count: shares[0], ..request }),
+        decide(states[1], shard_config, now_ms, Request { count: shares[1], ..request }),
     ];
-    let retry_after_ms = match (shared[0].retry_after_ms, shared[1].retry_after_ms) {
-        (None, None) => None,
-        (first, second) => Some(first.unwrap_or(0.0).max(second.unwrap_or(0.0))),
+    (shared, shares)
+}
+
+/// The least wait after which [`combine`] grants `request` on the same two
+/// shards with no traffic in between: what a refused two-shard request is
+/// told, so that a caller who retries on the same shards is granted
+/// (issue 24, item 11).
+///
+/// The level split of [`combine`] grants once the two shards together hold
+/// `count` (less the debt each may take, when reserving): `a(t) + b(t) >=
+/// need`. Each shard refills only up to its capacity, so a shard already
+/// full adds nothing, and the shares' own waits (each as if its shard
+/// refilled) can be short. The estimate solves the pair's refill exactly
+/// (`a(t) + b(t)` is the least of four lines, or window counts); the answer
+/// is then checked by replaying the combined decision at `now + wait`, and
+/// searched upward where rounding (or a clock behind a shard) left it short.
+fn combined_wait(states: [State; 2], shard_config: &Config, now_ms: f64, request: Request) -> f64 {
+    let grants = |wait: f64| {
+        let then = now_ms + wait;
+        let alone = [decide_as_reference(states[0], shard_config, then, request), decide_as_reference(states[1], shard_config, then, request)];
+        let (shared, _) = split(states, alone, shard_config, then, request);
+        // (A share's `ok` is the reference decision's; only its wait is checked further.)
+        alone[0].ok || alone[1].ok || (shared[0].ok && shared[1].ok)
     };
-    Combined { ok: shared[0].ok && shared[1].ok, retry_after_ms, next: [shared[0].next, shared[1].next], shares }
+    let debt_each = match (request.reserve, shard_config.max_reserved) {
+        (true, Some(max_reserved)) => max_reserved,
+        _ => 0.0,
+    };
+    let need = request.count - 2.0 * debt_each;
+    let held = [advance(states[0], shard_config, now_ms, 0.0), advance(states[1], shard_config, now_ms, 0.0)];
+    let estimate_ms = pair_refill_ms(held, shard_config, now_ms, need);
+    let estimate = crate::decision::wait_until(now_ms, now_ms + estimate_ms.max(0.0));
+    if grants(estimate) {
+        return estimate;
+    }
+    // Short: gallop up from the estimate (steps from one ulp of the clock,
+    // doubling), then halve back to the least wait that grants.
+    let mut refused = estimate;
+    let mut step = (now_ms + estimate).abs().next_up() - (now_ms + estimate).abs();
+    let mut wait = refused + step;
+    while !grants(wait) {
+        (refused, step) = (wait, step * 2.0);
+        wait = refused + step;
+        if !wait.is_finite() {
+            return f64::INFINITY;
+        }
+    }
+    loop {
+        let middle = refused + (wait - refused) / 2.0;
+        if middle <= refused || middle >= wait {
+            return wait;
+        }
+        match grants(middle) {
+            true => wait = middle,
+            false => refused = middle,
+        }
+    }
+}
+
+/// Ms from `now` until two shards holding `held` (each projected to `now`)
+/// together hold `need`, in exact arithmetic: `min(a + r·(τ - lag_a), c) +
+/// min(b + r·(τ - lag_b), c) >= need` for a token bucket (a shard whose `ts`
+/// is ahead of a clock that stepped back refills only from its `ts`), and
+/// the same with whole windows of each shard's own grid for a fixed window.
+/// The sum is the least of four: both refilling, either one full and the
+/// other refilling, both full; so each must reach `need`.
+fn pair_refill_ms(held: [crate::state::Transition; 2], shard_config: &Config, now_ms: f64, need: f64) -> f64 {
+    let [a, b] = [held[0].value, held[1].value];
+    let capacity = shard_config.capacity;
+    let (together, a_full, b_full) = (need - a - b, need - capacity - b, need - capacity - a);
+    match shard_config.kind {
+        Kind::TokenBucket => {
+            let refill_per_ms = shard_config.rate / shard_config.period_ms;
+            let lags = [(held[0].ts - now_ms).max(0.0), (held[1].ts - now_ms).max(0.0)];
+            // One shard refilling from its lag: `r·(τ - lag) >= short`.
+            let one = |short: f64, lag: f64| if short > 0.0 { lag + short / refill_per_ms } else { 0.0 };
+            // Both refilling, the earlier from `l1`, the later from `l2`.
+            let (l1, l2) = (lags[0].min(lags[1]), lags[0].max(lags[1]));
+            let both = match together {
+                short if short <= 0.0 => 0.0,
+                short if l1 + short / refill_per_ms <= l2 => l1 + short / refill_per_ms,
+                short => (short / refill_per_ms + l1 + l2) / 2.0,
+            };
+            both.max(one(a_full, lags[1])).max(one(b_full, lags[0]))
+        }
+        Kind::FixedWindow => {
+            // Whole windows of `rate` for `tokens`; a quotient an ulp above an
+            // integer (2/3 + 1/3 > 1 in floats) asks one window too many, so
+            // the estimate leans early and the replay moves it on if it must.
+            let windows = |tokens: f64| {
+                let exact = tokens / shard_config.rate;
+                crate::math::ceil(exact - 1e-9 * exact.abs().max(1.0)).max(0.0)
+            };
+            let (both, of_b, of_a) = (windows(together), windows(a_full), windows(b_full));
+            let period_ms = shard_config.period_ms;
+            // Each shard's next window starts one period after the window holding `now`.
+            let edges = [held[0].ts + period_ms, held[1].ts + period_ms];
+            let nth_edge = |edge: f64, n: f64| if n > 0.0 { edge + (n - 1.0) * period_ms } else { f64::NEG_INFINITY };
+            // The `both`-th edge of the two grids merged: they alternate, the earlier first.
+            let (early, late) = if edges[0] <= edges[1] { (edges[0], edges[1]) } else { (edges[1], edges[0]) };
+            let merged = match both {
+                0.0 => f64::NEG_INFINITY,
+                n if crate::math::fract(n / 2.0) != 0.0 => early + (n - 1.0) / 2.0 * period_ms,
+                n => late + (n / 2.0 - 1.0) * period_ms,
+            };
+            merged.max(nth_edge(edges[0], of_a)).max(nth_edge(edges[1], of_b)).max(now_ms) - now_ms
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::ConfigInput;
-    use crate::decision::decide;
 
     #[test]
     fn the_second_shard_is_never_the_first() {
@@ -76,6 +201,32 @@ mod tests {
                 assert!(second < 7);
             }
         }
+    }
+
+    /// Found by the promised-waits sweep (issue 24, item 9's promise on the
+    /// combined path): each share's wait was the reference formula's, which
+    /// can fall an ulp short, so at `now + wait` a shard still owed 4e-16.
+    #[test]
+    fn a_reservation_served_by_two_shards_is_due_when_both_have_paid_their_debt() {
+        let shard = Config::try_from(&ConfigInput::token_bucket(10.0, 1000.0).with("shards", 2.0).with("maxReserved", 5.0)).unwrap().per_shard();
+        let mut granted = 0;
+        for step in 0..2_000 {
+            let now_ms = 3_425.9314159499345 + f64::from(step) * 0.618_033_988_7;
+            let states = [State { value: 0.3 + f64::from(step % 7) * 0.11, ts: now_ms - 1.0 }, State { value: 0.2, ts: now_ms - 13.7 }];
+            let request = Request { count: 5.0 + f64::from(step % 5) * 0.37, reserve: true };
+            let alone = [decide(states[0], &shard, now_ms, request), decide(states[1], &shard, now_ms, request)];
+            if alone[0].ok || alone[1].ok {
+                continue;
+            }
+            let combined = combine(states, alone, &shard, now_ms, request);
+            let Some(wait) = combined.retry_after_ms.filter(|_| combined.ok) else { continue };
+            granted += 1;
+            for next in combined.next {
+                let due = crate::transition::advance(next, &shard, now_ms + wait, 0.0).value;
+                assert!(due >= 0.0, "step {step}: owes {due} at {now_ms} + {wait}");
+            }
+        }
+        assert!(granted > 1_000, "{granted}");
     }
 
     #[test]

@@ -749,15 +749,27 @@ fn two_shards_short_even_together_refuse_and_write_nothing() {
     }
 }
 
+/// Since issue 24 (item 11) a refusal on two shards waits until the same
+/// call on the same shards is granted, alone or together: not "the larger
+/// retryAfter" of the two shares, which could be short (a full shard refills
+/// nothing) or, as here before, long (4 tokens need only shard 0's next
+/// window; the test asserted 900 ms, shard 1's window, until then).
 #[test]
-fn two_shards_short_together_wait_for_the_slower_one() {
+fn two_shards_short_together_wait_for_the_first_instant_the_same_shards_can_serve_it() {
     // Fixed windows of shards that started at different instants: shard 0's
     // next window is at 1 000, shard 1's at 1 800.
     let config = config(ConfigInput::fixed_window(40.0, 1_000.0).with("shards", 4.0));
-    let mut store = Memory::default().with(NAME, KEY, 0, 1.0, 0.0).with(NAME, KEY, 1, 2.0, 800.0);
-    let result = take_drawing(&mut store, &config, ask(4.0), 900.0, &[0.0, 0.0]);
-    assert_eq!(result, Ok(refused(900.0)));
-    assert!(store.writes.is_empty());
+    let store = || Memory::default().with(NAME, KEY, 0, 1.0, 0.0).with(NAME, KEY, 1, 2.0, 800.0);
+    // 4 tokens: shard 0 alone holds them at 1 000.
+    let mut shards = store();
+    assert_eq!(take_drawing(&mut shards, &config, ask(4.0), 900.0, &[0.0, 0.0]), Ok(refused(100.0)));
+    assert!(shards.writes.is_empty());
+    assert_eq!(take_drawing(&mut shards, &config, ask(4.0), 1_000.0, &[0.0, 0.0]), Ok(granted()));
+    // 15 tokens need both: 10 + 2 at 1 000 is short, 10 + 10 at 1 800 is not (the slower one).
+    let mut shards = store();
+    assert_eq!(take_drawing(&mut shards, &config, ask(15.0), 900.0, &[0.0, 0.0]), Ok(refused(900.0)));
+    assert!(take_drawing(&mut shards, &config, ask(15.0), 1_000.0, &[0.0, 0.0]).is_ok_and(|result| !result.is_ok()));
+    assert_eq!(take_drawing(&mut shards, &config, ask(15.0), 1_800.0, &[0.0, 0.0]), Ok(granted()));
 }
 
 /// The deviation from SPEC documented in `decide_planned`: a fresh first shard
