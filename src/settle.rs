@@ -444,3 +444,97 @@ pub fn settle<S: crate::state::StateStore>(
     }
     Ok(settled)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigInput;
+    use crate::state::{StateRef, StateStore, WriteInfo};
+    use std::collections::HashMap;
+
+    /// One key's shards and records, with what each write said about dropping it.
+    #[derive(Debug, Default, Clone, PartialEq)]
+    struct Shards(HashMap<u32, (State, f64)>);
+
+    impl StateStore for Shards {
+        type Error = Error;
+
+        fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, Error> {
+            Ok(self.0.get(&at.shard).map(|(state, _)| *state))
+        }
+
+        fn write(&mut self, at: StateRef<'_>, state: Option<State>, info: WriteInfo) -> Result<(), Error> {
+            match state {
+                Some(state) => self.0.insert(at.shard, (state, info.full_at_ms)),
+                None => self.0.remove(&at.shard),
+            };
+            Ok(())
+        }
+    }
+
+    impl Shards {
+        fn value(&self, shard: u32) -> Option<f64> {
+            self.0.get(&shard).map(|(state, _)| state.value)
+        }
+    }
+
+    fn config(input: ConfigInput) -> Config {
+        Config::try_from(&input).unwrap()
+    }
+
+    /// Both algorithms, windows from 0.
+    fn both_kinds(rate: f64, period_ms: f64, extra: &[(&str, f64)]) -> [Config; 2] {
+        [ConfigInput::token_bucket(rate, period_ms), ConfigInput::fixed_window(rate, period_ms).with("start", 0.0)]
+            .map(|input| config(extra.iter().fold(input, |input, (field, value)| input.with(field, *value))))
+    }
+
+    /// A grant of `count` (id `slot`) charged at `now_ms`, drawing `draws`.
+    fn charge(store: &mut Shards, config: &Config, count: f64, now_ms: f64, draws: &[f64], slot: u32) -> Grant {
+        let request = Request { count, reserve: false };
+        limit_with_grant(store, "llm", None, config, request, now_ms, draws, (slot, f64::from(slot))).unwrap().1.expect("granted")
+    }
+
+    fn settle_at(store: &mut Shards, grant: &Grant, config: &Config, actual: f64, now_ms: f64) -> Result<Settled, Error> {
+        settle(store, "llm", None, grant, config, actual, now_ms, &[])
+    }
+
+    /// Issue 24, item 8: `grant.settle(1e308)` without `maxReserved` stored
+    /// -1e308 and answered `retryAfter: Infinity`, locking the key for good.
+    /// An extra no clock could repay is refused like the reservation it is.
+    #[test]
+    fn a_settle_whose_extra_no_clock_could_repay_is_wait_unbounded_and_writes_nothing() {
+        for (shards, draws) in [(1.0, &[][..]), (4.0, &[0.0, 0.0][..])] {
+            for limit in both_kinds(4.0, 1_000.0, &[("shards", shards)]) {
+                let mut store = Shards::default();
+                if shards > 1.0 {
+                    // Shards 0 and 1 hold half a shard each: 1 token takes both, combined.
+                    store.0.insert(0, (State { value: 0.5, ts: 0.0 }, f64::INFINITY));
+                    store.0.insert(1, (State { value: 0.5, ts: 0.0 }, f64::INFINITY));
+                }
+                let grant = charge(&mut store, &limit, 1.0, 0.0, draws, 7);
+                assert_eq!(grant.parts().len(), if shards > 1.0 { 2 } else { 1 }, "{:?}", limit.kind);
+                let before = store.clone();
+                let error = settle_at(&mut store, &grant, &limit, 1e308, 0.0).unwrap_err();
+                assert_eq!(error, Error::WaitUnbounded { count: 1e308 }, "{:?}, {shards} shards", limit.kind);
+                assert_eq!(store, before, "{:?}, {shards} shards: a refused settle wrote", limit.kind);
+                // The key is not locked and the grant can still settle.
+                let settled = settle_at(&mut store, &grant, &limit, 0.0, 0.0).unwrap();
+                assert_eq!(settled.refunded, 1.0, "{:?}, {shards} shards", limit.kind);
+            }
+        }
+    }
+
+    #[test]
+    fn a_settle_whose_extra_a_clock_can_repay_is_taken_into_debt_with_a_finite_wait() {
+        for limit in both_kinds(4.0, 1_000.0, &[]) {
+            let mut store = Shards::default();
+            let grant = charge(&mut store, &limit, 1.0, 0.0, &[], 1);
+            // 1e12 tokens at 4 a second, less the 3 left: about 2.5e11 s, finite.
+            let settled = settle_at(&mut store, &grant, &limit, 1e12 + 1.0, 0.0).unwrap();
+            assert_eq!((settled.charged, settled.unpaid), (1e12, 0.0));
+            let wait = settled.retry_after_ms.expect("in debt");
+            assert!(wait.is_finite() && wait > 2.49e14, "{:?}: {wait}", limit.kind);
+            assert_eq!(store.value(0), Some(3.0 - 1e12));
+        }
+    }
+}
