@@ -93,6 +93,21 @@ mod tests {
         assert_eq!((shown.remaining, shown.retry_after), (0.0, Some(2.0)));
     }
 
+    /// Issue 24, item 12: with 3 or more shards a token bucket's shards are
+    /// never dropped (`full_at` is ∞ for them), and `reset` read that as
+    /// "one period": a 30-per-second bucket at -30 said 1 s with 3 shards
+    /// but 2 s with 1, telling clients too early.
+    #[test]
+    fn a_token_bucket_resets_when_it_is_full_again_whatever_its_shard_count() {
+        for shards in [1.0, 2.0, 3.0, 8.0] {
+            let config = Config::try_from(&ConfigInput::token_bucket(30.0, 1_000.0).with("shards", shards)).unwrap();
+            let shown = figures(State { value: -30.0, ts: 0.0 }, &config, 0.0, None, 1);
+            assert_eq!((shown.remaining, shown.reset), (0.0, 2.0), "{shards} shards");
+            // Half full: half a second, rounded up to 1.
+            assert_eq!(figures(State { value: 15.0, ts: 0.0 }, &config, 0.0, None, 1).reset, 1.0, "{shards} shards");
+        }
+    }
+
     #[test]
     fn whole_seconds_never_rounds_a_wait_down() {
         for wait in [0.001, 999.999, 1000.0, 1000.0000000001, 123_456.7] {

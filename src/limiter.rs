@@ -256,6 +256,18 @@ mod tests {
         }
     }
 
+    /// Issue 24, item 12, through a decision: three shards of a 30-per-second
+    /// bucket each 10 in debt are the whole limit at -30, full again in 2 s.
+    #[test]
+    fn a_decisions_reset_figure_on_three_shards_is_when_the_limit_is_full_again() {
+        let limit = config(ConfigInput::token_bucket(30.0, 1_000.0).with("shards", 3.0).with("maxReserved", 30.0));
+        let in_debt = Some(State { value: -10.0, ts: 0.0 });
+        let planned = plan(&limit, 0.0, &[0.0, 0.0]).unwrap();
+        let outcome = decide_planned(&limit, Request { count: 0.0, reserve: false }, 0.0, &planned, [in_debt, in_debt]).unwrap();
+        let shown = outcome.figures(&limit, 0.0);
+        assert_eq!((shown.limit, shown.remaining, shown.reset, shown.sampled), (30.0, 0.0, 2.0, 2));
+    }
+
     /// Found by the promised-waits sweep while fixing item 11: the windows
     /// the pair needs were counted as `ceil(4/3 ÷ 2/3)`, which is 3 in floats
     /// (the quotient is 2.0000000000000004), so the wait was one window too
