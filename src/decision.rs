@@ -99,7 +99,8 @@ fn honest_wait(replay: impl Fn(f64) -> f64, config: &Config, now_ms: f64, mut wa
     for _ in 0..8 {
         let then = now_ms + wait;
         let short_by = -replay(then);
-        if !(short_by > 0.0) {
+        // Not `<= 0.0`: a NaN shortfall is no reason to wait longer.
+        if short_by.is_nan() || short_by <= 0.0 {
             return wait;
         }
         let later = match config.kind {

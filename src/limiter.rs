@@ -30,8 +30,11 @@ pub struct Outcome {
     pub reads: usize,
 }
 
+/// A decision's writes, the tokens each takes, and its answer.
+type Decided = ([Option<(u32, State)>; 2], [f64; 2], RateLimitResult);
+
 impl Outcome {
-    fn single(shard: u32, decision: ShardDecision, count: f64) -> ([Option<(u32, State)>; 2], [f64; 2], RateLimitResult) {
+    fn single(shard: u32, decision: ShardDecision, count: f64) -> Decided {
         match decision.ok {
             true => ([Some((shard, decision.next)), None], [count, 0.0], RateLimitResult::allowed(decision.retry_after_ms)),
             false => ([None, None], [0.0, 0.0], RateLimitResult::refused(refused_wait(decision.retry_after_ms))),
