@@ -197,6 +197,18 @@ mod tests {
     }
 
     #[test]
+    fn a_reservation_whose_debt_would_leave_the_numbers_is_refused_with_an_infinite_wait() {
+        for limit in [config(ConfigInput::token_bucket(1.0, 1000.0)), config(ConfigInput::fixed_window(1.0, 1000.0).with("start", 0.0))] {
+            let deep = State { value: -f64::MAX, ts: 0.0 };
+            let decided = decide(deep, &limit, 0.0, Request { count: f64::MAX, reserve: true });
+            assert_eq!((decided.ok, decided.retry_after_ms), (false, Some(f64::INFINITY)), "{:?}", limit.kind);
+            // A debt of 1e300 is still a number, and a wait of 1e303 ms: granted.
+            let decided = decide(State { value: -1e300, ts: 0.0 }, &limit, 0.0, Request { count: 1.0, reserve: true });
+            assert!(decided.ok && decided.retry_after_ms.is_some_and(f64::is_finite), "{:?}: {decided:?}", limit.kind);
+        }
+    }
+
+    #[test]
     fn reservation_goes_into_debt_and_says_when_to_run() {
         let limit = config(ConfigInput::token_bucket(10.0, 1000.0));
         let empty = State { value: 0.0, ts: 0.0 };
