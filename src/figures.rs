@@ -109,6 +109,35 @@ mod tests {
     }
 
     #[test]
+    fn a_wait_too_small_to_survive_a_division_by_1000_still_shows_one_second() {
+        // 5e-324 / 1000 underflows to 0: the wait is not 0.
+        for wait in [5e-324, 1e-320, f64::MIN_POSITIVE] {
+            assert_eq!(whole_seconds(wait), 1.0, "{wait:e}");
+        }
+        assert_eq!(whole_seconds(-5.0), 0.0);
+    }
+
+    #[test]
+    fn a_full_token_bucket_resets_now_and_a_full_fixed_window_when_its_window_ends() {
+        let bucket = Config::try_from(&ConfigInput::token_bucket(5.0, 10_000.0)).unwrap();
+        let window = Config::try_from(&ConfigInput::fixed_window(5.0, 10_000.0).with("start", 0.0)).unwrap();
+        let full = State { value: 5.0, ts: 0.0 };
+        assert_eq!(figures(full, &bucket, 2_500.0, None, 1).reset, 0.0);
+        // The window from 0 ends at 10 000: 7.5 s, shown as 8.
+        let shown = figures(full, &window, 2_500.0, None, 1);
+        assert_eq!((shown.remaining, shown.reset), (5.0, 8.0));
+    }
+
+    /// A state no decision stores (a debt whose refill no clock reaches, say
+    /// after the limit's rate was lowered) still shows a finite reset.
+    #[test]
+    fn a_reset_no_clock_reaches_is_shown_as_one_period_not_infinity() {
+        let bucket = Config::try_from(&ConfigInput::token_bucket(1.0, 1_000.0)).unwrap();
+        let shown = figures(State { value: -1e308, ts: 0.0 }, &bucket, 0.0, None, 1);
+        assert_eq!((shown.remaining, shown.reset), (0.0, 1.0));
+    }
+
+    #[test]
     fn whole_seconds_never_rounds_a_wait_down() {
         for wait in [0.001, 999.999, 1000.0, 1000.0000000001, 123_456.7] {
             assert!(whole_seconds(wait) * 1000.0 >= wait, "{wait}");

@@ -271,6 +271,89 @@ mod tests {
         assert_eq!((shown.limit, shown.remaining, shown.reset, shown.sampled), (30.0, 0.0, 2.0, 2));
     }
 
+    /// The power of two choices on exactly 3 shards (the least that decides
+    /// on two): a stored first shard that grants is not enough, the fuller
+    /// of the two is charged. With 2 shards, the first that grants is.
+    #[test]
+    fn with_three_shards_a_stored_first_shard_that_grants_yields_to_a_fuller_second() {
+        for (shards, charged) in [(3.0, 1), (2.0, 0)] {
+            for limit in [
+                config(ConfigInput::token_bucket(30.0, 1_000.0).with("shards", shards)),
+                config(ConfigInput::fixed_window(30.0, 1_000.0).with("shards", shards).with("start", 0.0)),
+            ] {
+                let planned = plan(&limit, 0.0, &[0.0, 0.0]).unwrap();
+                assert_eq!(planned.shards, [0, 1]);
+                let stored = [Some(State { value: 2.0, ts: 0.0 }), Some(State { value: 5.0, ts: 0.0 })];
+                let outcome = decide_planned(&limit, Request { count: 1.0, reserve: false }, 0.0, &planned, stored).unwrap();
+                let left = if charged == 1 { 4.0 } else { 1.0 };
+                assert_eq!(outcome.writes, [Some((charged, State { value: left, ts: 0.0 })), None], "{shards} shards, {:?}", limit.kind);
+            }
+        }
+    }
+
+    /// Of two shards that both grant, the one left with more is charged; on
+    /// a tie, the second (the Redis and PostgreSQL ports break ties the
+    /// same way, and their answers are compared bit for bit).
+    #[test]
+    fn of_two_granting_shards_the_fuller_is_charged_and_a_tie_goes_to_the_second() {
+        let limit = config(ConfigInput::token_bucket(40.0, 1_000.0).with("shards", 4.0));
+        let planned = plan(&limit, 0.0, &[0.0, 0.0]).unwrap();
+        for (first, second, charged) in [(8.0, 6.0, 0), (6.0, 8.0, 1), (7.0, 7.0, 1)] {
+            let stored = [Some(State { value: first, ts: 0.0 }), Some(State { value: second, ts: 0.0 })];
+            let outcome = decide_planned(&limit, Request { count: 1.0, reserve: false }, 0.0, &planned, stored).unwrap();
+            let written = outcome.writes[0].map(|(shard, _)| shard);
+            assert_eq!((written, outcome.writes[1]), (Some(charged), None), "{first} and {second}");
+        }
+    }
+
+    #[test]
+    fn a_sharded_decisions_figures_estimate_the_whole_limit_from_the_shards_read() {
+        for limit in [
+            config(ConfigInput::token_bucket(30.0, 1_000.0).with("shards", 3.0)),
+            config(ConfigInput::fixed_window(30.0, 1_000.0).with("shards", 3.0).with("start", 0.0)),
+        ] {
+            let planned = plan(&limit, 0.0, &[0.0, 0.0]).unwrap();
+            let stored = [Some(State { value: 4.0, ts: 0.0 }), Some(State { value: 6.0, ts: 0.0 })];
+            // A check of 0: the two shards read hold 4 and 6, so the three about 15.
+            let outcome = decide_planned(&limit, Request { count: 0.0, reserve: false }, 0.0, &planned, stored).unwrap();
+            let shown = outcome.figures(&limit, 0.0);
+            assert_eq!((shown.limit, shown.remaining, shown.sampled), (30.0, 15.0, 2), "{:?}", limit.kind);
+            // Taking 5 from the fuller one leaves 4 and 1: about 7.5, shown as 7.
+            let outcome = decide_planned(&limit, Request { count: 5.0, reserve: false }, 0.0, &planned, stored).unwrap();
+            assert_eq!(outcome.writes, [Some((1, State { value: 1.0, ts: 0.0 })), None]);
+            assert_eq!(outcome.figures(&limit, 0.0).remaining, 7.0, "{:?}", limit.kind);
+        }
+    }
+
+    /// A refused reservation on two shards waits until they hold the count
+    /// less the debt each may take: 4 shards of 10 a second, maxReserved 2 a
+    /// shard, at -1 and 0, 15 asked: 11 must be there, 12 more tokens at 20
+    /// a second: 600 ms (not 800, as for a request that may not reserve).
+    #[test]
+    fn a_sharded_reservation_refused_waits_until_the_two_shards_hold_the_count_less_their_debt() {
+        let limit = config(ConfigInput::token_bucket(40.0, 1_000.0).with("shards", 4.0).with("maxReserved", 8.0));
+        let request = Request { count: 15.0, reserve: true };
+        let stored = [Some(State { value: -1.0, ts: 0.0 }), Some(State { value: 0.0, ts: 0.0 })];
+        let refused = on_shards_0_and_1(&limit, request, 0.0, stored);
+        assert_eq!(refused.result, RateLimitResult::refused(600.0));
+        assert!(on_shards_0_and_1(&limit, request, 600.0, stored).result.is_ok());
+        assert!(!on_shards_0_and_1(&limit, request, 600.0f64.next_down(), stored).result.is_ok());
+    }
+
+    /// Where the windows counted fall short (a debt of 1e-10 needs a third
+    /// window, within the estimate's tolerance of two), the wait is searched
+    /// up to the window that grants, exactly: 2 000 ms, not past it.
+    #[test]
+    fn a_sharded_refusal_one_window_past_the_estimate_waits_exactly_for_that_window() {
+        let limit = config(ConfigInput::fixed_window(4.0, 1_000.0).with("shards", 4.0).with("start", 0.0));
+        let request = Request { count: 2.0, reserve: false };
+        let stored = [Some(State { value: 0.0, ts: 0.0 }), Some(State { value: -1e-10, ts: 0.0 })];
+        let refused = on_shards_0_and_1(&limit, request, 0.0, stored);
+        assert_eq!(refused.result, RateLimitResult::refused(2_000.0));
+        assert!(!on_shards_0_and_1(&limit, request, 1_999.0, stored).result.is_ok());
+        assert!(on_shards_0_and_1(&limit, request, 2_000.0, stored).result.is_ok());
+    }
+
     /// Found by the promised-waits sweep while fixing item 11: the windows
     /// the pair needs were counted as `ceil(4/3 ÷ 2/3)`, which is 3 in floats
     /// (the quotient is 2.0000000000000004), so the wait was one window too
