@@ -94,12 +94,12 @@ fn split(states: [State; 2], alone: [ShardDecision; 2], shard_config: &Config, n
 /// is then checked by replaying the combined decision at `now + wait`, and
 /// searched upward where rounding (or a clock behind a shard) left it short.
 fn combined_wait(states: [State; 2], shard_config: &Config, now_ms: f64, request: Request) -> f64 {
+    // Whether the level split grants at `now + wait` (either shard alone is [`combine`]'s to weigh).
     let grants = |wait: f64| {
         let then = now_ms + wait;
         let alone = [decide_as_reference(states[0], shard_config, then, request), decide_as_reference(states[1], shard_config, then, request)];
         let (shared, _) = split(states, alone, shard_config, then, request);
-        // (A share's `ok` is the reference decision's; only its wait is checked further.)
-        alone[0].ok || alone[1].ok || (shared[0].ok && shared[1].ok)
+        shared[0].ok && shared[1].ok
     };
     let debt_each = match (request.reserve, shard_config.max_reserved) {
         (true, Some(max_reserved)) => max_reserved,
@@ -137,12 +137,13 @@ fn combined_wait(states: [State; 2], shard_config: &Config, now_ms: f64, request
 }
 
 /// Ms from `now` until two shards holding `held` (each projected to `now`)
-/// together hold `need`, in exact arithmetic: `min(a + r·(τ - lag_a), c) +
-/// min(b + r·(τ - lag_b), c) >= need` for a token bucket (a shard whose `ts`
-/// is ahead of a clock that stepped back refills only from its `ts`), and
-/// the same with whole windows of each shard's own grid for a fixed window.
-/// The sum is the least of four: both refilling, either one full and the
-/// other refilling, both full; so each must reach `need`.
+/// together hold `need`, in exact arithmetic: `min(a + r·τ, c) + min(b + r·τ,
+/// c) >= need` for a token bucket, and the same with whole windows of each
+/// shard's own grid for a fixed window. The sum is the least of four: both
+/// refilling, either one full and the other refilling, both full; so each
+/// must reach `need`. Never late where the arithmetic is exact (a shard whose
+/// `ts` is ahead of a clock that stepped back refills later than this says:
+/// the replay in [`combined_wait`] finds how much).
 fn pair_refill_ms(held: [crate::state::Transition; 2], shard_config: &Config, now_ms: f64, need: f64) -> f64 {
     let [a, b] = [held[0].value, held[1].value];
     let capacity = shard_config.capacity;
@@ -150,17 +151,7 @@ fn pair_refill_ms(held: [crate::state::Transition; 2], shard_config: &Config, no
     match shard_config.kind {
         Kind::TokenBucket => {
             let refill_per_ms = shard_config.rate / shard_config.period_ms;
-            let lags = [(held[0].ts - now_ms).max(0.0), (held[1].ts - now_ms).max(0.0)];
-            // One shard refilling from its lag: `r·(τ - lag) >= short`.
-            let one = |short: f64, lag: f64| if short > 0.0 { lag + short / refill_per_ms } else { 0.0 };
-            // Both refilling, the earlier from `l1`, the later from `l2`.
-            let (l1, l2) = (lags[0].min(lags[1]), lags[0].max(lags[1]));
-            let both = match together {
-                short if short <= 0.0 => 0.0,
-                short if l1 + short / refill_per_ms <= l2 => l1 + short / refill_per_ms,
-                short => (short / refill_per_ms + l1 + l2) / 2.0,
-            };
-            both.max(one(a_full, lags[1])).max(one(b_full, lags[0]))
+            (together / (2.0 * refill_per_ms)).max(a_full / refill_per_ms).max(b_full / refill_per_ms).max(0.0)
         }
         Kind::FixedWindow => {
             // Whole windows of `rate` for `tokens`; a quotient an ulp above an
@@ -175,10 +166,14 @@ fn pair_refill_ms(held: [crate::state::Transition; 2], shard_config: &Config, no
             // Each shard's next window starts one period after the window holding `now`.
             let edges = [held[0].ts + period_ms, held[1].ts + period_ms];
             let nth_edge = |edge: f64, n: f64| if n > 0.0 { edge + (n - 1.0) * period_ms } else { f64::NEG_INFINITY };
-            // The `both`-th edge of the two grids merged: they alternate, the earlier first.
+            // The `both`-th edge of the two grids merged: they alternate, the
+            // earlier first, while their first edges are within a period (a
+            // shard ahead of a clock that stepped back can be further: then
+            // no estimate from this, the replay finds it).
             let (early, late) = if edges[0] <= edges[1] { (edges[0], edges[1]) } else { (edges[1], edges[0]) };
             let merged = match both {
                 0.0 => f64::NEG_INFINITY,
+                _ if late - early > period_ms => f64::NEG_INFINITY,
                 n if crate::math::fract(n / 2.0) != 0.0 => early + (n - 1.0) / 2.0 * period_ms,
                 n => late + (n / 2.0 - 1.0) * period_ms,
             };
@@ -227,6 +222,79 @@ mod tests {
             }
         }
         assert!(granted > 1_000, "{granted}");
+    }
+
+    /// When the wait `combine` gives a request both shards refuse alone and
+    /// together at `now_ms` ends, checked to be the least: the same request on the
+    /// same shards is granted (alone or together) at `now + wait`, and not at
+    /// the instant before. Returned as the instant, `now + wait`.
+    fn first_granted_at(limit: &Config, states: [State; 2], now_ms: f64, count: f64) -> f64 {
+        let shard = limit.per_shard();
+        let request = Request { count, reserve: false };
+        let granted = |then: f64| {
+            let alone = [decide(states[0], &shard, then, request), decide(states[1], &shard, then, request)];
+            alone[0].ok || alone[1].ok || combine(states, alone, &shard, then, request).ok
+        };
+        assert!(!granted(now_ms), "granted at once");
+        let alone = [decide(states[0], &shard, now_ms, request), decide(states[1], &shard, now_ms, request)];
+        let wait = combine(states, alone, &shard, now_ms, request).retry_after_ms.expect("a wait");
+        assert!(granted(now_ms + wait), "refused after {wait}");
+        assert!(!granted((now_ms + wait).next_down()), "granted before {wait}");
+        now_ms + wait
+    }
+
+    #[test]
+    fn a_pair_of_buckets_waits_for_both_to_refill_or_for_the_one_not_yet_full() {
+        // 4 shards of 10 a second, capacity 10 each.
+        let limit = Config::try_from(&ConfigInput::token_bucket(40.0, 1_000.0).with("shards", 4.0)).unwrap();
+        let at = |value: f64| State { value, ts: 0.0 };
+        // 2 and 3, 15 asked: 10 more, both refilling at 20 a second: 500 ms.
+        assert_eq!(first_granted_at(&limit, [at(2.0), at(3.0)], 0.0, 15.0), 500.0);
+        // One full: only the other refills: 5 more at 10 a second, whichever it is.
+        assert_eq!(first_granted_at(&limit, [at(10.0), at(0.0)], 0.0, 15.0), 500.0);
+        assert_eq!(first_granted_at(&limit, [at(0.0), at(10.0)], 0.0, 15.0), 500.0);
+        // One fills on the way: 8 and 0, 15 asked: together 7 more (350 ms), but 8 stops at 10: 500 ms.
+        assert_eq!(first_granted_at(&limit, [at(8.0), at(0.0)], 0.0, 15.0), 500.0);
+    }
+
+    #[test]
+    fn a_pair_of_buckets_one_ahead_of_a_clock_that_stepped_back_waits_for_it_to_refill_from_its_time() {
+        let limit = Config::try_from(&ConfigInput::token_bucket(40.0, 1_000.0).with("shards", 4.0)).unwrap();
+        // Shard 0 was written at 1 000 by a clock that has since stepped back to 0: it refills from 1 000.
+        // Shard 1 fills by 700 ms; then shard 0 needs 3 more: 300 ms past 1 000.
+        let granted_at = first_granted_at(&limit, [State { value: 2.0, ts: 1_000.0 }, State { value: 3.0, ts: 0.0 }], 0.0, 15.0);
+        assert!((granted_at - 1_300.0).abs() < 1e-9, "{granted_at}");
+    }
+
+    #[test]
+    fn a_pair_of_windows_waits_for_the_window_edges_the_count_needs_in_the_order_they_come() {
+        // 4 shards of 10 a window, capacity 30 each; shard 0's windows start at 0, shard 1's at 500.
+        let limit = Config::try_from(&ConfigInput::fixed_window(40.0, 1_000.0).with("shards", 4.0).with("capacity", 120.0)).unwrap();
+        let states = [State { value: 2.0, ts: 0.0 }, State { value: 3.0, ts: 500.0 }];
+        // At 600: one window needed (shard 0's, at 1 000), two (shard 1's, at 1 500), three (shard 0's next, at 2 000).
+        assert_eq!(first_granted_at(&limit, states, 600.0, 14.0), 1_000.0);
+        assert_eq!(first_granted_at(&limit, states, 600.0, 24.0), 1_500.0);
+        assert_eq!(first_granted_at(&limit, states, 600.0, 34.0), 2_000.0);
+    }
+
+    #[test]
+    fn a_pair_of_windows_one_full_waits_for_the_others_windows() {
+        // Capacity 10 each: a full shard gains nothing at its edges.
+        let limit = Config::try_from(&ConfigInput::fixed_window(40.0, 1_000.0).with("shards", 4.0)).unwrap();
+        let full_first = [State { value: 10.0, ts: 0.0 }, State { value: 0.0, ts: 500.0 }];
+        assert_eq!(first_granted_at(&limit, full_first, 600.0, 15.0), 1_500.0);
+        let full_second = [State { value: 0.0, ts: 0.0 }, State { value: 10.0, ts: 500.0 }];
+        assert_eq!(first_granted_at(&limit, full_second, 600.0, 15.0), 1_000.0);
+    }
+
+    #[test]
+    fn a_pair_of_windows_one_ahead_of_a_clock_that_stepped_back_is_served_by_the_others_windows() {
+        let limit = Config::try_from(&ConfigInput::fixed_window(40.0, 1_000.0).with("shards", 4.0).with("capacity", 120.0)).unwrap();
+        // Shard 1's window was written an hour ahead: its next edge is an hour and a second away.
+        let states = [State { value: 2.0, ts: 0.0 }, State { value: 3.0, ts: 3_600_000.0 }];
+        assert_eq!(first_granted_at(&limit, states, 600.0, 14.0), 1_000.0);
+        // Two windows of shard 0 (1 000 and 2 000) serve 24 long before shard 1's first.
+        assert_eq!(first_granted_at(&limit, states, 600.0, 24.0), 2_000.0);
     }
 
     #[test]
