@@ -881,6 +881,11 @@ mod tests {
             let grant = limit_with_grant(&mut store, "llm", None, &limit, request, 0.0, &[], (1, 1.0)).unwrap().1.unwrap();
             let state = store.0[&0];
             assert_eq!(state.0.value, -5.0);
+            // Nothing to write but the settled record.
+            let ledger = store.0.get(&ledger_shard(0)).map(|(state, _)| *state);
+            let record = store.0.get(&grant_record_shard(1)).map(|(state, _)| *state);
+            let (_, writes) = settle_planned(&grant, &limit, 20.0, 0.0, &[], [Some(state.0), None], [ledger, None], record).unwrap();
+            assert_eq!(writes.iter().map(|(shard, _, _)| *shard).collect::<Vec<_>>(), vec![grant_record_shard(1)], "{:?}", limit.kind);
             let settled = settle_at(&mut store, &grant, &limit, 20.0, 0.0).unwrap();
             // Still in the reservation's debt: paid off in 500 ms, or at the next window.
             let paid_off = if limit.kind == Kind::TokenBucket { 500.0 } else { 1_000.0 };

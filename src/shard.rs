@@ -258,6 +258,15 @@ mod tests {
     }
 
     #[test]
+    fn a_pair_of_fast_buckets_one_full_waits_for_the_other_at_its_own_rate() {
+        // 10 tokens a millisecond per shard, capacity 10 000 each.
+        let limit = Config::try_from(&ConfigInput::token_bucket(40_000.0, 1_000.0).with("shards", 4.0)).unwrap();
+        let at = |value: f64| State { value, ts: 0.0 };
+        assert_eq!(first_granted_at(&limit, [at(10_000.0), at(0.0)], 0.0, 15_000.0), 500.0);
+        assert_eq!(first_granted_at(&limit, [at(0.0), at(10_000.0)], 0.0, 15_000.0), 500.0);
+    }
+
+    #[test]
     fn a_pair_of_buckets_one_ahead_of_a_clock_that_stepped_back_waits_for_it_to_refill_from_its_time() {
         let limit = Config::try_from(&ConfigInput::token_bucket(40.0, 1_000.0).with("shards", 4.0)).unwrap();
         // Shard 0 was written at 1 000 by a clock that has since stepped back to 0: it refills from 1 000.
@@ -277,6 +286,17 @@ mod tests {
         assert_eq!(first_granted_at(&limit, states, 600.0, 34.0), 2_000.0);
     }
 
+    /// 2 × (0.1 × 3 072) is 614.4000000000001, and 614.4000000000001 / 0.1
+    /// is 6 144.000000000001: the count of windows must not round up to the
+    /// next one (the estimate's tolerance is relative to the count).
+    #[test]
+    fn a_pair_of_windows_needing_thousands_of_windows_waits_for_exactly_the_last_one() {
+        let limit = Config::try_from(&ConfigInput::fixed_window(0.4, 1_000.0).with("shards", 4.0).with("capacity", 1_600.0).with("start", 0.0)).unwrap();
+        let empty = State { value: 0.0, ts: 0.0 };
+        let count = 2.0 * (0.1 * 3_072.0);
+        assert_eq!(first_granted_at(&limit, [empty, empty], 0.0, count), 3_072_000.0);
+    }
+
     #[test]
     fn a_pair_of_windows_one_full_waits_for_the_others_windows() {
         // Capacity 10 each: a full shard gains nothing at its edges.
@@ -291,10 +311,12 @@ mod tests {
     fn a_pair_of_windows_one_ahead_of_a_clock_that_stepped_back_is_served_by_the_others_windows() {
         let limit = Config::try_from(&ConfigInput::fixed_window(40.0, 1_000.0).with("shards", 4.0).with("capacity", 120.0)).unwrap();
         // Shard 1's window was written an hour ahead: its next edge is an hour and a second away.
-        let states = [State { value: 2.0, ts: 0.0 }, State { value: 3.0, ts: 3_600_000.0 }];
-        assert_eq!(first_granted_at(&limit, states, 600.0, 14.0), 1_000.0);
-        // Two windows of shard 0 (1 000 and 2 000) serve 24 long before shard 1's first.
-        assert_eq!(first_granted_at(&limit, states, 600.0, 24.0), 2_000.0);
+        for origin in [0.0, 1_700_000_000_000.0] {
+            let states = [State { value: 2.0, ts: origin }, State { value: 3.0, ts: origin + 3_600_000.0 }];
+            assert_eq!(first_granted_at(&limit, states, origin + 600.0, 14.0), origin + 1_000.0);
+            // Two windows of shard 0 (1 000 and 2 000) serve 24 long before shard 1's first.
+            assert_eq!(first_granted_at(&limit, states, origin + 600.0, 24.0), origin + 2_000.0);
+        }
     }
 
     #[test]
