@@ -264,6 +264,9 @@ mod tests {
         let at = |value: f64| State { value, ts: 0.0 };
         assert_eq!(first_granted_at(&limit, [at(10_000.0), at(0.0)], 0.0, 15_000.0), 500.0);
         assert_eq!(first_granted_at(&limit, [at(0.0), at(10_000.0)], 0.0, 15_000.0), 500.0);
+        // A shortfall smaller than a millisecond's refill: 5 tokens, half a millisecond.
+        assert_eq!(first_granted_at(&limit, [at(10_000.0), at(0.0)], 0.0, 10_005.0), 0.5);
+        assert_eq!(first_granted_at(&limit, [at(0.0), at(10_000.0)], 0.0, 10_005.0), 0.5);
     }
 
     #[test]
@@ -295,6 +298,22 @@ mod tests {
         let empty = State { value: 0.0, ts: 0.0 };
         let count = 2.0 * (0.1 * 3_072.0);
         assert_eq!(first_granted_at(&limit, [empty, empty], 0.0, count), 3_072_000.0);
+    }
+
+    /// Periods below a millisecond are valid (a hot loop's limit): edges a
+    /// count of periods away are that many periods, not that many over it.
+    #[test]
+    fn a_pair_of_half_millisecond_windows_waits_for_the_edges_it_needs() {
+        let limit = Config::try_from(&ConfigInput::fixed_window(40.0, 0.5).with("shards", 4.0).with("capacity", 120.0).with("start", 0.0)).unwrap();
+        let states = [State { value: 2.0, ts: 0.0 }, State { value: 3.0, ts: 0.0 }];
+        // 34 of 5: three edges of the merged grids (0.5, 0.5, 1.0); 44: four (… 1.0, 1.0).
+        assert_eq!(first_granted_at(&limit, states, 0.25, 34.0), 1.0);
+        assert_eq!(first_granted_at(&limit, states, 0.25, 44.0), 1.0);
+        // Shard 0 full at 30, shard 1 empty: 25 more from shard 1 alone, three of its windows.
+        let one_full = [State { value: 30.0, ts: 0.0 }, State { value: 0.0, ts: 0.0 }];
+        assert_eq!(first_granted_at(&limit, one_full, 0.25, 55.0), 1.5);
+        let other_full = [State { value: 0.0, ts: 0.0 }, State { value: 30.0, ts: 0.0 }];
+        assert_eq!(first_granted_at(&limit, other_full, 0.25, 55.0), 1.5);
     }
 
     #[test]
