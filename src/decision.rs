@@ -29,7 +29,12 @@ pub struct ShardDecision {
 /// assert_eq!((refused.ok, refused.retry_after_ms), (false, Some(600.0)));
 /// ```
 pub fn decide(state: State, shard_config: &Config, now_ms: f64, request: Request) -> ShardDecision {
-    let decision = decide_as_reference(state, shard_config, now_ms, request);
+    checked(decide_as_reference(state, shard_config, now_ms, request), state, shard_config, now_ms, request)
+}
+
+/// `decision` (the reference's, on `state`) with its wait made a promise:
+/// lengthened where rounding made it short, by replaying the next call.
+pub(crate) fn checked(decision: ShardDecision, state: State, shard_config: &Config, now_ms: f64, request: Request) -> ShardDecision {
     let ShardDecision { ok, next, .. } = decision;
     // What the next call will compute `wait` ms from now: the same request
     // on the same state if this one is refused; the written state taking

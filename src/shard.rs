@@ -2,7 +2,7 @@
 //! shards that each fall short can serve a request together.
 
 use crate::config::{Config, Kind};
-use crate::decision::{decide, decide_as_reference, within_reach, ShardDecision};
+use crate::decision::{checked, decide_as_reference, wait_until, within_reach, ShardDecision};
 use crate::request::Request;
 use crate::state::State;
 use crate::transition::advance;
@@ -50,12 +50,20 @@ pub struct Combined {
 /// total consumed is exactly what was asked. Every wait is a promise (see
 /// [`Combined::retry_after_ms`]).
 pub fn combine(states: [State; 2], alone: [ShardDecision; 2], shard_config: &Config, now_ms: f64, request: Request) -> Combined {
-    let (shared, shares) = split(states, alone, shard_config, now_ms, request);
+    let shares = level_shares(alone, request.count);
+    let share_request = |index: usize| Request { count: shares[index], ..request };
+    let shared = [0, 1].map(|index| decide_as_reference(states[index], shard_config, now_ms, share_request(index)));
     let ok = shared[0].ok && shared[1].ok;
-    let retry_after_ms = match (ok, shared[0].retry_after_ms, shared[1].retry_after_ms) {
-        (true, None, None) => None,
-        (true, first, second) => Some(first.unwrap_or(0.0).max(second.unwrap_or(0.0))),
-        (false, _, _) => {
+    let retry_after_ms = match ok {
+        // Each share's wait a promise: its debt is paid at `now + wait`.
+        true => {
+            let paid = [0, 1].map(|index| checked(shared[index], states[index], shard_config, now_ms, share_request(index)).retry_after_ms);
+            match paid {
+                [None, None] => None,
+                [first, second] => Some(first.unwrap_or(0.0).max(second.unwrap_or(0.0))),
+            }
+        }
+        false => {
             let together = combined_wait(states, shard_config, now_ms, request);
             // A shard that can ever hold the count alone may grant it sooner (its wait is honest already).
             let reachable_alone = within_reach(shard_config, request);
@@ -65,19 +73,13 @@ pub fn combine(states: [State; 2], alone: [ShardDecision; 2], shard_config: &Con
     Combined { ok, retry_after_ms, next: [shared[0].next, shared[1].next], shares }
 }
 
-/// The level split and each share's decision (with an honest wait: a
-/// granted share's debt is paid at `now + wait`).
-fn split(states: [State; 2], alone: [ShardDecision; 2], shard_config: &Config, now_ms: f64, request: Request) -> ([ShardDecision; 2], [f64; 2]) {
-    let count = request.count;
+/// The shares of `count` that leave both shards at the same value, from
+/// each one's decision for the whole count.
+fn level_shares(alone: [ShardDecision; 2], count: f64) -> [f64; 2] {
     // Each value already had `count` taken off; add it back once for the balance.
     let balance = alone[0].next.value + alone[1].next.value + count;
     let share = |decision: &ShardDecision| decision.next.value + count - balance / 2.0;
-    let shares = [share(&alone[0]), share(&alone[1])];
-    let shared = [
-        decide(states[0], shard_config, now_ms, Request { count: shares[0], ..request }),
-        decide(states[1], shard_config, now_ms, Request { count: shares[1], ..request }),
-    ];
-    (shared, shares)
+    [share(&alone[0]), share(&alone[1])]
 }
 
 /// The least wait after which [`combine`] grants `request` on the same two
@@ -94,12 +96,11 @@ fn split(states: [State; 2], alone: [ShardDecision; 2], shard_config: &Config, n
 /// is then checked by replaying the combined decision at `now + wait`, and
 /// searched upward where rounding (or a clock behind a shard) left it short.
 fn combined_wait(states: [State; 2], shard_config: &Config, now_ms: f64, request: Request) -> f64 {
-    // Whether the level split grants at `now + wait` (either shard alone is [`combine`]'s to weigh).
-    let grants = |wait: f64| {
-        let then = now_ms + wait;
-        let alone = [decide_as_reference(states[0], shard_config, then, request), decide_as_reference(states[1], shard_config, then, request)];
-        let (shared, _) = split(states, alone, shard_config, then, request);
-        shared[0].ok && shared[1].ok
+    // Whether the level split grants at the instant `then` (either shard alone is [`combine`]'s to weigh).
+    let grants = |then: f64| {
+        let decided = |state: State, count: f64| decide_as_reference(state, shard_config, then, Request { count, ..request });
+        let shares = level_shares([decided(states[0], request.count), decided(states[1], request.count)], request.count);
+        decided(states[0], shares[0]).ok && decided(states[1], shares[1]).ok
     };
     let debt_each = match (request.reserve, shard_config.max_reserved) {
         (true, Some(max_reserved)) => max_reserved,
@@ -108,29 +109,30 @@ fn combined_wait(states: [State; 2], shard_config: &Config, now_ms: f64, request
     let need = request.count - 2.0 * debt_each;
     let held = [advance(states[0], shard_config, now_ms, 0.0), advance(states[1], shard_config, now_ms, 0.0)];
     let estimate_ms = pair_refill_ms(held, shard_config, now_ms, need);
-    let estimate = crate::decision::wait_until(now_ms, now_ms + estimate_ms.max(0.0));
-    if grants(estimate) {
+    let estimate = wait_until(now_ms, now_ms + estimate_ms.max(0.0));
+    if grants(now_ms + estimate) {
         return estimate;
     }
-    // Short: gallop up from the estimate (steps from one ulp of the clock,
-    // doubling), then halve back to the least wait that grants.
-    let mut refused = estimate;
-    let mut step = (now_ms + estimate).abs().next_up() - (now_ms + estimate).abs();
-    let mut wait = refused + step;
-    while !grants(wait) {
-        (refused, step) = (wait, step * 2.0);
-        wait = refused + step;
-        if !wait.is_finite() {
+    // Short: gallop up from the estimate's instant (steps from one ulp of
+    // the clock, doubling), then halve back to the first instant that
+    // grants. Instants, not waits: many waits end at one instant.
+    let mut refused = now_ms + estimate;
+    let mut step = refused.abs().next_up() - refused.abs();
+    let mut granted = refused + step;
+    while !grants(granted) {
+        (refused, step) = (granted, step * 2.0);
+        granted = refused + step;
+        if !granted.is_finite() {
             return f64::INFINITY;
         }
     }
     loop {
-        let middle = refused + (wait - refused) / 2.0;
-        if middle <= refused || middle >= wait {
-            return wait;
+        let middle = refused + (granted - refused) / 2.0;
+        if middle <= refused || middle >= granted {
+            return wait_until(now_ms, granted);
         }
         match grants(middle) {
-            true => wait = middle,
+            true => granted = middle,
             false => refused = middle,
         }
     }
@@ -186,6 +188,7 @@ fn pair_refill_ms(held: [crate::state::Transition; 2], shard_config: &Config, no
 mod tests {
     use super::*;
     use crate::config::ConfigInput;
+    use crate::decision::decide;
 
     #[test]
     fn the_second_shard_is_never_the_first() {
