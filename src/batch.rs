@@ -190,14 +190,18 @@ pub struct BatchItem<'a> {
 /// As [`decide_batch`], or the store's error; in every case nothing is written.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn limit_all<S: StateStore>(store: &mut S, items: &[BatchItem<'_>], now_ms: f64, write: bool) -> Result<RateLimitResult, S::Error> {
+    // Every item is checked, then planned (its random numbers included), before any read.
     for item in items {
         prepare(item.config, item.request, now_ms)?;
+    }
+    let mut plans = Vec::with_capacity(items.len());
+    for item in items {
+        plans.push(plan(item.config, now_ms, item.draws)?);
     }
     let mut refs: Vec<(&str, Option<&str>, u32)> = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
     let mut batch = Vec::with_capacity(items.len());
-    for item in items {
-        let planned = plan(item.config, now_ms, item.draws)?;
+    for (item, planned) in items.iter().zip(plans) {
         let mut item_slots = [0, 0];
         for (index, slot_index) in item_slots.iter_mut().enumerate().take(planned.reads) {
             let at = (item.name, item.key, planned.shards[index]);
@@ -225,4 +229,130 @@ pub fn limit_all<S: StateStore>(store: &mut S, items: &[BatchItem<'_>], now_ms: 
         }
     }
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigInput;
+    use crate::error::{Field, Rule};
+
+    fn config(input: ConfigInput) -> Config {
+        Config::try_from(&input).unwrap()
+    }
+
+    fn both_kinds() -> [Config; 2] {
+        [ConfigInput::token_bucket(10.0, 1_000.0), ConfigInput::fixed_window(10.0, 1_000.0).with("start", 0.0)].map(config)
+    }
+
+    /// An item on slot `slot` of an unsharded limit (it draws nothing).
+    fn item(config: &Config, count: f64, write: bool, slot: usize, now_ms: f64) -> Item {
+        Item { config: *config, request: Request { count, reserve: false }, write, draws: [0.0; 4], slots: [slot, slot], now_ms }
+    }
+
+    /// Runs the batch and collects each item's own answer (`None` for an error).
+    fn run(items: &[Item], slots: &mut [Slot], mode: Mode) -> (Result<RateLimitResult, Error>, Vec<Option<RateLimitResult>>) {
+        let mut answers = vec![None; items.len()];
+        let result = decide_batch(items, slots, mode, |index, outcome| answers[index] = outcome.as_ref().ok().map(|outcome| outcome.result));
+        (result, answers)
+    }
+
+    #[test]
+    fn coalesced_calls_on_one_key_are_decided_one_after_the_other() {
+        for limit in &both_kinds() {
+            let mut slots = [Slot::default()];
+            let items = [item(limit, 6.0, true, 0, 0.0), item(limit, 6.0, true, 0, 0.0), item(limit, 4.0, true, 0, 0.0)];
+            let (result, answers) = run(&items, &mut slots, Mode::Each);
+            // The second sees the first's 6 taken: refused; the third fits in the 4 left.
+            assert!(answers[0].is_some_and(|answer| answer.is_ok()));
+            assert!(answers[1].is_some_and(|answer| !answer.is_ok()));
+            assert_eq!(answers[2], Some(RateLimitResult::allowed(None)));
+            assert_eq!(result, Ok(RateLimitResult::allowed(None)), "the last item's answer");
+            assert_eq!(slots[0].pending, Some(State { value: 0.0, ts: 0.0 }));
+            // And from when it may be dropped (windows from 0: a finite instant for both).
+            assert_eq!(slots[0].full_at_ms, crate::full_at(State { value: 0.0, ts: 0.0 }, limit));
+        }
+    }
+
+    #[test]
+    fn a_coalesced_check_takes_nothing_from_the_calls_after_it() {
+        for limit in &both_kinds() {
+            let mut slots = [Slot::default()];
+            let items = [item(limit, 10.0, false, 0, 0.0), item(limit, 10.0, true, 0, 0.0)];
+            let (result, answers) = run(&items, &mut slots, Mode::Each);
+            assert_eq!(answers, vec![Some(RateLimitResult::allowed(None)); 2]);
+            assert_eq!(result, Ok(RateLimitResult::allowed(None)));
+            assert_eq!(slots[0].pending, Some(State { value: 0.0, ts: 0.0 }));
+            // A check alone leaves nothing to write.
+            let mut slots = [Slot::default()];
+            run(&items[..1], &mut slots, Mode::Each).0.unwrap();
+            assert_eq!(slots[0].pending, None);
+        }
+    }
+
+    #[test]
+    fn a_coalesced_call_with_bad_input_is_its_own_error_and_the_others_go_on() {
+        for limit in &both_kinds() {
+            let mut slots = [Slot::default()];
+            let items = [item(limit, 3.0, true, 0, 0.0), item(limit, -1.0, true, 0, 0.0), item(limit, 11.0, true, 0, 0.0), item(limit, 3.0, true, 0, 0.0)];
+            let mut errors = Vec::new();
+            let result = decide_batch(&items, &mut slots, Mode::Each, |index, outcome| {
+                if let Err(error) = outcome {
+                    errors.push((index, *error));
+                }
+            });
+            assert_eq!(errors, vec![
+                (1, Error::request(Field::Count, Rule::FiniteNonNegative, -1.0)),
+                (2, Error::CountExceedsMax { count: 11.0, max: 10.0, shard_count: 1, reserve: false }),
+            ]);
+            assert_eq!(result, Ok(RateLimitResult::allowed(None)));
+            assert_eq!(slots[0].pending, Some(State { value: 4.0, ts: 0.0 }));
+        }
+    }
+
+    #[test]
+    fn all_or_nothing_with_bad_input_is_that_error_before_any_decision() {
+        for limit in &both_kinds() {
+            let mut slots = [Slot::default(), Slot::default()];
+            let items = [item(limit, 3.0, true, 0, 0.0), item(limit, -1.0, true, 1, 0.0)];
+            let mut heard = 0;
+            let result = decide_batch(&items, &mut slots, Mode::AllOrNothing, |_, _| heard += 1);
+            assert_eq!(result, Err(Error::request(Field::Count, Rule::FiniteNonNegative, -1.0)));
+            assert_eq!(heard, 0, "no item was decided");
+            assert_eq!(slots.map(|slot| slot.pending), [None, None]);
+        }
+    }
+
+    #[test]
+    fn all_or_nothing_decides_each_item_on_what_the_earlier_ones_leave_and_writes_only_when_one_writes() {
+        for limit in &both_kinds() {
+            // checkAll: 6 and 6 on one state: the second is refused, nothing to write.
+            let mut slots = [Slot::default()];
+            let checks = [item(limit, 6.0, false, 0, 0.0), item(limit, 6.0, false, 0, 0.0)];
+            assert!(!run(&checks, &mut slots, Mode::AllOrNothing).0.unwrap().is_ok());
+            // checkAll of 4 and 6: granted, and still nothing to write.
+            let checks = [item(limit, 4.0, false, 0, 0.0), item(limit, 6.0, false, 0, 0.0)];
+            assert_eq!(run(&checks, &mut slots, Mode::AllOrNothing).0, Ok(RateLimitResult::allowed(None)));
+            assert_eq!(slots[0].pending, None);
+            // limitAll of 4 and 6: both written to the one state.
+            let limits = [item(limit, 4.0, true, 0, 0.0), item(limit, 6.0, true, 0, 0.0)];
+            assert_eq!(run(&limits, &mut slots, Mode::AllOrNothing).0, Ok(RateLimitResult::allowed(None)));
+            assert_eq!(slots[0].pending, Some(State { value: 0.0, ts: 0.0 }));
+        }
+    }
+
+    #[test]
+    fn all_or_nothing_waits_for_the_longest_reservation_and_refuses_with_the_longest_wait() {
+        let limit = config(ConfigInput::token_bucket(10.0, 1_000.0));
+        let reserve = |count: f64, slot: usize| Item { request: Request { count, reserve: true }, ..item(&limit, count, true, slot, 0.0) };
+        let mut slots = [Slot { stored: Some(State { value: 0.0, ts: 0.0 }), ..Slot::default() }, Slot::default()];
+        // 2 owed on one (200 ms), 15 of 10 on the other (500 ms).
+        let items = [reserve(2.0, 0), reserve(15.0, 1)];
+        assert_eq!(run(&items, &mut slots, Mode::AllOrNothing).0, Ok(RateLimitResult::allowed(Some(500.0))));
+        // Refused on one (empty: 100 ms for 1), reserved on the other: refused, with the longer wait, nothing written.
+        let mut slots = [Slot { stored: Some(State { value: 0.0, ts: 0.0 }), ..Slot::default() }, Slot::default()];
+        let items = [item(&limit, 1.0, true, 0, 0.0), reserve(13.0, 1)];
+        assert_eq!(run(&items, &mut slots, Mode::AllOrNothing).0, Ok(RateLimitResult::refused(300.0)));
+        assert_eq!(slots.map(|slot| slot.pending), [None, None]);
+    }
 }

@@ -93,6 +93,50 @@ mod tests {
         assert_eq!((shown.remaining, shown.retry_after), (0.0, Some(2.0)));
     }
 
+    /// Issue 24, item 12: with 3 or more shards a token bucket's shards are
+    /// never dropped (`full_at` is ∞ for them), and `reset` read that as
+    /// "one period": a 30-per-second bucket at -30 said 1 s with 3 shards
+    /// but 2 s with 1, telling clients too early.
+    #[test]
+    fn a_token_bucket_resets_when_it_is_full_again_whatever_its_shard_count() {
+        for shards in [1.0, 2.0, 3.0, 8.0] {
+            let config = Config::try_from(&ConfigInput::token_bucket(30.0, 1_000.0).with("shards", shards)).unwrap();
+            let shown = figures(State { value: -30.0, ts: 0.0 }, &config, 0.0, None, 1);
+            assert_eq!((shown.remaining, shown.reset), (0.0, 2.0), "{shards} shards");
+            // Half full: half a second, rounded up to 1.
+            assert_eq!(figures(State { value: 15.0, ts: 0.0 }, &config, 0.0, None, 1).reset, 1.0, "{shards} shards");
+        }
+    }
+
+    #[test]
+    fn a_wait_too_small_to_survive_a_division_by_1000_still_shows_one_second() {
+        // 5e-324 / 1000 underflows to 0: the wait is not 0.
+        for wait in [5e-324, 1e-320, f64::MIN_POSITIVE] {
+            assert_eq!(whole_seconds(wait), 1.0, "{wait:e}");
+        }
+        assert_eq!(whole_seconds(-5.0), 0.0);
+    }
+
+    #[test]
+    fn a_full_token_bucket_resets_now_and_a_full_fixed_window_when_its_window_ends() {
+        let bucket = Config::try_from(&ConfigInput::token_bucket(5.0, 10_000.0)).unwrap();
+        let window = Config::try_from(&ConfigInput::fixed_window(5.0, 10_000.0).with("start", 0.0)).unwrap();
+        let full = State { value: 5.0, ts: 0.0 };
+        assert_eq!(figures(full, &bucket, 2_500.0, None, 1).reset, 0.0);
+        // The window from 0 ends at 10 000: 7.5 s, shown as 8.
+        let shown = figures(full, &window, 2_500.0, None, 1);
+        assert_eq!((shown.remaining, shown.reset), (5.0, 8.0));
+    }
+
+    /// A state no decision stores (a debt whose refill no clock reaches, say
+    /// after the limit's rate was lowered) still shows a finite reset.
+    #[test]
+    fn a_reset_no_clock_reaches_is_shown_as_one_period_not_infinity() {
+        let bucket = Config::try_from(&ConfigInput::token_bucket(1.0, 1_000.0)).unwrap();
+        let shown = figures(State { value: -1e308, ts: 0.0 }, &bucket, 0.0, None, 1);
+        assert_eq!((shown.remaining, shown.reset), (0.0, 1.0));
+    }
+
     #[test]
     fn whole_seconds_never_rounds_a_wait_down() {
         for wait in [0.001, 999.999, 1000.0, 1000.0000000001, 123_456.7] {

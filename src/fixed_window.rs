@@ -46,6 +46,17 @@ mod tests {
         assert_eq!(next.retry_after_ms, Some(2750.0));
     }
 
+    /// The reference clamps the windows passed with `Math.max(0, …)`, which
+    /// turns a `-0` (now -0 against a window from +0) into +0: the value a
+    /// -0 state projects to is +0 there, and must be here (hosts compare
+    /// answers with `Object.is`).
+    #[test]
+    fn a_negative_zero_elapsed_passes_no_window_and_keeps_the_sign_the_reference_gives() {
+        let config = window(5.0, 1000.0, 5.0);
+        let next = advance(State { value: -0.0, ts: 0.0 }, &config, -0.0, 0.0);
+        assert_eq!((next.value.to_bits(), next.ts.to_bits()), (0.0f64.to_bits(), 0.0f64.to_bits()));
+    }
+
     #[test]
     fn a_clock_stepping_back_keeps_the_window() {
         let config = window(5.0, 1000.0, 5.0);

@@ -9,7 +9,8 @@ const ALL_INTEGERS_FROM: f64 = 4_503_599_627_370_496.0;
 
 /// Rounds toward zero (`trunc`); NaN, the infinities and `-0` pass unchanged.
 pub(crate) fn trunc(x: f64) -> f64 {
-    if !(x.abs() < ALL_INTEGERS_FROM) || x == 0.0 {
+    // NaN, the infinities, and every number from 2^52 on pass unchanged.
+    if x.is_nan() || x.abs() >= ALL_INTEGERS_FROM || x == 0.0 {
         return x;
     }
     let truncated = x as i64 as f64;

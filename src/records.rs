@@ -85,6 +85,13 @@ mod tests {
     }
 
     #[test]
+    fn each_shard_has_its_own_ledger_at_1024_past_it_and_each_slot_its_own_record_at_2048_past_it() {
+        assert_eq!([ledger_shard(0), ledger_shard(1), ledger_shard(1023)], [1024, 1025, 2047]);
+        assert_eq!([grant_record_shard(0), grant_record_shard(5), grant_record_shard(GRANT_SLOTS + 5)], [2048, 2053, 2053]);
+        assert_eq!(grant_record_shard(GRANT_SLOTS - 1), 2048 + GRANT_SLOTS - 1);
+    }
+
+    #[test]
     fn a_record_tells_open_settled_and_someone_elses_apart() {
         let tag = MAX_GRANT_TAG;
         assert_eq!(GrantRecord::of(Some(open_record(tag, 5.0)), tag), GrantRecord::Open);

@@ -45,6 +45,18 @@ mod tests {
         assert_eq!((next.value, next.retry_after_ms), (-2.0, Some(200.0)));
     }
 
+    /// The reference takes `Math.max(0, now - ts)` and `ts = now`; with
+    /// signed zeros that is +0 elapsed and `now`'s own zero (hosts compare
+    /// answers with `Object.is`).
+    #[test]
+    fn signed_zero_clocks_give_the_references_zeros() {
+        let config = bucket(10.0, 1000.0, 10.0);
+        let next = advance(State { value: -0.0, ts: 0.0 }, &config, -0.0, 0.0);
+        assert_eq!((next.value.to_bits(), next.ts.to_bits()), (0.0f64.to_bits(), (-0.0f64).to_bits()));
+        let next = advance(State { value: 1.0, ts: -0.0 }, &config, 0.0, 0.0);
+        assert_eq!(next.ts.to_bits(), 0.0f64.to_bits());
+    }
+
     #[test]
     fn a_clock_stepping_back_neither_mints_nor_burns_tokens() {
         let config = bucket(10.0, 1000.0, 10.0);

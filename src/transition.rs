@@ -98,3 +98,77 @@ pub fn filled_at(state: State, config: &Config) -> f64 {
     }
     f64::INFINITY
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigInput;
+
+    fn config(input: ConfigInput) -> Config {
+        Config::try_from(&input).unwrap()
+    }
+
+    #[test]
+    fn a_bucket_is_filled_when_its_shortfall_has_flowed_in_and_a_window_at_the_window_that_covers_it() {
+        let bucket = config(ConfigInput::token_bucket(10.0, 1_000.0));
+        assert_eq!(filled_at(State { value: 5.0, ts: 100.0 }, &bucket), 600.0);
+        assert_eq!(filled_at(State { value: -5.0, ts: 100.0 }, &bucket), 1_600.0);
+        let window = config(ConfigInput::fixed_window(4.0, 1_000.0).with("capacity", 10.0).with("start", 0.0));
+        // 7 short at 4 a window: two windows, the second starting at 3 000.
+        assert_eq!(filled_at(State { value: 3.0, ts: 1_000.0 }, &window), 3_000.0);
+    }
+
+    /// A state above capacity (the limit was lowered since) is full from
+    /// its `ts`, not before: it must not be dropped as if full in the past.
+    #[test]
+    fn a_state_already_full_is_filled_at_its_own_time() {
+        for limit in [config(ConfigInput::token_bucket(10.0, 1_000.0)), config(ConfigInput::fixed_window(10.0, 1_000.0).with("start", 0.0))] {
+            for value in [10.0, 25.0] {
+                assert_eq!(filled_at(State { value, ts: 700.0 }, &limit), 700.0, "{:?} {value}", limit.kind);
+            }
+        }
+    }
+
+    /// Found by a search over random states: `ts + shortfall / rate` can
+    /// round to an instant where the projection is still an ulp short of
+    /// capacity. Then the next whole millisecond past it, plus one.
+    #[test]
+    fn where_rounding_leaves_the_projection_short_the_fill_is_the_next_whole_ms_past_it() {
+        let bucket = config(ConfigInput::token_bucket(7.0, 1_000.0).with("capacity", 21.0));
+        let state = State { value: -19.632980577335676, ts: 625_902.231012569 };
+        let formula = state.ts + (21.0 - state.value) / (7.0 / 1_000.0);
+        assert!(advance(state, &bucket, formula, 0.0).value < 21.0, "the formula's instant is short");
+        assert_eq!(filled_at(state, &bucket), 631_708.0);
+        assert_eq!(advance(state, &bucket, 631_708.0, 0.0).value, 21.0);
+        let window = config(ConfigInput::fixed_window(0.5, 3_448.1237510081933).with("capacity", 0.25).with("start", 0.0));
+        assert_eq!(filled_at(State { value: 0.05971037411321084, ts: 954_704.0 }, &window), 958_154.0);
+    }
+
+    #[test]
+    fn a_fill_no_finite_instant_reaches_is_never() {
+        let bucket = config(ConfigInput::token_bucket(1.0, 1_000.0));
+        assert_eq!(filled_at(State { value: -f64::MAX, ts: 0.0 }, &bucket), f64::INFINITY);
+    }
+
+    /// `full_at` says when a store may drop a state: when it is filled,
+    /// unless dropping it would change a decision.
+    #[test]
+    fn a_state_may_be_dropped_once_filled_unless_its_windows_or_its_shard_count_say_otherwise() {
+        let state = State { value: 5.0, ts: 0.0 };
+        // One or two shards of a bucket, or windows from a known start: once filled.
+        for shards in [1.0, 2.0] {
+            let bucket = config(ConfigInput::token_bucket(10.0 * shards, 1_000.0).with("shards", shards)).per_shard();
+            assert_eq!(full_at(state, &bucket), 500.0, "{shards} shards");
+        }
+        let window = config(ConfigInput::fixed_window(10.0, 1_000.0).with("start", 0.0));
+        assert_eq!(full_at(state, &window), 1_000.0);
+        // Windows without start: a fresh state would draw other windows, so never, even when full.
+        let drawn = config(ConfigInput::fixed_window(10.0, 1_000.0));
+        assert_eq!(full_at(State { value: 10.0, ts: 0.0 }, &drawn), f64::INFINITY);
+        // Three or more shards: whether a shard is stored changes which are read, so never.
+        for shards in [3.0, 8.0] {
+            let bucket = config(ConfigInput::token_bucket(10.0 * shards, 1_000.0).with("shards", shards)).per_shard();
+            assert_eq!(full_at(State { value: 10.0, ts: 0.0 }, &bucket), f64::INFINITY, "{shards} shards");
+        }
+    }
+}

@@ -101,3 +101,21 @@ pub fn value_of(config: &Config, now_ms: f64, count: usize, sampled: impl Fn(usi
     let mean = sum / count.max(1) as f64;
     ValueReport { value: mean * f64::from(config.shard_count), ts: best.ts, shard: best_shard, start_ms: start_of(best.ts) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigInput;
+
+    /// The best sampled shard is the fullest; of equals, the first sampled
+    /// (a host's port reports the same one).
+    #[test]
+    fn the_best_shard_reported_is_the_fullest_and_of_equals_the_first_sampled() {
+        let config = Config::try_from(&ConfigInput::token_bucket(40.0, 1_000.0).with("shards", 4.0)).unwrap();
+        let at = |value: f64| Some(State { value, ts: 0.0 });
+        let report = |sampled: &[(u32, Option<State>)]| value_of(&config, 0.0, sampled.len(), |index| sampled[index]);
+        assert_eq!(report(&[(2, at(5.0)), (0, at(5.0))]).shard, 2);
+        assert_eq!(report(&[(2, at(5.0)), (0, at(6.0)), (3, at(6.0))]).shard, 0);
+        assert_eq!(report(&[(2, at(5.0)), (0, at(6.0)), (3, at(6.0))]).value, 4.0 * 17.0 / 3.0);
+    }
+}

@@ -5,33 +5,24 @@
 //! starting instant (near 0 or near today's epoch ms), and up to 80 steps,
 //! each a random gap of time (occasionally backwards), then a `limit`, a
 //! `check` or a two-item `limitAll` on the same key, asking a random count up
-//! to what validation allows, with or without `reserve`. Randomness comes from
-//! a seeded generator, so every case replays exactly.
+//! to what validation allows, with or without `reserve`. The random numbers
+//! each call draws (before any read) come from a seeded generator, so every
+//! case replays exactly.
 //!
 //! Native only: proptest is a native dev-dependency.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::task::{Context, Poll, Waker};
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use ratebound::{
-    check, limit, limit_all, BatchItem, Config, Error, Kind, RateLimitResult, RawConfig, Request, State, StateRef,
+    decide_call, draws_needed, limit_all, BatchItem, Config, ConfigInput, Error, Kind, RateLimitResult, Request, State, StateRef,
     StateStore, WriteInfo,
 };
 
 // ---------------------------------------------------------------------------
 // Harness.
-
-fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("a call over a synchronous store must not be pending"),
-    }
-}
 
 type Slot = (String, Option<String>, u32);
 type States = HashMap<Slot, State>;
@@ -47,13 +38,13 @@ struct Memory {
 impl StateStore for Memory {
     type Error = Error;
 
-    async fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, Error> {
+    fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, Error> {
         let at = (at.name.to_string(), at.key.map(Into::into), at.shard);
         self.reads.push(at.clone());
         Ok(self.states.get(&at).copied())
     }
 
-    async fn write(&mut self, at: StateRef<'_>, state: Option<State>, _info: WriteInfo) -> Result<(), Error> {
+    fn write(&mut self, at: StateRef<'_>, state: Option<State>, _info: WriteInfo) -> Result<(), Error> {
         let at = (at.name.to_string(), at.key.map(Into::into), at.shard);
         self.writes.push(at.clone());
         match state {
@@ -64,7 +55,7 @@ impl StateStore for Memory {
     }
 }
 
-/// A seeded source of numbers in `[0, 1)` (SplitMix64); cloning it replays the same draws.
+/// A seeded source of numbers in `[0, 1)` (SplitMix64).
 #[derive(Debug, Clone)]
 struct Draws(u64);
 
@@ -78,8 +69,9 @@ impl Draws {
         (z >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    fn source(&mut self) -> impl FnMut() -> Result<f64, Error> + '_ {
-        move || Ok(self.next_unit())
+    /// The numbers one decision on `config` draws, before it reads anything.
+    fn for_call(&mut self, config: &Config) -> Vec<f64> {
+        (0..draws_needed(config)).map(|_| self.next_unit()).collect()
     }
 }
 
@@ -126,8 +118,8 @@ impl Limit {
 
     fn config(&self, first_ms: f64) -> Config {
         let mut raw = match self.kind {
-            Kind::TokenBucket => RawConfig::token_bucket(self.rate, self.period_ms),
-            Kind::FixedWindow => RawConfig::fixed_window(self.rate, self.period_ms),
+            Kind::TokenBucket => ConfigInput::token_bucket(self.rate, self.period_ms),
+            Kind::FixedWindow => ConfigInput::fixed_window(self.rate, self.period_ms),
         };
         let capacity = self.rate * self.capacity_factor.unwrap_or(1.0);
         if self.capacity_factor.is_some() {
@@ -199,8 +191,8 @@ struct Record {
     result: RateLimitResult,
     before: States,
     after: States,
-    /// The random source as it was before the call.
-    draws_before: Draws,
+    /// The numbers the call drew (the first item's, for a batch).
+    drawn: Vec<f64>,
     shards_read: usize,
     shards_written: usize,
 }
@@ -220,22 +212,24 @@ fn simulate(limit_under_test: &Limit, first_ms: f64, steps: &[Step], seed: u64) 
         }
         let request = Request { count: step.count(step.count_fraction, &config), reserve: step.reserve };
         let before = store.states.clone();
-        let draws_before = draws.clone();
+        let drawn = draws.for_call(&config);
         store.reads.clear();
         store.writes.clear();
+        let decided = |store: &mut Memory, write| decide_call(store, NAME, KEY, &config, request, now_ms, &drawn, write).map(|outcome| outcome.result);
         let (asked, outcome) = match step.op {
-            Op::Limit => (request.count, block_on(limit(&mut store, NAME, KEY, &config, request, now_ms, &mut draws.source()))),
-            Op::Check => (request.count, block_on(check(&mut store, NAME, KEY, &config, request, now_ms, &mut draws.source()))),
+            Op::Limit => (request.count, decided(&mut store, true)),
+            Op::Check => (request.count, decided(&mut store, false)),
             Op::Batch(second_fraction) => {
                 let second = Request { count: step.count(second_fraction, &config), ..request };
+                let second_drawn = draws.for_call(&config);
                 let items = [
-                    BatchItem { name: NAME, key: KEY, config: &config, request },
-                    BatchItem { name: NAME, key: KEY, config: &config, request: second },
+                    BatchItem { name: NAME, key: KEY, config: &config, request, draws: &drawn },
+                    BatchItem { name: NAME, key: KEY, config: &config, request: second, draws: &second_drawn },
                 ];
-                (request.count + second.count, block_on(limit_all(&mut store, &items, now_ms, &mut draws.source(), true)))
+                (request.count + second.count, limit_all(&mut store, &items, now_ms, true))
             }
         };
-        let result = outcome.map_err(|error| TestCaseError::fail(format!("step {index}: unexpected error {error}")))?;
+        let result = outcome.map_err(|error| TestCaseError::fail(format!("step {index}: unexpected error {error:?}")))?;
         let distinct = |slots: &[Slot]| {
             let mut slots = slots.to_vec();
             slots.sort();
@@ -250,7 +244,7 @@ fn simulate(limit_under_test: &Limit, first_ms: f64, steps: &[Step], seed: u64) 
             result,
             before,
             after: store.states.clone(),
-            draws_before,
+            drawn,
             shards_read: distinct(&store.reads),
             shards_written: distinct(&store.writes),
         });
@@ -443,20 +437,20 @@ proptest! {
             let retry_after_ms = record.result.retry_after_ms().expect("a refusal has a wait");
             prop_assert!(retry_after_ms.is_finite() && retry_after_ms > 0.0, "step {index}: retryAfter {retry_after_ms}");
             let mut store = Memory { states: record.after.clone(), ..Memory::default() };
-            let mut draws = record.draws_before.clone();
+            let drawn = &record.drawn;
             if !record.request.reserve && retry_after_ms > 1.0 {
-                let early = block_on(check(&mut store, NAME, KEY, &config, record.request,
-                    record.now_ms + retry_after_ms - 1.0, &mut draws.source())).expect("check succeeds");
+                let early = decide_call(&mut store, NAME, KEY, &config, record.request,
+                    record.now_ms + retry_after_ms - 1.0, drawn, false).expect("check succeeds").result;
                 prop_assert!(!early.is_ok(), "step {index}: granted 1 ms before retryAfter {retry_after_ms}");
             }
-            let retried = block_on(limit(&mut store, NAME, KEY, &config, record.request,
-                record.now_ms + retry_after_ms + 1.0, &mut draws.source())).expect("limit succeeds");
+            let retried = decide_call(&mut store, NAME, KEY, &config, record.request,
+                record.now_ms + retry_after_ms + 1.0, drawn, true).expect("limit succeeds").result;
             prop_assert!(retried.is_ok(), "step {index}: retried {retry_after_ms} ms later and got {retried:?}");
         }
     }
 
     /// `check` never changes the store and answers what `limit` would (given
-    /// the same random draws); a refused `limit` or `limitAll` changes nothing.
+    /// the same random numbers); a refused `limit` or `limitAll` changes nothing.
     #[test]
     fn check_and_refusals_never_change_the_store(
         limit_under_test in a_limit(16),
@@ -472,9 +466,8 @@ proptest! {
                 (Op::Check, _) => {
                     prop_assert_eq!(&record.before, &record.after, "step {}: check changed the store", index);
                     let mut store = Memory { states: record.before.clone(), ..Memory::default() };
-                    let mut draws = record.draws_before.clone();
-                    let limited = block_on(limit(&mut store, NAME, KEY, &config, record.request, record.now_ms, &mut draws.source()))
-                        .expect("limit succeeds");
+                    let limited = decide_call(&mut store, NAME, KEY, &config, record.request, record.now_ms, &record.drawn, true)
+                        .expect("limit succeeds").result;
                     prop_assert_eq!(limited, record.result, "step {}: check and limit disagree", index);
                 }
                 (_, false) => {

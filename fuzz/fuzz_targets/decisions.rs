@@ -1,17 +1,19 @@
-//! Sequences of decisions over a store that fails, forgets, or answers
-//! corrupt and absurd states, with a clock that jumps anywhere and random
-//! sources that misbehave. Every call answers synchronously and passes
-//! `check_call`: nothing non-finite is stored, nothing is written on a
-//! refusal, a check or an error (bar the writes before a failed write), and a
-//! grant takes exactly the tokens asked from shards that held them.
+//! Sequences of decisions over a store that fails, forgets, or finds corrupt
+//! and absurd states, with a clock that jumps anywhere and random numbers
+//! that misbehave. Every call runs the core's reference drivers (plan, read,
+//! decide, write) and passes `check_call`: nothing non-finite is stored,
+//! nothing is written on a refusal, a check or an error (bar the writes
+//! before a failed write), and a grant takes exactly the tokens asked from
+//! shards that held them. Bad input fails before the store is touched.
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use ratebound::{
-    check, get_value, limit, limit_all, reset, BatchItem, Config, Error, RateLimitResult, RawConfig, Request, MAX_KEY_BYTES,
+    decide_call, draws_needed, limit_all, plan_value, value_draws_needed, value_of, BatchItem, Config, ConfigInput, Error, RateLimitResult,
+    Request, Rule, State, StateRef, StateStore, WriteInfo, MAX_KEY_BYTES,
 };
-use ratebound_fuzz::{block_on, check_call, Asked, Fault, FaultyStore, Num, Observed, Param, StoreError};
+use ratebound_fuzz::{check_call, Asked, Fault, FaultyStore, Num, Observed, Param, StoreError};
 
 #[derive(Debug, Arbitrary)]
 struct LimitSpec {
@@ -41,11 +43,11 @@ impl Start {
 }
 
 impl LimitSpec {
-    fn config(&self) -> Result<Config, ratebound::Problem> {
+    fn config(&self) -> Result<Config, Error> {
         let mut raw = if self.token_bucket {
-            RawConfig::token_bucket(self.rate.0, self.period.0)
+            ConfigInput::token_bucket(self.rate.0, self.period.0)
         } else {
-            RawConfig::fixed_window(self.rate.0, self.period.0)
+            ConfigInput::fixed_window(self.rate.0, self.period.0)
         };
         if let Some(capacity) = self.capacity {
             raw = raw.with("capacity", capacity.0);
@@ -95,6 +97,7 @@ enum Key {
     Short(u8),
     Proto,
     Empty,
+    /// Longer than the package allows: the core never sees a key's bytes.
     TooLong,
 }
 
@@ -112,6 +115,7 @@ enum Call {
     Check(Ask),
     Batch(Vec<Ask>, bool),
     GetValue(Ask, Option<Num>),
+    /// The package's `reset`: the host deletes every shard of the name and key.
     Reset(Ask),
 }
 
@@ -120,8 +124,10 @@ struct Step {
     tick: Tick,
     call: Call,
     fault: Option<Fault>,
-    /// Random draws: `None` for a good one from the seed, or an arbitrary number.
+    /// The call's random numbers: all from the seed, or with an arbitrary
+    /// number first (or one number too few).
     odd_random: Option<Num>,
+    short_of_draws: bool,
 }
 
 #[derive(Debug, Arbitrary)]
@@ -173,17 +179,25 @@ fuzz_target!(|input: Input| {
             Tick::Jump(size) => now_ms + STEPS_MS[usize::from(size) % STEPS_MS.len()] * f64::from(1 + size / 8),
             Tick::To(number) => number.0,
         };
-        // A seeded source of draws in [0, 1), or one odd number first.
+        // Seeded numbers in [0, 1), drawn before the call reads anything; one odd number first, or one too few.
         let mut odd = step.odd_random.map(|number| number.0);
-        let mut random = || -> Result<f64, Error> {
-            if let Some(number) = odd.take() {
-                return Ok(number);
+        let mut draw = |needed: usize| -> Vec<f64> {
+            let mut drawn = Vec::with_capacity(needed);
+            for _ in 0..needed {
+                if let Some(number) = odd.take() {
+                    drawn.push(number);
+                    continue;
+                }
+                seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = seed;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                drawn.push(((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64);
             }
-            seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = seed;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            Ok(((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64)
+            if step.short_of_draws {
+                drawn.pop();
+            }
+            drawn
         };
         let resolve = |ask: &Ask| {
             let which = usize::from(ask.second_limit);
@@ -200,21 +214,21 @@ fuzz_target!(|input: Input| {
             Call::Limit(ask) | Call::Check(ask) => {
                 let writes_allowed = matches!(step.call, Call::Limit(_));
                 let (name, key, config, request) = resolve(ask);
-                let result = if writes_allowed {
-                    block_on(limit(&mut store, name, key.as_deref(), config, request, now_ms, &mut random))
-                } else {
-                    block_on(check(&mut store, name, key.as_deref(), config, request, now_ms, &mut random))
-                };
+                let drawn = draw(draws_needed(config));
+                let result = decide_call(&mut store, name, key.as_deref(), config, request, now_ms, &drawn, writes_allowed)
+                    .map(|outcome| outcome.result);
                 let asked = [Asked { name, key: key.as_deref(), config, count: request.count, reserve: request.reserve }];
                 verify(&asked, writes_allowed, &result, &store, now_ms);
             }
             Call::Batch(asks, write) => {
                 let resolved: Vec<_> = asks.iter().take(4).map(resolve).collect();
+                let drawn: Vec<Vec<f64>> = resolved.iter().map(|(_, _, config, _)| draw(draws_needed(config))).collect();
                 let items: Vec<BatchItem<'_>> = resolved
                     .iter()
-                    .map(|(name, key, config, request)| BatchItem { name, key: key.as_deref(), config, request: *request })
+                    .zip(&drawn)
+                    .map(|((name, key, config, request), draws)| BatchItem { name, key: key.as_deref(), config, request: *request, draws })
                     .collect();
-                let result = block_on(limit_all(&mut store, &items, now_ms, &mut random, *write));
+                let result = limit_all(&mut store, &items, now_ms, *write);
                 let asked: Vec<Asked<'_>> = items
                     .iter()
                     .map(|item| Asked { name: item.name, key: item.key, config: item.config, count: item.request.count, reserve: item.request.reserve })
@@ -223,7 +237,9 @@ fuzz_target!(|input: Input| {
             }
             Call::GetValue(ask, sample) => {
                 let (name, key, config, _) = resolve(ask);
-                let result = block_on(get_value(&mut store, name, key.as_deref(), config, sample.map(|n| n.0), now_ms, &mut random));
+                let wanted = sample.map(|n| n.0);
+                let drawn = draw(value_draws_needed(config, wanted).unwrap_or(0));
+                let result = get_value(&mut store, name, key.as_deref(), config, wanted, now_ms, &drawn);
                 assert!(store.write_log.is_empty(), "getValue wrote {:?}", store.write_log);
                 assert!(store.read_log.len() <= config.shard_count as usize);
                 let all_read_finite = store.read_log.iter().all(|(_, s)| s.is_none_or(|s| s.value.is_finite() && s.ts.is_finite()));
@@ -233,17 +249,22 @@ fuzz_target!(|input: Input| {
                         assert!(!report.value.is_nan() && !report.ts.is_nan(), "getValue reported {report:?}");
                         assert!(report.shard < config.shard_count);
                     }
-                    Err(StoreError::Core(error)) => assert!(!error.to_string().is_empty()),
+                    Err(StoreError::Core(error)) => {
+                        assert!(matches!(error, Error::InvalidRequest(_) | Error::InvalidConfig(_) | Error::InvalidRandom { .. }), "{error:?}");
+                        assert!(store.read_log.is_empty(), "getValue read before refusing bad input: {error:?}");
+                    }
                     Err(StoreError::Injected(_)) => {}
+                    Err(StoreError::Corrupt(_)) => assert!(!all_read_finite),
                 }
             }
             Call::Reset(ask) => {
+                // The core has no reset: the host deletes each shard (the package's `reset`).
                 let (name, key, config, _) = resolve(ask);
-                let result = block_on(reset(&mut store, name, key.as_deref(), config, 0.0));
-                assert!(store.read_log.is_empty());
-                assert!(store.write_log.iter().all(|(_, state)| state.is_none()), "reset wrote a state");
-                if result.is_ok() {
-                    assert_eq!(store.write_log.len(), config.shard_count as usize);
+                for shard in 0..config.shard_count {
+                    let info = WriteInfo::delete(now_ms);
+                    if store.write(StateRef { name, key: key.as_deref(), shard }, None, info).is_err() {
+                        break;
+                    }
                 }
             }
         }
@@ -255,8 +276,35 @@ fn verify(asked: &[Asked<'_>], writes_allowed: bool, result: &Result<RateLimitRe
     if let Err(broken) = check_call(asked, &observed) {
         panic!("{broken}\n  asked {asked:?}\n  at {now_ms}\n  answered {result:?}\n  reads {:?}\n  writes {:?}\n  fault {:?}", store.read_log, store.write_log, store.fired);
     }
-    // A bad request is refused before the store is touched.
-    if let Err(StoreError::Core(Error::InvalidRequest { .. } | Error::CountExceedsMax { .. } | Error::InvalidName { .. } | Error::NameTooLong { .. })) = result {
+    // Bad input (a count, a clock, random numbers, a request that can never
+    // succeed, a wait no clock can keep) is refused before the store is touched.
+    // (An unstorable state is found by deciding, after the reads.)
+    let bad_input = match result {
+        Err(StoreError::Core(Error::InvalidRequest(problem))) => problem.rule != Rule::Unstorable,
+        Err(StoreError::Core(Error::InvalidConfig(_) | Error::CountExceedsMax { .. } | Error::InvalidRandom { .. })) => true,
+        _ => false,
+    };
+    if bad_input {
         assert!(store.read_log.is_empty() && store.write_log.is_empty(), "validated after reading: {result:?}");
     }
+}
+
+/// `getValue` as a host runs it: plan the sampled shards, read them, report.
+fn get_value(
+    store: &mut FaultyStore,
+    name: &str,
+    key: Option<&str>,
+    config: &Config,
+    wanted: Option<f64>,
+    now_ms: f64,
+    draws: &[f64],
+) -> Result<ratebound::ValueReport, StoreError> {
+    let mut shards = [0.0; 1024];
+    let sampled = plan_value(config, wanted, now_ms, draws, &mut shards)?;
+    let mut states: Vec<(u32, Option<State>)> = Vec::with_capacity(sampled);
+    for &shard in &shards[..sampled] {
+        let shard = shard as u32;
+        states.push((shard, store.read(StateRef { name, key, shard })?));
+    }
+    Ok(value_of(config, now_ms, sampled, |index| states[index]))
 }

@@ -7,8 +7,8 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use ratebound::{
-    calculate_rate_limit, decide, first_shard, initial_state, sample_shards, second_shard, unit_random, with_jitter, Config,
-    Kind, RawConfig, Request, State,
+    calculate_rate_limit, decide, draws_needed, first_shard, initial_state, plan, plan_value, second_shard, unit_random, with_jitter,
+    Config, ConfigInput, Kind, Request, State,
 };
 use ratebound_fuzz::{tokens_at, Num, Param};
 
@@ -30,9 +30,9 @@ struct Input {
 
 fuzz_target!(|input: Input| {
     let mut raw = if input.token_bucket {
-        RawConfig::token_bucket(input.rate.0, input.period.0)
+        ConfigInput::token_bucket(input.rate.0, input.period.0)
     } else {
-        RawConfig::fixed_window(input.rate.0, input.period.0)
+        ConfigInput::fixed_window(input.rate.0, input.period.0)
     };
     if let Some(capacity) = input.capacity {
         raw = raw.with("capacity", capacity.0);
@@ -52,24 +52,38 @@ fuzz_target!(|input: Input| {
     let state = input.state.map(|(value, ts)| State { value: value.0, ts: ts.0 });
 
     // Anything at all: no panic.
-    let transition = calculate_rate_limit(state, &shard, now, count, || Ok(random));
+    let transition = calculate_rate_limit(state, &shard, now, count, random);
     let _ = with_jitter(now, count, random);
     let valid_random = unit_random(random).is_ok();
+    // A plan checks every number it draws, before anything is read.
+    let planned = plan(&config, now, &[random; 4]);
+    assert_eq!(planned.is_err(), draws_needed(&config) > 0 && !valid_random, "a plan drawing {random}: {planned:?}");
     if let Ok(drawn) = unit_random(random) {
         let first = first_shard(config.shard_count, drawn);
         assert!(first < config.shard_count);
         if config.shard_count >= 2 {
             let second = second_shard(first, config.shard_count, drawn);
             assert!(second < config.shard_count && second != first);
+            let planned = planned.expect("valid draws");
+            assert_eq!((planned.reads, planned.shards[0]), (2, first));
+            assert_ne!(planned.shards[0], planned.shards[1]);
         }
-        let sampled = sample_shards(config.shard_count, u32::from(input.shards.unwrap_or(1)), || Ok::<_, ()>(drawn)).unwrap();
-        assert!(sampled.len() <= config.shard_count as usize);
+        let wanted = f64::from(input.shards.unwrap_or(1).max(1));
+        let mut into = [f64::NAN; 1024];
+        if let Ok(sampled) = plan_value(&config, Some(wanted), 0.0, &[drawn; 1024], &mut into) {
+            assert!(sampled <= config.shard_count as usize);
+            assert!(into[..sampled].iter().all(|&shard| shard.fract() == 0.0), "{:?}", &into[..sampled]);
+            let mut chosen: Vec<u32> = into[..sampled].iter().map(|&shard| shard as u32).collect();
+            assert!(chosen.iter().all(|&shard| shard < config.shard_count), "{chosen:?}");
+            chosen.sort_unstable();
+            chosen.dedup();
+            assert_eq!(chosen.len(), sampled, "getValue sampled a shard twice");
+        }
     }
     if !valid_random && state.is_none() && config.kind == Kind::FixedWindow && config.start_ms.is_none() {
-        assert!(transition.is_err(), "a random draw of {random} was accepted");
+        // The plan refused this phase (above); the transition is never run with it.
         return;
     }
-    let transition = transition.expect("only the random source can make a transition fail");
 
     // The domain the limiter passes in: a finite state, a finite now, a finite count >= 0.
     let state_finite = state.is_none_or(|s| s.value.is_finite() && s.ts.is_finite());
@@ -79,7 +93,7 @@ fuzz_target!(|input: Input| {
     }
     let start = match state {
         Some(state) => state,
-        None => initial_state(&shard, now, || Ok(random)).expect("the draw was valid"),
+        None => initial_state(&shard, now, random),
     };
     if start.ts.is_finite() {
         assert!(!transition.value.is_nan(), "NaN value from {start:?} at {now} taking {count}: {transition:?}");

@@ -1,5 +1,7 @@
 //! What the fuzz targets share: numbers that reach every edge of `f64`, a
-//! store that fails on request, and the checks every decision must pass.
+//! store that fails on request (and, as a host must, refuses to hand the core
+//! a stored state that is not two finite numbers), and the checks every
+//! decision must pass.
 //!
 //! The checks are an oracle written apart from the core: they project a
 //! stored state forward with the SPEC formulas and compare tokens taken with
@@ -8,8 +10,6 @@
 //! `cargo test` in `fuzz/` shows each check catching a broken decision.
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::task::{Context, Poll, Waker};
 
 use arbitrary::{Arbitrary, Result as ArbitraryResult, Unstructured};
 use ratebound::{Config, Error, Kind, RateLimitResult, State, StateRef, StateStore, WriteInfo};
@@ -91,18 +91,6 @@ impl<'a> Arbitrary<'a> for Param {
     }
 }
 
-/// Runs a future that must be ready at once: every call over a synchronous store is.
-///
-/// # Panics
-/// When the future is pending: a synchronous store must never make a call wait.
-pub fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("a call over a synchronous store was pending"),
-    }
-}
-
 /// Where a state lives: name, key, shard.
 pub type Slot = (String, Option<String>, u32);
 
@@ -117,7 +105,8 @@ pub enum Fault {
     ReadFails { at: u8 },
     /// The `at`-th write fails; the writes before it stay (a non-transactional store).
     WriteFails { at: u8 },
-    /// The `at`-th read answers a state that is not two finite numbers.
+    /// The `at`-th read finds a state that is not two finite numbers (the
+    /// store, as the package's store layer does, fails the call naming the ref).
     ReadsCorrupt { at: u8, value: Num, ts: Num, which: u8 },
     /// The `at`-th read answers some finite state, however absurd.
     ReadsHostile { at: u8, value: Num, ts: Num },
@@ -125,13 +114,16 @@ pub enum Fault {
     Forgets { at: u8 },
 }
 
-/// The store's errors: the core's, or an injected failure.
+/// The store's errors: the core's, an injected failure, or a corrupt state found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StoreError {
     /// An error of the limiter itself.
     Core(Error),
     /// The store failed on purpose.
     Injected(&'static str),
+    /// What the store found at this ref is not two finite numbers: the call
+    /// fails (never "full"), as the package's store layer makes it.
+    Corrupt(Slot),
 }
 
 impl From<Error> for StoreError {
@@ -185,7 +177,7 @@ fn finite(x: f64, fallback: f64) -> f64 {
 impl StateStore for FaultyStore {
     type Error = StoreError;
 
-    async fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, StoreError> {
+    fn read(&mut self, at: StateRef<'_>) -> Result<Option<State>, StoreError> {
         let index = self.reads;
         self.reads = self.reads.saturating_add(1);
         let slot = slot_of(at);
@@ -209,11 +201,15 @@ impl StateStore for FaultyStore {
             }
             _ => stored,
         };
-        self.read_log.push((slot, answer));
+        self.read_log.push((slot.clone(), answer));
+        // The host's check (the core's contract: a stored state is two finite numbers).
+        if answer.is_some_and(|state| !(state.value.is_finite() && state.ts.is_finite())) {
+            return Err(StoreError::Corrupt(slot));
+        }
         Ok(answer)
     }
 
-    async fn write(&mut self, at: StateRef<'_>, state: Option<State>, _info: WriteInfo) -> Result<(), StoreError> {
+    fn write(&mut self, at: StateRef<'_>, state: Option<State>, _info: WriteInfo) -> Result<(), StoreError> {
         let index = self.writes;
         self.writes = self.writes.saturating_add(1);
         if let Some(fault @ Fault::WriteFails { at }) = self.fault {
@@ -295,7 +291,7 @@ pub struct Observed<'a> {
 ///
 /// - Every state written is two finite numbers, and a written state was read first.
 /// - A refusal, a `check`, and any call that read a non-finite state write nothing;
-///   a call that read a non-finite state fails with `CORRUPT_STATE`.
+///   a call that read a non-finite state fails (with the store's error naming the ref).
 /// - An error writes nothing, except on a store whose write failed: then the
 ///   writes before the failing one may stay, and they never add tokens.
 /// - A `retryAfter` is a number; with real times (and, for a fixed window,
@@ -322,7 +318,7 @@ pub fn check_call(asked: &[Asked<'_>], observed: &Observed<'_>) -> Result<(), St
         }
     }
     let read_corrupt = reads.iter().any(|(_, state)| state.is_some_and(|s| !(s.value.is_finite() && s.ts.is_finite())));
-    if read_corrupt && !matches!(result, Err(StoreError::Core(Error::CorruptState { .. }))) {
+    if read_corrupt && !matches!(result, Err(StoreError::Corrupt(_))) {
         return Err(format!("read a non-finite state but answered {result:?}"));
     }
     let exact_windows = windows_are_exact(asked, reads, now_ms);
@@ -505,10 +501,10 @@ fn check_tokens_taken(
 mod tests {
     //! The checks can fail: each broken decision below is caught.
     use super::*;
-    use ratebound::RawConfig;
+    use ratebound::ConfigInput;
 
     fn bucket() -> Config {
-        Config::try_from(&RawConfig::token_bucket(10.0, 1000.0).with("maxReserved", 5.0)).unwrap()
+        Config::try_from(&ConfigInput::token_bucket(10.0, 1000.0).with("maxReserved", 5.0)).unwrap()
     }
 
     fn slot() -> Slot {
@@ -606,7 +602,7 @@ mod tests {
     #[test]
     fn a_fixed_window_written_a_window_behind_now_is_caught() {
         // The next call at this instant would refill the window again: a double admission.
-        let window = Config::try_from(&RawConfig::fixed_window(10.0, 1000.0).with("start", 0.0)).unwrap();
+        let window = Config::try_from(&ConfigInput::fixed_window(10.0, 1000.0).with("start", 0.0)).unwrap();
         let full = State { value: 10.0, ts: 0.0 };
         let behind = State { value: 9.0, ts: 0.0 };
         let result = Ok(RateLimitResult::allowed(None));
@@ -625,7 +621,7 @@ mod tests {
         let config = bucket();
         assert_eq!(tokens_at(State { value: 0.0, ts: 0.0 }, &config, 500.0), 5.0);
         assert_eq!(tokens_at(State { value: 4.0, ts: 5000.0 }, &config, 1000.0), 4.0);
-        let window = Config::try_from(&RawConfig::fixed_window(10.0, 1000.0)).unwrap();
+        let window = Config::try_from(&ConfigInput::fixed_window(10.0, 1000.0)).unwrap();
         assert_eq!(tokens_at(State { value: 0.0, ts: 0.0 }, &window, 999.0), 0.0);
         assert_eq!(tokens_at(State { value: 0.0, ts: 0.0 }, &window, 1000.0), 10.0);
     }
