@@ -178,6 +178,14 @@ local function rust_max(a, b)
   return a
 end
 
+-- Rust's f64::min: a NaN is ignored.
+local function rust_min(a, b)
+  if a ~= a then return b end
+  if b ~= b then return a end
+  if b < a then return b end
+  return a
+end
+
 -- Rust's f64::next_up: the least number greater than x.
 local function next_up(x)
   if x ~= x or x == huge then return x end
@@ -235,6 +243,14 @@ local function decide_reference(c, value, ts, now, count)
   return not refused and not unstorable, retry, v, t
 end
 
+-- src/decision.rs wait_until: the least wait whose end, as a caller computes it (now + wait), is
+-- not before later.
+local function wait_until(now, later)
+  local wait = later - now
+  while now + wait < later do wait = next_up(wait) end
+  return wait
+end
+
 -- src/decision.rs honest_wait: lengthen wait until replaying the next call then is not short.
 local function honest_wait(c, replay, now, wait)
   for _ = 1, 8 do
@@ -247,24 +263,23 @@ local function honest_wait(c, replay, now, wait)
     else
       later = rust_max(at + short_by / (c.rate / c.period), next_up(at))
     end
-    wait = later - now
+    wait = wait_until(now, later)
   end
   return wait
+end
+
+-- src/decision.rs within_reach: whether one shard alone can ever grant count.
+local function within_reach(c, count)
+  if not c.reserve then return count <= c.capacity end
+  if c.max_reserved then return count <= c.capacity + c.max_reserved end
+  return true
 end
 
 -- src/decision.rs decide: the reference's decision with an honest wait.
 local function decide(c, value, ts, now, count)
   local ok, retry, v, t = decide_reference(c, value, ts, now, count)
   if retry == nil then return ok, retry, v, t end
-  local within
-  if not c.reserve then
-    within = count <= c.capacity
-  elseif c.max_reserved then
-    within = count <= c.capacity + c.max_reserved
-  else
-    within = true
-  end
-  if ok or within then
+  if ok or within_reach(c, count) then
     local replay
     if ok then
       replay = function(at) return (advance(c, v, t, at, 0)) end
@@ -276,6 +291,86 @@ local function decide(c, value, ts, now, count)
     retry = honest_wait(c, replay, now, retry)
   end
   return ok, retry, v, t
+end
+
+-- src/shard.rs level_shares: the shares of count that leave both shards at the same value.
+local function level_shares(next1, next2, count)
+  local balance = next1 + next2 + count
+  return next1 + count - balance / 2, next2 + count - balance / 2
+end
+
+-- src/math.rs fract: x - trunc(x).
+local function fract(x)
+  if x >= 0 then return x - floor(x) end
+  return x - ceil(x)
+end
+
+-- src/shard.rs pair_refill_ms: an estimate of when the pair, holding a and b at ts1 and ts2, holds need.
+local function pair_refill_ms(c, a, ts1, b, ts2, now, need)
+  local capacity = c.capacity
+  local together, a_full, b_full = need - a - b, need - capacity - b, need - capacity - a
+  if c.kind == 0 then
+    local refill = c.rate / c.period
+    return rust_max(rust_max(rust_max(together / (2 * refill), a_full / refill), b_full / refill), 0)
+  end
+  local function windows(tokens)
+    local exact = tokens / c.rate
+    local magnitude = exact
+    if magnitude < 0 then magnitude = -magnitude end
+    return rust_max(ceil(exact - 1e-9 * rust_max(magnitude, 1)), 0)
+  end
+  local both, of_b, of_a = windows(together), windows(a_full), windows(b_full)
+  local period = c.period
+  local edge1, edge2 = ts1 + period, ts2 + period
+  local function nth_edge(edge, n)
+    if n > 0 then return edge + (n - 1) * period end
+    return -huge
+  end
+  local early, late = edge2, edge1
+  if edge1 <= edge2 then early, late = edge1, edge2 end
+  local merged
+  if both == 0 then
+    merged = -huge
+  elseif late - early > period then
+    merged = -huge
+  elseif fract(both / 2) ~= 0 then
+    merged = early + (both - 1) / 2 * period
+  else
+    merged = late + (both / 2 - 1) * period
+  end
+  return rust_max(rust_max(rust_max(merged, nth_edge(edge1, of_a)), nth_edge(edge2, of_b)), now) - now
+end
+
+-- src/shard.rs combined_wait: the least wait after which the pair, combined, grants count.
+local function combined_wait(c, v1, t1, v2, t2, now, count)
+  local function grants(at)
+    local _, _, n1 = decide_reference(c, v1, t1, at, count)
+    local _, _, n2 = decide_reference(c, v2, t2, at, count)
+    local share1, share2 = level_shares(n1, n2, count)
+    return (decide_reference(c, v1, t1, at, share1)) and (decide_reference(c, v2, t2, at, share2))
+  end
+  local debt_each = 0
+  if c.reserve and c.max_reserved then debt_each = c.max_reserved end
+  local need = count - 2 * debt_each
+  local a, ts1 = advance(c, v1, t1, now, 0)
+  local b, ts2 = advance(c, v2, t2, now, 0)
+  local estimate = wait_until(now, now + rust_max(pair_refill_ms(c, a, ts1, b, ts2, now, need), 0))
+  if grants(now + estimate) then return estimate end
+  local refused = now + estimate
+  local magnitude = refused
+  if magnitude < 0 then magnitude = -magnitude end
+  local step = next_up(magnitude) - magnitude
+  local granted = refused + step
+  while not grants(granted) do
+    refused, step = granted, step * 2
+    granted = refused + step
+    if not finite(granted) then return huge end
+  end
+  while true do
+    local middle = refused + (granted - refused) / 2
+    if middle <= refused or middle >= granted then return wait_until(now, granted) end
+    if grants(middle) then granted = middle else refused = middle end
+  end
 end
 
 -- src/transition.rs full_at: from when the state is full again (and may be dropped).
@@ -316,13 +411,22 @@ local function decide_item(c, current)
       ok, retry, writes = true, retry2, { { 2, nv2, nt2 } }
     else
       -- src/shard.rs combine: shares that leave both shards at the same value.
-      local balance = nv1 + nv2 + count
-      local share1 = nv1 + count - balance / 2
-      local share2 = nv2 + count - balance / 2
-      local okA, retryA, vA, tA = decide_reference(c, v1, t1, now, share1)
-      local okB, retryB, vB, tB = decide_reference(c, v2, t2, now, share2)
+      local share1, share2 = level_shares(nv1, nv2, count)
+      local okA, _, vA, tA = decide_reference(c, v1, t1, now, share1)
+      local okB, _, vB, tB = decide_reference(c, v2, t2, now, share2)
       ok = okA and okB
-      if retryA ~= nil or retryB ~= nil then retry = rust_max(retryA or 0, retryB or 0) end
+      if ok then
+        -- Each share's wait made a promise (src/decision.rs checked).
+        local _, retryA = decide(c, v1, t1, now, share1)
+        local _, retryB = decide(c, v2, t2, now, share2)
+        if retryA ~= nil or retryB ~= nil then retry = rust_max(retryA or 0, retryB or 0) end
+      else
+        retry = combined_wait(c, v1, t1, v2, t2, now, count)
+        if within_reach(c, count) then
+          if retry1 ~= nil then retry = rust_min(retry, retry1) end
+          if retry2 ~= nil then retry = rust_min(retry, retry2) end
+        end
+      end
       writes = { { 1, vA, tA }, { 2, vB, tB } }
     end
   end
