@@ -209,7 +209,7 @@ for (const bundler of BUNDLERS) {
     test("the Node.js route (node-redis): allowed with its RateLimit fields, then 429 with Retry-After", async () => {
       for (const remaining of [2, 1, 0]) {
         const response = await get(server.base, "/api/node", "198.51.100.7");
-        assert.equal(response.status, 200, response.text);
+        assert.equal(response.status, 200, `${response.text}\n${server.output()}`);
         assert.deepEqual(response.json(), { sent: true, runtime: "nodejs" });
         assert.equal(fields(response, "send", 3), remaining);
       }
@@ -221,7 +221,7 @@ for (const bundler of BUNDLERS) {
     test("the edge route (@upstash/redis): allowed with its RateLimit fields, then 429; addresses of one IPv6 /56 share a limit", async () => {
       for (const [index, remaining] of [2, 1, 0].entries()) {
         const response = await get(server.base, "/api/edge", `2001:db8:0:${index + 1}::${index + 1}`);
-        assert.equal(response.status, 200, response.text);
+        assert.equal(response.status, 200, `${response.text}\n${server.output()}`);
         assert.deepEqual(response.json(), { results: [], runtime: "edge" });
         assert.equal(fields(response, "search", 3), remaining);
       }
@@ -232,7 +232,7 @@ for (const bundler of BUNDLERS) {
     test("the proxy guards every /api route: 10 requests of a client pass, the 11th is refused before any route runs", async () => {
       for (let request = 1; request <= 10; request++) {
         const response = await get(server.base, "/api/hello", "192.0.2.10");
-        assert.equal(response.status, 200, `request ${request}: ${response.text}`);
+        assert.equal(response.status, 200, `request ${request}: ${response.text}\n${server.output()}`);
       }
       assertRefused(await get(server.base, "/api/hello", "192.0.2.10"), "api", 10);
       assertRefused(await get(server.base, "/api/node", "192.0.2.10"), "api", 10);

@@ -148,7 +148,12 @@ function bytesOfBase64(base64: string): Uint8Array {
  * @param module A compiled `WebAssembly.Module` of `ratebound.wasm`.
  */
 export function useModule(module: object): void {
-  ({ core, io, layout } = instantiate(module));
+  // Plain assignments, not a destructuring one: Turbopack (Next.js 16) misses an exported `let`
+  // reassigned by destructuring and exports it as a constant, which stays undefined.
+  const engine = instantiate(module);
+  core = engine.core;
+  io = engine.io;
+  layout = engine.layout;
   grants = typeof core.rb_charge === "function" ? Promise.resolve({ core, io, layout }) : undefined;
 }
 
