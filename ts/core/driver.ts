@@ -87,6 +87,14 @@ function putMap(planned: Planned): void {
   for (let index = 0; index < slots.length; index++) io[MAP + index] = slots[index]!;
 }
 
+/** Writes the calls into the buffer and has the core plan them; the core's status. */
+function planInBuffer(calls: readonly Call[], figures: boolean): number {
+  putItems(calls, figures);
+  // Until a plan succeeds, the items are no batch's: one waiting on its reads must write its own again.
+  ownItems(undefined);
+  return core.rb_plan(calls.length);
+}
+
 /**
  * Plans `calls`: the core checks each (bad input fails here, before any
  * store is touched) and names the shards it reads; the states are
@@ -103,10 +111,7 @@ export function plan(calls: readonly Call[], all: boolean, figures = false): Pla
   if (calls.length > MAX_ITEMS) {
     throw wrongArgument("limitAll", "requests", `requests must be at most ${MAX_ITEMS} limits (got ${calls.length})`);
   }
-  putItems(calls, figures);
-  // Until this plan succeeds, the items are no batch's: one waiting on its reads must write its own again.
-  ownItems(undefined);
-  const status = core.rb_plan(calls.length);
+  const status = planInBuffer(calls, figures);
   const refs: StateRef[] = [];
   const reads: number[] = [];
   const slots: number[] = [];
@@ -255,27 +260,31 @@ function decideOn(planned: Planned, stored: unknown[]): BatchAnswer {
 }
 
 /**
+ * Writes the state the decision left pending in the buffer's slot at `at`
+ * (none when its value is NaN) to `ref` through `store`, after `chain` when
+ * an earlier write is still pending. Reads the buffer at once, so a later
+ * call cannot change what is written.
+ *
+ * @returns The chain of pending writes, or `undefined` when every write so far was synchronous.
+ */
+function writeSlot(store: RateLimitStore, at: number, ref: StateRef, now: number, chain: Promise<void> | undefined): Promise<void> | undefined {
+  const value = io[at + 2]!;
+  if (Number.isNaN(value)) return chain;
+  const state = { value, ts: io[at + 3]! };
+  const info = { now, fullAt: io[at + 4]! };
+  if (chain !== undefined) return chain.then(() => store.write(ref, state, info) as void);
+  const done = store.write(ref, state, info);
+  return isThenable(done) ? (Promise.resolve(done) as Promise<void>) : undefined;
+}
+
+/**
  * Writes what the decision left pending in the buffer's slots through
- * `store`, in slot order; a Promise when the store answers with one. Reads
- * the buffer before anything can run, so a later call cannot change it.
+ * `store`, in slot order; a Promise when the store answers with one.
  */
 function writeAll(store: RateLimitStore, planned: Planned): void | Promise<void> {
   const { SLOTS, SLOT } = layout;
   let chain: Promise<void> | undefined;
-  for (let slot = 0; slot < planned.refs.length; slot++) {
-    const at = SLOTS + slot * SLOT;
-    const value = io[at + 2]!;
-    if (Number.isNaN(value)) continue;
-    const ref = planned.refs[slot]!;
-    const state = { value, ts: io[at + 3]! };
-    const info = { now: latestNow(planned, slot), fullAt: io[at + 4]! };
-    if (chain !== undefined) {
-      chain = chain.then(() => store.write(ref, state, info) as void);
-      continue;
-    }
-    const done = store.write(ref, state, info);
-    if (isThenable(done)) chain = Promise.resolve(done) as Promise<void>;
-  }
+  for (let slot = 0; slot < planned.refs.length; slot++) chain = writeSlot(store, SLOTS + slot * SLOT, planned.refs[slot]!, latestNow(planned, slot), chain);
   return chain;
 }
 
@@ -322,9 +331,7 @@ export function remoteItems(planned: Planned): RemoteItem[] {
   const { PLAN, PLAN_STRIDE } = layout;
   // Plan again when the buffer has served other calls since.
   if (planOwner !== planned) {
-    putItems(planned.calls, planned.figures);
-    ownItems(undefined);
-    core.rb_plan(planned.calls.length);
+    planInBuffer(planned.calls, planned.figures);
     ownPlan(planned);
   }
   const items: RemoteItem[] = new Array(planned.calls.length);
@@ -438,20 +445,8 @@ function decideOne(
   if (second !== undefined) putState(SLOTS + SLOT, stateSecond, second);
   if (core.rb_decide_one() < 0) throw coreError(io, OUT, call.name);
   const decided = answerOf(0, figures);
-  let chain: Promise<void> | undefined;
-  for (let slot = 0; slot < (second === undefined ? 1 : 2); slot++) {
-    const at = SLOTS + slot * SLOT;
-    const value = io[at + 2]!;
-    if (Number.isNaN(value)) continue;
-    const ref = slot === 0 ? first : second!;
-    const state = { value, ts: io[at + 3]! };
-    const written = { now: call.now, fullAt: io[at + 4]! };
-    if (chain !== undefined) chain = chain.then(() => store.write(ref, state, written) as void);
-    else {
-      const done = store.write(ref, state, written);
-      if (isThenable(done)) chain = Promise.resolve(done) as Promise<void>;
-    }
-  }
+  let chain = writeSlot(store, SLOTS, first, call.now, undefined);
+  if (second !== undefined) chain = writeSlot(store, SLOTS + SLOT, second, call.now, chain);
   return chain === undefined ? decided : chain.then(() => decided);
 }
 

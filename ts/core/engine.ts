@@ -154,7 +154,7 @@ export function useModule(module: object): void {
   core = engine.core;
   io = engine.io;
   layout = engine.layout;
-  grants = typeof core.rb_charge === "function" ? Promise.resolve({ core, io, layout }) : undefined;
+  grants = typeof core.rb_charge === "function" ? Promise.resolve(engine) : undefined;
 }
 
 /** An instance of a compiled module, with its buffer and layout. */

@@ -93,12 +93,11 @@ function storeShapeHint(store: unknown): string {
 /** Checks that `store` has `read` and `write` methods. */
 function checkStore(store: unknown): RateLimitStore {
   const rule = "an object with read(ref) and write(ref, state) methods";
-  // A function may be a client too (postgres.js's `sql` is one).
-  if (typeof store !== "object" || store === null) throw wrongArgument("RateLimiter", "store", `store must be ${rule} (got ${show(store)}${storeShapeHint(store)})`);
+  // Only an object is a store; a function may be a client (postgres.js's `sql` is one), which the hint names.
   let read: unknown;
   let write: unknown;
   try {
-    ({ read, write } = store as RateLimitStore);
+    if (typeof store === "object" && store !== null) ({ read, write } = store as RateLimitStore);
   } catch {
     read = undefined;
   }
@@ -257,8 +256,9 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
         if (isThenable(answer)) return answer.then((decided) => refusal(call.name, shaped(decided), given.throws));
         return Promise.resolve(refusal(call.name, shaped(answer), given.throws));
       }
+      // Bad input fails here, before the store is touched or a refusal is remembered, whatever the policy.
+      const planned = plan([call], true, figures);
       if (refusals !== undefined) {
-        plan([call], true, figures); // bad input throws, never a remembered refusal
         const local = refusals.refuse(call, figures);
         if (local !== undefined) return Promise.resolve(refusal(call.name, local, given.throws));
       }
@@ -271,16 +271,13 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
         const answer = runOne(this.#store, call, figures);
         return isThenable(answer) ? answer.then(answered) : Promise.resolve(answered(answer));
       }
-      // Bad input fails here, before the store is touched, whatever the policy.
-      const planned = this.#remote ? plan([call], true, figures) : undefined;
-      if (planned === undefined) plan([call], true, figures);
       const fallbackOptions = { key: call.key, count: given.count, reserve: given.reserve, config } as LimitOptions;
       const fallback = (limiter: FallbackLimiter) => (write ? limiter.limit(name, fallbackOptions) : limiter.check(name, fallbackOptions));
       // A store that cannot decide next to its data: the call joins its key's batch (`coalesce.ts`).
       if (this.#failure.coalesces) return this.#failure.coalesce(call, figures, policy, fallback).then(answered);
       const answer = this.#failure.run<Decided | BatchAnswer | RateLimitResult>(
         policy,
-        (store) => (planned !== undefined ? runRemote(store as Required<RateLimitStore>, planned) : runOne(store, call, figures)),
+        (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : runOne(store, call, figures)),
         fallback,
         this.#remote,
       );
