@@ -165,17 +165,10 @@ end
 return values
 `;
 
-const shas = new Map<string, Promise<string>>();
 /** A script's SHA-1, as EVALSHA names it (Web Crypto: every runtime has it). */
-function shaOf(script: string): Promise<string> {
-  let sha = shas.get(script);
-  if (sha === undefined) {
-    sha = crypto.subtle.digest("SHA-1", new TextEncoder().encode(script)).then((digest) =>
-      Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0")).join(""),
-    );
-    shas.set(script, sha);
-  }
-  return sha;
+async function shaOf(script: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(script));
+  return Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 /** Escapes what the key layout uses as syntax, so that any name and key map to distinct keys. */
@@ -311,7 +304,7 @@ async function readRaw(commands: Pick<Commands, "evalsha" | "eval">, keys: strin
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && /NOSCRIPT/.test(error.message);
 
-/** Each script's SHA-1 once known, so that a call does not wait a turn for it. */
+/** Each script's SHA-1 once known (computed by the first calls), so that a call does not wait a turn for it. */
 const knownShas = new Map<string, string>();
 
 /** EVALSHA, falling back to EVAL (which loads the script) when the server does not know it. */
