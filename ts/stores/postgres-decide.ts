@@ -582,10 +582,13 @@ BEGIN
             half := ${h.div("balance", "2")};
             share := ${h.add("alone_first[3]", "count")};
             share := ${h.sub("share", "half")};
-            shared_first := ${call("state_first", "share", false)};
+            -- Each share's wait made a promise, as a granted combination's is (src/shard.rs combine);
+            -- a refusal's wait is the core's to answer (it replays this decision), so only whether
+            -- it is finite matters here.
+            shared_first := ${call("state_first", "share", true)};
             share := ${h.add("alone_second[3]", "count")};
             share := ${h.sub("share", "half")};
-            shared_second := ${call("state_second", "share", false)};
+            shared_second := ${call("state_second", "share", true)};
             result_ok := shared_first[1] = 1 AND shared_second[1] = 1;
             result_wait := CASE WHEN shared_first[2] IS NULL AND shared_second[2] IS NULL THEN NULL
               ELSE ${h.max}(coalesce(shared_first[2], 0), coalesce(shared_second[2], 0)) END;
