@@ -7,19 +7,9 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { calculateRateLimit as referenceCalculateRateLimit } from "@convex-dev/rate-limiter";
 import { calculateRateLimit } from "../../pkg/dist/node.js";
-import { seeded } from "./helpers.mjs";
+import { seeded, show } from "./helpers.mjs";
 
 const FIELDS = ["value", "ts", "retryAfter", "windowStart"];
-
-/** JSON that shows -0, NaN and ±Infinity instead of hiding them. */
-function show(value) {
-  return JSON.stringify(value, (key, v) => {
-    if (typeof v !== "number") return v === undefined ? "undefined" : v;
-    if (Object.is(v, -0)) return "-0";
-    if (!Number.isFinite(v)) return String(v);
-    return v;
-  });
-}
 
 /** The first field on which two transitions differ (or an extra field in ours), else null. */
 function difference(ours, reference) {

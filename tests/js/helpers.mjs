@@ -63,3 +63,13 @@ export function snapshot(store, refs) {
     return state === null ? null : { value: state.value, ts: state.ts };
   });
 }
+
+/** JSON that shows -0, NaN and ±Infinity instead of hiding them (the differential suites' messages). */
+export function show(value) {
+  return JSON.stringify(value, (_, v) => {
+    if (typeof v !== "number") return v === undefined ? "undefined" : v;
+    if (Object.is(v, -0)) return "-0";
+    if (!Number.isFinite(v)) return String(v);
+    return v;
+  });
+}

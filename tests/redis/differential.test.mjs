@@ -12,19 +12,9 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createClient } from "redis";
 import { DECIDE_SCRIPT, redisKey, redisStore } from "../../pkg/dist/redis.js";
-import { seeded } from "../js/helpers.mjs";
+import { seeded, show } from "../js/helpers.mjs";
 import { startRedis } from "./servers.mjs";
 import { KINDS, coreDecide, corePlan } from "./core.mjs";
-
-/** JSON that shows -0, NaN and ±Infinity. */
-function show(value) {
-  return JSON.stringify(value, (_, v) => {
-    if (typeof v !== "number") return v === undefined ? "undefined" : v;
-    if (Object.is(v, -0)) return "-0";
-    if (!Number.isFinite(v)) return String(v);
-    return v;
-  });
-}
 
 /** A number as a stored string: JavaScript's shortest form, or 17 significant digits (as Lua's %.17g writes), -0 kept. */
 const stored = (x, long) => (Object.is(x, -0) ? "-0" : long && x !== 0 ? x.toPrecision(17) : String(x));

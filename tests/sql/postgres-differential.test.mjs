@@ -17,17 +17,13 @@ import "../../pkg/dist/node.js"; // instantiates the core
 import * as engine from "../../pkg/dist/core/engine.js";
 import { createTable, postgresStore } from "../../pkg/dist/postgres.js";
 import { startPostgres } from "./postgres-server.mjs";
-import { seeded } from "../js/helpers.mjs";
+import { seeded, show } from "../js/helpers.mjs";
 
 const SEED = process.env.PG_DIFF_SEED === undefined ? 0x9d1f_2026 : Number(process.env.PG_DIFF_SEED);
 const DECISIONS = 100_000;
 /** Single calls on limits with one shard: the one-item function's path. */
 const ONE_CALLS = 50_000;
 const MAX = 1.7976931348623157e308;
-
-/** JSON that shows -0, NaN and ±Infinity. */
-const show = (value) =>
-  JSON.stringify(value, (_, v) => (typeof v === "number" && (Object.is(v, -0) || !Number.isFinite(v)) ? String(Object.is(v, -0) ? "-0" : v) : v === undefined ? "undefined" : v));
 
 /** A number as float8in reads it back exactly. */
 const text = (x) => (Object.is(x, -0) ? "-0" : String(x));
