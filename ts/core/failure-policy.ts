@@ -152,10 +152,7 @@ export class FailurePolicy {
   /** The store's lanes when its calls are coalesced (see `coalesce.ts`). */
   readonly #lanes: Lanes | undefined;
   /** The answer of `limitPolicy` for a named limit with the limiter's policy (shared: it never changes). */
-  get #plainPolicy(): { config: unknown; policy: Policy } {
-    return (this.#plain ??= Object.freeze({ config: undefined, policy: this.#default }));
-  }
-  #plain: { config: unknown; policy: Policy } | undefined;
+  readonly #plainPolicy: { config: unknown; policy: Policy };
 
   /**
    * @param store The limiter's store.
@@ -170,6 +167,7 @@ export class FailurePolicy {
     const [hasPolicy, policy] = ownField(options, "onStoreError") ?? [false, undefined];
     const [hasTimeout, timeout] = ownField(options, "timeout") ?? [false, undefined];
     this.#default = hasPolicy && policy !== undefined ? storeErrorPolicy(undefined, policy) : "closed";
+    this.#plainPolicy = Object.freeze({ config: undefined, policy: this.#default });
     if (hasTimeout && timeout !== undefined) {
       if (typeof timeout !== "number" || !(timeout > 0) || !(timeout <= 2 ** 31 - 1)) {
         throw invalidArgument("RateLimiter", "timeout", "a number of milliseconds > 0 and <= 2147483647", timeout);
@@ -209,14 +207,10 @@ export class FailurePolicy {
    * @returns The config without `onStoreError` (as the core takes it) and the policy.
    */
   limitPolicy(name: string, config: unknown): { config: unknown; policy: Policy } {
-    let policy = this.#named.size === 0 ? this.#default : (this.#named.get(name) ?? this.#default);
+    const policy = this.#named.size === 0 ? this.#default : (this.#named.get(name) ?? this.#default);
     if (config === undefined) return policy === this.#default ? this.#plainPolicy : { config, policy };
-    {
-      const [core, own] = splitConfig(name, config);
-      config = core;
-      if (own !== undefined) policy = own;
-    }
-    return { config, policy };
+    const [core, own] = splitConfig(name, config);
+    return { config: core, policy: own ?? policy };
   }
 
   /**
@@ -320,7 +314,7 @@ export class FailurePolicy {
   ): Promise<T> {
     const owned = this.#lanes;
     const acquire = owned !== undefined && lanes !== undefined && lanes.length > 0 ? () => owned.acquire(lanes) : undefined;
-    if (policy === "closed" && this.#timeoutMs === undefined) {
+    if (this.isPlain(policy)) {
       if (acquire === undefined) return plainCall(this.#store, work, direct);
       return acquire().then((release) => {
         const answer = plainCall(this.#store, work, direct);
