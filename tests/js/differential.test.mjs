@@ -7,7 +7,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { calculateRateLimit as referenceCalculateRateLimit } from "@convex-dev/rate-limiter";
 import { calculateRateLimit } from "../../pkg/dist/node.js";
-import { seeded, show } from "./helpers.mjs";
+import { randomTools, seeded, show } from "./helpers.mjs";
 
 const FIELDS = ["value", "ts", "retryAfter", "windowStart"];
 
@@ -22,11 +22,7 @@ function difference(ours, reference) {
 
 /** Random transition inputs with now >= ts, from a seeded generator. */
 function generator(seed) {
-  const random = seeded(seed);
-  const chance = (p) => random() < p;
-  const pick = (list) => list[Math.floor(random() * list.length)];
-  const integer = (lo, hi) => lo + Math.floor(random() * (hi - lo + 1));
-  const logUniform = (loExp, hiExp) => 10 ** (loExp + random() * (hiExp - loExp));
+  const { random, chance, pick, integer, logUniform } = randomTools(seed);
 
   const rate = () =>
     pick([

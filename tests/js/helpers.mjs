@@ -73,3 +73,18 @@ export function show(value) {
     return v;
   });
 }
+
+/**
+ * A seeded generator and the draws the differential suites build their cases from: `chance(p)`,
+ * `pick(list)`, an `integer` from `lo` to `hi`, and a `logUniform` number from 10^lo to 10^hi.
+ */
+export function randomTools(seed) {
+  const random = seeded(seed);
+  return {
+    random,
+    chance: (p) => random() < p,
+    pick: (list) => list[Math.floor(random() * list.length)],
+    integer: (lo, hi) => lo + Math.floor(random() * (hi - lo + 1)),
+    logUniform: (lo, hi) => 10 ** (lo + random() * (hi - lo)),
+  };
+}

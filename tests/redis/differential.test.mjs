@@ -12,7 +12,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createClient } from "redis";
 import { DECIDE_SCRIPT, redisKey, redisStore } from "../../pkg/dist/redis.js";
-import { seeded, show } from "../js/helpers.mjs";
+import { randomTools, seeded, show } from "../js/helpers.mjs";
 import { startRedis } from "./servers.mjs";
 import { KINDS, coreDecide, corePlan } from "./core.mjs";
 
@@ -34,11 +34,7 @@ const PLAIN_STATE = /^-?\d+(?:\.\d+)?,-?\d+(?:\.\d+)?$/;
 // Random batches.
 // ---------------------------------------------------------------------------------------------
 function generator(seed) {
-  const random = seeded(seed);
-  const chance = (p) => random() < p;
-  const pick = (list) => list[Math.floor(random() * list.length)];
-  const integer = (lo, hi) => lo + Math.floor(random() * (hi - lo + 1));
-  const logUniform = (loExp, hiExp) => 10 ** (loExp + random() * (hiExp - loExp));
+  const { random, chance, pick, integer, logUniform } = randomTools(seed);
 
   const rate = () => pick([() => integer(1, 100), () => logUniform(-3, 7), () => pick([1, 2, 3, 5, 10, 60, 1000, 40_000]), () => 0.001 + random() * 1000])();
   const period = () => pick([() => pick([1, 7, 1000, 60_000, 3_600_000, 86_400_000]), () => integer(2, 10_000_000), () => logUniform(0.5, 9), () => 2 + random() * 5000])();

@@ -17,7 +17,7 @@ import "../../pkg/dist/node.js"; // instantiates the core
 import * as engine from "../../pkg/dist/core/engine.js";
 import { createTable, postgresStore } from "../../pkg/dist/postgres.js";
 import { startPostgres } from "./postgres-server.mjs";
-import { seeded, show } from "../js/helpers.mjs";
+import { randomTools, show } from "../js/helpers.mjs";
 
 const SEED = process.env.PG_DIFF_SEED === undefined ? 0x9d1f_2026 : Number(process.env.PG_DIFF_SEED);
 const DECISIONS = 100_000;
@@ -107,11 +107,7 @@ function loadCore() {
 
 /** Random limits, calls and states from a seeded generator. */
 function generator(seed) {
-  const random = seeded(seed);
-  const chance = (p) => random() < p;
-  const pick = (list) => list[Math.floor(random() * list.length)];
-  const integer = (lo, hi) => lo + Math.floor(random() * (hi - lo + 1));
-  const logUniform = (lo, hi) => 10 ** (lo + random() * (hi - lo));
+  const { random, chance, pick, integer, logUniform } = randomTools(seed);
   const unit = () => pick([random, random, random, () => 0, () => 0.9999999999999999, () => 0.5])();
 
   const config = () => {
