@@ -273,6 +273,26 @@ mod tests {
     }
 
     #[test]
+    fn a_pair_of_fast_buckets_both_refilling_waits_at_their_summed_rate() {
+        // 10 tokens a millisecond per shard, capacity 10 000 each: 2 000 and 3 000, 15 000 asked,
+        // 10 000 more at 20 a millisecond together (neither fills first): 500 ms. The estimate
+        // is the pair's summed rate here; one that came out later would be a padded wait.
+        let limit = Config::try_from(&ConfigInput::token_bucket(40_000.0, 1_000.0).with("shards", 4.0)).unwrap();
+        let at = |value: f64| State { value, ts: 0.0 };
+        assert_eq!(first_granted_at(&limit, [at(2_000.0), at(3_000.0)], 0.0, 15_000.0), 500.0);
+        assert_eq!(first_granted_at(&limit, [at(3_000.0), at(2_000.0)], 0.0, 15_000.0), 500.0);
+    }
+
+    #[test]
+    fn a_pair_of_buckets_with_a_period_under_a_millisecond_waits_at_their_summed_rate() {
+        // 5 tokens each half millisecond per shard (10 a millisecond), capacity 5: 1 and 2, 8
+        // asked, 5 more at 20 a millisecond together: a quarter of a millisecond.
+        let limit = Config::try_from(&ConfigInput::token_bucket(20.0, 0.5).with("shards", 4.0)).unwrap();
+        let at = |value: f64| State { value, ts: 0.0 };
+        assert_eq!(first_granted_at(&limit, [at(1.0), at(2.0)], 0.0, 8.0), 0.25);
+    }
+
+    #[test]
     fn a_pair_of_buckets_one_ahead_of_a_clock_that_stepped_back_waits_for_it_to_refill_from_its_time() {
         let limit = Config::try_from(&ConfigInput::token_bucket(40.0, 1_000.0).with("shards", 4.0)).unwrap();
         // Shard 0 was written at 1 000 by a clock that has since stepped back to 0: it refills from 1 000.
