@@ -40,7 +40,7 @@ const stamp = at("pkg", "dist", "wasm", "ratebound.wasm");
 if (process.argv.includes("--if-stale") && existsSync(stamp)) {
   const sources = Math.max(
     ...["src", "ts", "pkg-template"].map((dir) => newestSource(at(dir))),
-    ...["Cargo.toml", "README.md", "scripts/build.mjs", "scripts/package-readme.mjs"].map((file) => statSync(at(file)).mtimeMs),
+    ...["Cargo.toml", "README.md", "LICENSE-MIT", "LICENSE-APACHE", "scripts/build.mjs", "scripts/package-readme.mjs"].map((file) => statSync(at(file)).mtimeMs),
   );
   if (statSync(stamp).mtimeMs > sources) process.exit(0);
 }
@@ -142,6 +142,8 @@ for (const file of readdirSync(at("pkg-template"))) cpSync(at("pkg-template", fi
 // it without the repository around it).
 const manifest = JSON.parse(readFileSync(at("pkg-template", "package.json"), "utf8"));
 writeFileSync(outAt("README.md"), npmReadme(readFileSync(at("README.md"), "utf8"), { repository: manifest.repository }));
+// The licence texts the manifest's "MIT OR Apache-2.0" names, shipped as the repository has them.
+for (const licence of ["LICENSE-MIT", "LICENSE-APACHE"]) cpSync(at(licence), outAt(licence));
 // --- The Convex component (ts/convex-component/ → <out>/convex-component/) -------------------------
 // Compiled on its own: it imports the core as "ratebound", which resolves here to the declarations
 // just built in <out>/dist (and, once installed, through the package's export conditions).

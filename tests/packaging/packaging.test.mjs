@@ -58,6 +58,14 @@ after(() => {
   else rmSync(work, { recursive: true, force: true });
 });
 
+test("the tarball carries both licences its manifest names, as the repository has them", async () => {
+  assert.equal(manifest.license, "MIT OR Apache-2.0");
+  for (const licence of ["LICENSE-MIT", "LICENSE-APACHE"]) {
+    const { stdout } = await run("tar", ["-xzOf", tarball, `package/${licence}`]);
+    assert.equal(stdout, readFileSync(join(repo, licence), "utf8"), `${licence} in the tarball`);
+  }
+});
+
 /** npm flags for a hermetic, offline, quiet run. */
 function npmFlags() {
   return ["--offline", "--no-audit", "--no-fund", "--loglevel=error", `--cache=${join(work, "npm-cache")}`];
