@@ -25,14 +25,25 @@ export interface SqliteStatementLike {
   run(...params: unknown[]): unknown;
 }
 
-/** What ratebound uses of a better-sqlite3 `Database`. */
-export interface SqliteDatabaseLike {
+/**
+ * What ratebound uses of a synchronous SQLite connection: a better-sqlite3 or `bun:sqlite`
+ * `Database` (`inTransaction`), or a `node:sqlite` `DatabaseSync` (`isTransaction`).
+ */
+export type SqliteDatabaseLike = SqliteConnectionBase & ({ readonly inTransaction: boolean } | { readonly isTransaction: boolean });
+
+/** The methods every synchronous SQLite connection ratebound takes has. */
+export interface SqliteConnectionBase {
   /** Compiles a statement. */
   prepare(sql: string): SqliteStatementLike;
   /** Runs SQL without parameters. */
   exec(sql: string): unknown;
-  /** Whether a transaction is open on this connection. */
-  readonly inTransaction: boolean;
+}
+
+/** Whether a transaction is open on `db`, under the name its driver gives it (undefined: none). */
+function openTransaction(db: object): boolean | undefined {
+  const { inTransaction, isTransaction } = db as { inTransaction?: unknown; isTransaction?: unknown };
+  if (typeof inTransaction === "boolean") return inTransaction;
+  return typeof isTransaction === "boolean" ? isTransaction : undefined;
 }
 
 /** Options of {@link sqliteStore} and {@link createTable}. */
@@ -124,7 +135,8 @@ function sqliteShapeHint(db: unknown): string {
  * A {@link RateLimitStore} over SQLite. Pass it to `new RateLimiter(store, limits)`; each call
  * (`limit`, `check`, `limitAll`, `checkAll`, `getValue`, `reset`) is then one transaction.
  *
- * - **better-sqlite3**: when the connection is inside a transaction (`db.inTransaction`), the
+ * - **better-sqlite3, `bun:sqlite`, `node:sqlite`**: when the connection is inside a transaction
+ *   (`db.inTransaction`; `isTransaction` on `node:sqlite`'s `DatabaseSync`), the
  *   call joins it in a savepoint, so the app's writes and the limit commit or roll back together
  *   (open yours with `BEGIN IMMEDIATE`: a deferred `BEGIN` that another connection beats to the
  *   write lock fails with `SQLITE_BUSY`). Otherwise the call runs `BEGIN IMMEDIATE … COMMIT`:
@@ -136,7 +148,8 @@ function sqliteShapeHint(db: unknown): string {
  * A failure rejects the call with an `Error` carrying a string `code` (SQLite's, such as
  * `SQLITE_BUSY` or `SQLITE_CONSTRAINT_CHECK`, or `SqlStoreError`'s), having written nothing.
  *
- * @param db A better-sqlite3 `Database`, or a D1 binding (`env.DB`).
+ * @param db A better-sqlite3 or `bun:sqlite` `Database`, a `node:sqlite` `DatabaseSync`, or a D1
+ *   binding (`env.DB`).
  * @param options `table` (default `"ratebound"`); for D1, `maxAttempts` and `random`.
  * @returns The store.
  * @example
@@ -151,13 +164,14 @@ function sqliteShapeHint(db: unknown): string {
 export function sqliteStore(db: SqliteDatabaseLike | D1DatabaseLike, given: SqliteStoreOptions = {}): RateLimitStore {
   const options = ownCopy("sqliteStore", given, ["table", ...OPTIMISTIC_OPTIONS]);
   if (isD1(db)) return d1Store(db, options);
-  if (!hasMethod(db, "prepare") || !hasMethod(db, "exec") || typeof (db as { inTransaction?: unknown }).inTransaction !== "boolean") {
+  if (!hasMethod(db, "prepare") || !hasMethod(db, "exec") || openTransaction(db) === undefined) {
     throw wrongArgument(
       "ratebound/sqlite",
       "db",
-      `db must be a better-sqlite3 Database or a D1 binding (got ${db === null ? "null" : typeof db})${sqliteShapeHint(db)}`,
+      `db must be a better-sqlite3, bun:sqlite or node:sqlite database, or a D1 binding (got ${db === null ? "null" : typeof db})${sqliteShapeHint(db)}`,
     );
   }
+  const connection = db as SqliteDatabaseLike;
   const table = quotedTable("sqlite", options.table ?? "ratebound");
   const sql = sqliteStatements(table);
   const prepared = new Map<string, SqliteStatementLike>();
@@ -165,7 +179,7 @@ export function sqliteStore(db: SqliteDatabaseLike | D1DatabaseLike, given: Sqli
   const run = <R>(text: string, use: (statement: SqliteStatementLike) => R): R => {
     try {
       let statement = prepared.get(text);
-      if (statement === undefined) prepared.set(text, (statement = db.prepare(text)));
+      if (statement === undefined) prepared.set(text, (statement = connection.prepare(text)));
       return use(statement);
     } catch (error) {
       throw codedError("sqlite", error);
@@ -173,7 +187,7 @@ export function sqliteStore(db: SqliteDatabaseLike | D1DatabaseLike, given: Sqli
   };
   const exec = (text: string) => {
     try {
-      db.exec(text);
+      connection.exec(text);
     } catch (error) {
       throw codedError("sqlite", error);
     }
@@ -187,7 +201,7 @@ export function sqliteStore(db: SqliteDatabaseLike | D1DatabaseLike, given: Sqli
   };
   const transaction = <T>(body: (store: RateLimitStore) => Promise<T>): Promise<T> =>
     oneAtATime(db, async () => {
-      const own = !db.inTransaction;
+      const own = openTransaction(connection) !== true;
       exec(own ? "BEGIN IMMEDIATE" : "SAVEPOINT ratebound_call");
       let result: T;
       try {
@@ -195,10 +209,10 @@ export function sqliteStore(db: SqliteDatabaseLike | D1DatabaseLike, given: Sqli
       } catch (error) {
         try {
           if (own) {
-            if (db.inTransaction) db.exec("ROLLBACK");
+            if (openTransaction(connection)) connection.exec("ROLLBACK");
           } else {
-            db.exec("ROLLBACK TO ratebound_call");
-            db.exec("RELEASE ratebound_call");
+            connection.exec("ROLLBACK TO ratebound_call");
+            connection.exec("RELEASE ratebound_call");
           }
         } catch {
           // The connection is closed, or SQLite already rolled back: nothing of the call remains.

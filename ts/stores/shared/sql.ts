@@ -57,9 +57,26 @@ export class SqlStoreError extends Error {
  * @returns An `Error` with a string `code`.
  */
 export function codedError(host: string, error: unknown): Error {
-  if (error instanceof Error && typeof (error as { code?: unknown }).code === "string") return error;
   const message = error instanceof Error ? error.message : String(error);
-  return new SqlStoreError("SQL_FAILED", `ratebound/${host}: the database driver failed: ${message}; nothing was written`, error);
+  const code = (error as { code?: unknown } | null)?.code;
+  const missing = missingTable(host, code, message);
+  if (error instanceof Error && typeof code === "string") {
+    if (missing === undefined) return error;
+    // The driver's own code stays (code that switches on it keeps working); the message says what to do.
+    return Object.assign(new Error(`ratebound/${host}: ${message}${missing}`, { cause: error }), { name: error.name, code });
+  }
+  return new SqlStoreError("SQL_FAILED", `ratebound/${host}: the database driver failed: ${message}${missing ?? "; nothing was written"}`, error);
+}
+
+/**
+ * What to do when the driver's error says ratebound's table does not exist (PostgreSQL's
+ * `42P01`; SQLite's and D1's "no such table"), or `undefined` for any other error.
+ */
+function missingTable(host: string, code: unknown, message: string): string | undefined {
+  const missing = host === "postgres" ? code === "42P01" : /\bno such table\b/i.test(message);
+  return missing
+    ? `; ratebound's table is missing: run createTable(db) once at startup (from ratebound/${host}), or apply createTableSql() in your migrations; nothing was written`
+    : undefined;
 }
 
 /** The first character of an encoded column value: a noncharacter, so never a real name's first. */
