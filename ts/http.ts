@@ -10,7 +10,7 @@
  * @module
  */
 export { httpGuard, decide, makePlan, responseOf } from "./http/guard.js";
-export type { Decision, GuardedLimit, GuardedLimiter, GuardedNames, GuardResult, HttpGuardOptions, Plan, Refusal, Unavailable } from "./http/guard.js";
+export type { Decision, GuardedLimit, GuardedLimiter, GuardedNames, GuardFailure, GuardResult, HttpGuardOptions, Plan, Refusal, Unavailable } from "./http/guard.js";
 export { HttpGuardError } from "./http/errors.js";
 export type { HttpGuardErrorCode } from "./http/errors.js";
 export { honoRateLimit, expressRateLimit } from "./http/frameworks.js";

@@ -17,6 +17,7 @@ const limiter = new RateLimiter(redisStore(client, { timeoutMs: 500 }), {
 
 const app = express();
 app.set("trust proxy", 1); // one proxy (your load balancer) in front: req.ip is its client's address
+/** @type {import("ratebound/http").HttpGuardOptions<import("express").Request>} */
 const perClient = {
   key: (req) => ipKey(req.ip), // IPv4 as is, IPv6 by its /56
   onError: (error) => console.error("rate limit store:", error.message), // Redis down: the request gets a 503

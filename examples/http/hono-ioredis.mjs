@@ -15,6 +15,7 @@ const limiter = new RateLimiter(redisStore(redis, { timeoutMs: 500 }), {
   login: { kind: "fixed window", rate: 5, period: 15 * MINUTE },
 });
 
+/** @type {import("ratebound/http").HttpGuardOptions<import("hono").Context>} */
 const perClient = {
   // The socket's address; behind a proxy, the address it reports (see docs/http.md: proxies and IPv6).
   key: (c) => ipKey(getConnInfo(c).remote.address), // IPv4 as is, IPv6 by its /56

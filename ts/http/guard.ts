@@ -80,7 +80,7 @@ export interface HttpGuardOptions<R> {
    * degraded admission, a refund that failed. Default: `console.error`. Your logger goes here
    * (Express's `next(error)` would render a 500 instead of the 503; Hono's `onError` is for errors that end a request).
    */
-  onError?(error: unknown, request: R): void;
+  onError?(error: GuardFailure, request: R): void;
   /**
    * Count only the requests that fail: each request takes its tokens before it runs (so
    * concurrent attempts are bounded too), and gets them back when its response is successful.
@@ -158,7 +158,7 @@ export interface Plan<R> {
   /** `Retry-After` of a 503, whole seconds. */
   unavailableRetryAfter: number;
   /** Where store failures are reported. */
-  onError: (error: unknown, request: R) => void;
+  onError: (error: GuardFailure, request: R) => void;
   /** Whether successful requests get their tokens back. */
   refundSuccessful: boolean;
   /** Whether a status is a success. */
@@ -199,8 +199,19 @@ const config = (message: string) => new HttpGuardError("HTTP_GUARD_CONFIG", `rat
 const shown = (value: unknown) => (typeof value === "string" ? JSON.stringify(value) : typeof value === "function" ? "a function" : String(value));
 const codeOf = (error: unknown): unknown => (typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined);
 
+/**
+ * What `onError` receives: always an `Error` (a store that threw something else is wrapped, the
+ * thrown value as its `cause`), with the `code` ratebound's errors and most drivers carry.
+ */
+export type GuardFailure = Error & { readonly code?: unknown };
+
+/** A thrown value as an `Error`, for `onError`: an `Error` as it is, anything else wrapped. */
+function asFailure(error: unknown): GuardFailure {
+  return error instanceof Error ? error : new Error(`the store threw a non-Error value: ${shown(error)}`, { cause: error });
+}
+
 /** The default `onError`: the console, as express-rate-limit's default logger. */
-function logToConsole(error: unknown): void {
+function logToConsole(error: GuardFailure): void {
   console.error("ratebound/http: the rate limiter's store failed", error);
 }
 
@@ -266,7 +277,7 @@ export function makePlan<R>(who: string, limiter: unknown, names: unknown, given
     onRefused: options.onRefused as Fn<[Refusal<R>], unknown>,
     onUnavailable: options.onUnavailable as Fn<[Unavailable<R>], unknown>,
     unavailableRetryAfter: retryAfter,
-    onError: (options.onError as Fn<[unknown, R], void>) ?? logToConsole,
+    onError: (options.onError as Fn<[GuardFailure, R], void>) ?? logToConsole,
     refundSuccessful: refund,
     successful: (options.successful as Fn<[number, R], boolean>) ?? ((status) => status < 400),
   };
@@ -305,7 +316,7 @@ const NOTHING_TO_FINISH = async () => {};
 /** Reports to `onError`, which must never break a request. */
 function report<R>(plan: Plan<R>, error: unknown, request: R): void {
   try {
-    plan.onError(error, request);
+    plan.onError(asFailure(error), request);
   } catch {
     // A throwing logger must not turn an answer into a crash.
   }
