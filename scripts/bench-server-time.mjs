@@ -104,10 +104,10 @@ function pidsOf(needle) {
 }
 
 /** A closed loop with CPU per call on each side; `serverCpu()` reads the server's CPU in µs. */
-async function loop(call, keys, serverCpu) {
-  await closedLoop({ call, keys, inFlight: IN_FLIGHT, durationMs: 300 });
+async function loop(id, call, keys, serverCpu) {
+  await closedLoop({ id, call, keys, inFlight: IN_FLIGHT, durationMs: 300 });
   const [node0, server0] = [nodeCpu(), await serverCpu()];
-  const run = await closedLoop({ call, keys, inFlight: IN_FLIGHT, durationMs: DURATION_MS });
+  const run = await closedLoop({ id, call, keys, inFlight: IN_FLIGHT, durationMs: DURATION_MS });
   const [node1, server1] = [nodeCpu(), await serverCpu()];
   return { perSecond: run.decisionsPerSecond, failed: run.failed, nodeUs: (node1 - node0) / run.calls, serverUs: (server1 - server0) / run.calls };
 }
@@ -204,9 +204,9 @@ async function redisRows(api) {
           await admin.configResetStat();
           for (let i = 0; i < CALLS; i++) await opened.call("hot");
           const usec = await usecPerCall(contender.commands);
-          const one = await loop(opened.call, keysOf(1), serverCpu);
+          const one = await loop(contender.name, opened.call, keysOf(1), serverCpu);
           await admin.flushDb();
-          const many = await loop(opened.call, keysOf(1000), serverCpu);
+          const many = await loop(contender.name, opened.call, keysOf(1000), serverCpu);
           results.get(contender.name).push({ usec, one, many });
           log(`run ${run + 1}, ${contender.name}: ${f(usec)} µs/call in the command; one key ${Math.round(one.perSecond)}/s, 1,000 keys ${Math.round(many.perSecond)}/s`);
         } finally {
@@ -366,9 +366,9 @@ async function postgresRows(api) {
         try {
           const call = await contender.open(pool);
           await reset();
-          const one = await loop(call, keysOf(1), serverCpu);
+          const one = await loop(contender.name, call, keysOf(1), serverCpu);
           await reset();
-          const many = await loop(call, keysOf(1000), serverCpu);
+          const many = await loop(contender.name, call, keysOf(1000), serverCpu);
           results.get(contender.name).push({ ...sequential, fnUs: fn.calls > 0 ? (fn.ms * 1000) / fn.calls : NaN, one, many });
           log(
             `run ${run + 1}, ${contender.name}: ${f(sequential.wall)} µs/call sequential (SELECT 1: ${f(sequential.select1)}); one key ${Math.round(one.perSecond)}/s, 1,000 keys ${Math.round(many.perSecond)}/s`,

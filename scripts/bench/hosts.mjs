@@ -89,9 +89,11 @@ export function redisContenders(ratebound, clientName, url) {
  * as its README makes it (`new Redis({ url, token })`, the defaults: auto-pipelining on).
  * @param {{ RateLimiter: Function, redisStore: Function }} ratebound
  * @param {string} bridgeUrl
+ * @param {object} [clientOptions] More options for both sides' `new Redis(…)` (a diagnostic's
+ *   variants, e.g. `{ responseEncoding: false }`); the bench passes none.
  */
-export function upstashContenders(ratebound, bridgeUrl) {
-  const client = () => new UpstashRedis({ url: bridgeUrl, token: "the-bridge-ignores-it" });
+export function upstashContenders(ratebound, bridgeUrl, clientOptions = {}) {
+  const client = () => new UpstashRedis({ url: bridgeUrl, token: "the-bridge-ignores-it", ...clientOptions });
   return {
     ratebound: {
       how: "`new RateLimiter(redisStore(new Redis({ url, token })), …)`, `limit()` (token bucket)",

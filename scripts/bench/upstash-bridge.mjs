@@ -5,8 +5,9 @@
 // redis-server 7.0 refuses it), with its EVALSHA digest mapped to the stripped script's.
 //
 // In the benchmark: `const bridge = await startBridgeProcess(redisUrl, 5)`; `bridge.url` for the
-// client; `await bridge.counts()` for `{ requests, forwarded: { COMMAND: n } }` so far;
-// `await bridge.stop()`.
+// client; `await bridge.counts()` for `{ requests, forwarded: { COMMAND: n }, bytesIn, bytesOut,
+// last, cpuMicros }` so far (body bytes each way, the last exchange's bodies, and the bridge
+// process's CPU time, user + system, in µs); `await bridge.stop()`.
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
@@ -14,7 +15,7 @@ import { fileURLToPath } from "node:url";
  * Starts the bridge in a child process.
  * @param {string} redisUrl The redis-server it forwards to.
  * @param {number} delayMs Added before each HTTP request is handled.
- * @returns {Promise<{ url: string, delayMs: number, counts: () => Promise<{ requests: number, forwarded: Record<string, number> }>, stop: () => Promise<void> }>}
+ * @returns {Promise<{ url: string, delayMs: number, counts: () => Promise<{ requests: number, forwarded: Record<string, number>, bytesIn: number, bytesOut: number, last: { request: string, response: string }, cpuMicros: number }>, stop: () => Promise<void> }>}
  * @example
  * const bridge = await startBridgeProcess(redis.url, 0);
  * const client = new Redis({ url: bridge.url, token: "unused" });
@@ -52,7 +53,11 @@ if (process.argv[1] === fileURLToPath(import.meta.url) && process.send) {
   const [redisUrl, delayMs] = process.argv.slice(2);
   const bridge = await startUpstashBridge(redisUrl, { delayMs: Number(delayMs), stripShebang: true });
   process.on("message", async (message) => {
-    if (message === "counts") process.send({ requests: bridge.requests, forwarded: Object.fromEntries(bridge.forwarded) });
+    if (message === "counts") {
+      const { user, system } = process.cpuUsage();
+      const { requests, bytesIn, bytesOut, last } = bridge;
+      process.send({ requests, forwarded: Object.fromEntries(bridge.forwarded), bytesIn, bytesOut, last, cpuMicros: user + system });
+    }
     if (message === "stop") {
       await bridge.stop();
       process.exit(0);

@@ -101,8 +101,9 @@ const sha1 = (text) => createHash("sha1").update(text, "utf8").digest("hex");
  * to the real redis-server: `POST /` with a JSON array command answers `{ result }` (or status 400
  * and `{ error }`); `POST /pipeline` takes an array of commands and answers an array of those;
  * `POST /multi-exec` runs them in MULTI/EXEC. The bridge only transports: Redis executes every
- * command and script. It counts the HTTP requests it answered (`requests`) and the commands it
- * forwarded, by name (`forwarded`).
+ * command and script. It counts the HTTP requests it answered (`requests`), the commands it
+ * forwarded, by name (`forwarded`), and the bytes of the request and response bodies (`bytesIn`,
+ * `bytesOut`; headers not counted), and keeps the last request's body and its answer (`last`).
  *
  * Options, for benchmarks (the defaults change nothing):
  * - `delayMs`: waits that long before handling each HTTP request, as a network round trip would.
@@ -118,7 +119,7 @@ export async function startUpstashBridge(redisUrl, { delayMs = 0, stripShebang =
   redis.on("error", () => {});
   await redis.connect();
   const forwarded = new Map();
-  const counts = { requests: 0 };
+  const counts = { requests: 0, bytesIn: 0, bytesOut: 0, last: { request: "", response: "" } };
   const digests = new Map(); // the client's digest → the digest of the script Redis ran
   const stripped = (script) => {
     if (!stripShebang || !script.startsWith("#!lua")) return script;
@@ -143,11 +144,15 @@ export async function startUpstashBridge(redisUrl, { delayMs = 0, stripShebang =
     counts.requests++;
     let body = "";
     for await (const chunk of request) body += chunk;
+    counts.bytesIn += Buffer.byteLength(body);
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     const asBase64 = String(request.headers["upstash-encoding"] ?? "").toLowerCase() === "base64";
     const reply = (status, json) => {
+      const text = JSON.stringify(json);
+      counts.bytesOut += Buffer.byteLength(text);
+      counts.last = { request: body, response: text };
       response.writeHead(status, { "content-type": "application/json" });
-      response.end(JSON.stringify(json));
+      response.end(text);
     };
     try {
       const parsed = JSON.parse(body);
@@ -183,6 +188,17 @@ export async function startUpstashBridge(redisUrl, { delayMs = 0, stripShebang =
     /** HTTP requests answered so far. */
     get requests() {
       return counts.requests;
+    },
+    /** Bytes of the request bodies received and of the response bodies sent, so far. */
+    get bytesIn() {
+      return counts.bytesIn;
+    },
+    get bytesOut() {
+      return counts.bytesOut;
+    },
+    /** The last request's body and the body answered to it. */
+    get last() {
+      return counts.last;
     },
     stop: async () => {
       server.closeAllConnections();
