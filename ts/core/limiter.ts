@@ -291,21 +291,22 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   #granting(name: string, given: LimitFields): Promise<GrantResult> {
     // One decided on a fallback could not settle against the store.
     const config = withoutPolicy(name, given.config);
+    const figures = given.figures === undefined ? false : checkFlag(name, "figures", given.figures);
     const call = this.#call(name, given, config, true);
-    plan([call], true); // bad input fails before the store is touched
-    const local = this.#refusals?.refuse(call, false);
+    plan([call], true, figures); // bad input fails before the store is touched
+    const local = this.#refusals?.refuse(call, figures);
     if (local !== undefined) return Promise.resolve(refusal(call.name, local, given.throws) as GrantResult);
     const idWords = [draw(this.#random), draw(this.#random)].map((unit) => Math.floor(unit * 2 ** 32));
     // Its turn on a coalescing store is taken now, in arrival order; the grants' code loads within it.
-    const answer = this.#failure.transact((store) => grants().then(({ charge, engine }) => charge(engine, store, call, idWords)), [laneOf(call.name, call.key)]);
+    const answer = this.#failure.transact((store) => grants().then(({ charge, engine }) => charge(engine, store, call, idWords, figures)), [laneOf(call.name, call.key)]);
     const inline = config === undefined ? undefined : { config: config as RateLimitConfig };
     const settler = (data: GrantData, actual: number) => this.settle(data, actual, inline);
     return answer.then((result) => {
-      this.#refusals?.remember(call, result.ok ? { ok: true } : result);
-      refusal(call.name, result, given.throws);
-      if (!result.ok || result.grant === undefined) return result as GrantResult;
-      const handle = new Grant(result.grant, settler);
-      return result.retryAfter === undefined ? { ok: true, grant: handle } : { ok: true, retryAfter: result.retryAfter, grant: handle };
+      const { grant, ...decided } = result;
+      this.#refusals?.remember(call, decided.ok ? { ok: true } : decided);
+      refusal(call.name, decided, given.throws);
+      if (!decided.ok || grant === undefined) return decided as GrantResult;
+      return { ...decided, ok: true, grant: new Grant(grant, settler) };
     });
   }
 
