@@ -271,7 +271,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
         const answer = runOne(this.#store, call, figures);
         return isThenable(answer) ? answer.then(answered) : Promise.resolve(answered(answer));
       }
-      const fallbackOptions = { key: call.key, count: given.count, reserve: given.reserve, config } as LimitOptions;
+      // The fallback decides too (on memory), so it answers the figures asked, as the store's decision would.
+      const fallbackOptions = { key: call.key, count: given.count, reserve: given.reserve, config, ...(figures ? { figures } : {}) } as LimitOptions;
       const fallback = (limiter: FallbackLimiter) => (write ? limiter.limit(name, fallbackOptions) : limiter.check(name, fallbackOptions));
       // A store that cannot decide next to its data: the call joins its key's batch (`coalesce.ts`).
       if (this.#failure.coalesces) return this.#failure.coalesce(call, figures, policy, fallback).then(answered);
@@ -408,7 +409,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const answer = await this.#failure.run<BatchAnswer | RateLimitResult>(
       policy,
       (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
-      (fallback) => (write ? fallback.limitAll(core) : fallback.checkAll(core)),
+      (fallback) => (write ? fallback.limitAll(core, { figures }) : fallback.checkAll(core, { figures })),
       this.#remote,
       calls.map((call) => laneOf(call.name, call.key)),
     );
