@@ -8,6 +8,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import express from "express";
 import { Hono } from "hono";
+import { cors } from "hono/cors";
 import * as lib from "../../pkg/dist/node.js";
 import * as http from "../../pkg/dist/http.js";
 
@@ -134,6 +135,17 @@ describe("Hono: guards stacked on one route (app.request)", () => {
       if (response.status === 429) assert.deepEqual((await response.json())["violated-policies"], ["login"]);
     }
     assert.deepEqual(seen, FIVE_FAILURES_THEN_429.map((fields, index) => ({ ...fields, limit: fields.limit.replace(/"global";r=\d+/, `"global";r=${100 - index - 2}`) })));
+  });
+
+  test("behind cors() (which sets its fields on c.res before the route), a refusing second guard's 429 keeps both members", async () => {
+    const limiter = limiterAt();
+    const hono = new Hono();
+    hono.use("*", cors());
+    hono.use("*", http.honoRateLimit(limiter, GLOBAL));
+    hono.post("/login", http.honoRateLimit(limiter, "login", { key: (c) => c.req.header("x-client") }), (c) => c.text("no", 401));
+    const seen = [];
+    for (let sent = 0; sent < 6; sent++) seen.push(fieldsOf(await post(hono, "/login")));
+    assert.deepEqual(seen, FIVE_FAILURES_THEN_429);
   });
 
   test("the same limit guarded twice keeps one member, with the later decision's figures", async () => {

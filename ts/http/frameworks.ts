@@ -107,8 +107,9 @@ export function honoRateLimit<Limits extends Record<string, RateLimitConfig>, C 
   const plan = makePlan<C>("honoRateLimit", limiter, name, options);
   return async (c, next) => {
     const decision = await decide(plan, c);
-    // Set on the context too when refused: Hono copies what earlier middleware set with c.header
-    // over a Response returned later, which would put back an earlier guard's fields alone.
+    // Set on the context too when refused: once c.res exists (cors() sets its fields on it before
+    // the route), Hono copies its fields over a Response a middleware returns, which would put back
+    // an earlier guard's fields alone.
     for (const [field, value] of decision.headers) c.header(field, value);
     if (!decision.ok) return responseOf(decision);
     await next();
