@@ -9,8 +9,10 @@
  * decision itself. {@link ipKey} keys a client by its address, an IPv6 one by its /56.
  * @module
  */
-export { httpGuard, decide, makePlan, responseOf } from "./http/guard.js";
-export type { Decision, GuardedLimit, GuardedLimiter, GuardedNames, GuardFailure, GuardResult, HttpGuardOptions, Plan, Refusal, Unavailable } from "./http/guard.js";
+export { httpGuard, decide, responseOf } from "./http/guard.js";
+export type { Decision, GuardResult } from "./http/guard.js";
+export { makePlan } from "./http/plan.js";
+export type { GuardedLimit, GuardedLimiter, GuardedNames, GuardFailure, HttpGuardOptions, Plan, Refusal, Unavailable } from "./http/plan.js";
 export { HttpGuardError } from "./http/errors.js";
 export type { HttpGuardErrorCode } from "./http/errors.js";
 export { honoRateLimit, expressRateLimit } from "./http/frameworks.js";

@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
 import { KINDS, manualClock } from "./helpers.mjs";
-import { SCENARIOS, bareStore, concurrentSettlesWithoutTransaction } from "../settle/scenarios.mjs";
+import { SCENARIOS, bareStore, concurrentSettlesWithoutTransaction, grantFiguresAreLimitFigures } from "../settle/scenarios.mjs";
 
 for (const kind of KINDS) {
   describe(`settle on a MemoryStore, ${kind}`, () => {
@@ -21,6 +21,7 @@ for (const kind of KINDS) {
       };
     };
     for (const [name, scenario] of Object.entries(SCENARIOS)) test(name, () => scenario(harness()));
+    test("a grant answers the figures limit answers (issue 28 item 7)", () => grantFiguresAreLimitFigures(harness()));
 
     test("the same concurrent settles through a store whose reads wait, without a transaction, refund more than once (so the test above can fail)", async () => {
       const seen = await concurrentSettlesWithoutTransaction(harness());

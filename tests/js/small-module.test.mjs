@@ -25,3 +25,15 @@ test("a grant loads the full module once, and charges and settles as on the serv
   assert.equal(a, b, "loaded once");
   assert.notEqual(a.core, engine.core, "a second instance, beside the small one");
 });
+
+test("a grant's figures come from the full module's own buffer, and are those a plain limit answers (issue 28 item 7)", async () => {
+  const limits = { llm: { kind: "token bucket", rate: 100, period: SECOND } };
+  const charged = new RateLimiter(new MemoryStore(), limits, { now: () => 0 });
+  const limited = new RateLimiter(new MemoryStore(), limits, { now: () => 0 });
+  for (const count of [40, 50, 20]) {
+    const { grant, ...answer } = await charged.limit("llm", { count, figures: true, grant: true });
+    assert.deepEqual(answer, await limited.limit("llm", { count, figures: true }), `count ${count}`);
+    assert.equal(typeof (grant?.settle ?? (() => {})), "function");
+  }
+  assert.notEqual((await engine.grantsEngine()).io, engine.io, "the charge answered in the other instance's buffer");
+});

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { RateLimiter } from "../../pkg/dist/node.js";
 import { redisStore } from "../../pkg/dist/redis.js";
 import { CLIENTS, startRedis, startUpstashBridge } from "./servers.mjs";
-import { SCENARIOS, bareStore, concurrentSettlesWithoutTransaction } from "../settle/scenarios.mjs";
+import { SCENARIOS, bareStore, concurrentSettlesWithoutTransaction, grantFiguresAreLimitFigures } from "../settle/scenarios.mjs";
 
 const KINDS = ["token bucket", "fixed window"];
 
@@ -42,6 +42,7 @@ describe("settle on a real redis-server", () => {
           bare: async (limits) => new RateLimiter(bareStore(redisStore(await connection())), limits, { now: () => clock.now }),
         };
         for (const [name, scenario] of Object.entries(SCENARIOS)) test(name, () => scenario(harness));
+        test("a grant answers the figures limit answers (issue 28 item 7)", () => grantFiguresAreLimitFigures(harness));
         test("the same concurrent settles through the store's bare read and write, without its transaction, refund more than once", async () => {
           const seen = await concurrentSettlesWithoutTransaction(harness);
           assert.ok(seen.refunded > 300);

@@ -217,6 +217,35 @@ export async function badActualWritesNothing(h) {
   settledOf(await granted.grant.settle(0), 300, 0, 0, eps, "the grant still cancels: nothing marked it settled");
 }
 
+/**
+ * Issue 28 item 7: `figures: true` on a grant answers the figures a plain `limit` answers for the
+ * same decision (the core's, from the charge): granted, refused, and reserved into debt, on two
+ * keys that take the same traffic. Needs a hand-moved clock (`h.clock`): the figures are whole
+ * seconds, which a real clock would move between the two calls.
+ */
+export async function grantFiguresAreLimitFigures(h) {
+  if (h.clock === undefined) throw new Error("grantFiguresAreLimitFigures needs a harness with a hand-moved clock");
+  const limiter = await h.connect(settleLimits(h.kind, periodOf(h)));
+  const [charged, limited] = [freshKey("figures-grant"), freshKey("figures-limit")];
+  const steps = [
+    { count: 600, reserve: false, advance: 0 },
+    { count: 300, reserve: false, advance: 1_000 },
+    { count: 300, reserve: false, advance: 0 }, // refused: about 117 tokens left
+    { count: 400, reserve: true, advance: 0 }, // granted into debt, with a wait
+    { count: 500, reserve: true, advance: 0 }, // refused: past maxReserved
+    { count: 1, reserve: false, advance: 45_000 },
+  ];
+  for (const [index, { count, reserve, advance }] of steps.entries()) {
+    h.clock.now += advance;
+    const grant = await limiter.limit("llm", { key: charged, count, reserve, figures: true, grant: true });
+    const plain = await limiter.limit("llm", { key: limited, count, reserve, figures: true });
+    if (plain.figures === undefined) fail(`step ${index}: limit's figures`, plain, "figures");
+    const shown = ({ ok, retryAfter, figures }) => JSON.stringify({ ok, retryAfter, figures });
+    equal(shown(grant), shown(plain), `step ${index} (count ${count}${reserve ? ", reserve" : ""}): the grant's answer and figures are limit's`);
+    equal(grant.ok ? typeof grant.grant?.settle : typeof grant.grant, grant.ok ? "function" : "undefined", `step ${index}: a granted grant has its handle`);
+  }
+}
+
 /** Every scenario, by name, for hosts that register them in a loop. */
 export const SCENARIOS = {
   "an LLM flow: estimates settled below and above (debt bounded by maxReserved), a cancel, and a second settle refused": llmFlow,

@@ -11,7 +11,7 @@ import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import postgres from "postgres";
 import { startPostgres } from "./postgres-server.mjs";
-import { SCENARIOS, bareStore, concurrentSettlesWithoutTransaction, settleLimits } from "../settle/scenarios.mjs";
+import { SCENARIOS, bareStore, concurrentSettlesWithoutTransaction, grantFiguresAreLimitFigures, settleLimits } from "../settle/scenarios.mjs";
 
 const { RateLimiter } = await import("../../pkg/dist/node.js");
 const { postgresStore, createTable } = await import("../../pkg/dist/postgres.js");
@@ -60,6 +60,7 @@ function settleSuite(db, { bare = true } = {}) {
         bare: (limits) => new RateLimiter(bareStore(postgresStore(db())), limits, options),
       };
       for (const [name, scenario] of Object.entries(SCENARIOS)) test(name, () => scenario(harness));
+      test("a grant answers the figures limit answers (issue 28 item 7)", () => grantFiguresAreLimitFigures(harness));
       if (bare) {
         test("the same concurrent settles through the store's bare read and write, without its transaction, refund more than once", async () => {
           assert.ok((await concurrentSettlesWithoutTransaction(harness)).refunded > 300);

@@ -27,3 +27,10 @@ export async function plain(): Promise<void> {
   // @ts-expect-error without `grant: true` there is no handle
   result.grant.settle(1);
 }
+
+export async function withFigures(): Promise<number | undefined> {
+  const result = await limiter.limit("llmTokens", { key: "team", figures: true, grant: true });
+  const remaining: number | undefined = result.figures?.remaining;
+  if (result.ok) await result.grant.cancel();
+  return remaining;
+}

@@ -76,16 +76,19 @@ export let itemsOwner: unknown = undefined;
 /**
  * The header figures the core wrote at `at`: limit, remaining, reset, window,
  * retryAfter in seconds (NaN: none), sampled.
+ *
+ * @param at Where in the buffer.
+ * @param buffer Whose buffer: the main instance's unless told (a grant's charge answers in the grants engine's).
  */
-export function figuresAt(at: number): RateLimitFigures {
-  const seconds = io[at + 4]!;
+export function figuresAt(at: number, buffer: Float64Array = io): RateLimitFigures {
+  const seconds = buffer[at + 4]!;
   return {
-    limit: io[at]!,
-    remaining: io[at + 1]!,
-    reset: io[at + 2]!,
-    window: io[at + 3]!,
+    limit: buffer[at]!,
+    remaining: buffer[at + 1]!,
+    reset: buffer[at + 2]!,
+    window: buffer[at + 3]!,
     ...(Number.isNaN(seconds) ? {} : { retryAfter: seconds }),
-    sampled: io[at + 5]!,
+    sampled: buffer[at + 5]!,
   };
 }
 

@@ -95,8 +95,8 @@ export function storeErrorPolicy(limit: string | undefined, policy: unknown): Po
 export interface FallbackLimiter {
   limit(name: string, options: object): Promise<RateLimitResult>;
   check(name: string, options: object): Promise<RateLimitResult>;
-  limitAll(requests: readonly object[]): Promise<RateLimitResult>;
-  checkAll(requests: readonly object[]): Promise<RateLimitResult>;
+  limitAll(requests: readonly object[], options: { figures: boolean }): Promise<RateLimitResult>;
+  checkAll(requests: readonly object[], options: { figures: boolean }): Promise<RateLimitResult>;
 }
 
 /** The `RateLimiter` class, passed in (not imported) so the two modules do not import each other. */

@@ -4,7 +4,7 @@
  * @module
  */
 import { grantSettled } from "./errors.js";
-import type { GrantData, SettleResult } from "./types.js";
+import type { GrantData, RateLimitFigures, SettleResult } from "./types.js";
 
 /** Settles a grant's data at `actual` tokens (the limiter's `settle`, bound to it). */
 export type Settler = (data: GrantData, actual: number) => Promise<SettleResult>;
@@ -72,8 +72,12 @@ export class Grant {
   }
 }
 
-/** What `limit` answers with `grant: true`: a grant carries its handle. */
+/**
+ * What `limit` answers with `grant: true`: a grant carries its handle; with
+ * `figures: true`, granted or refused, the limit's header figures at the charge
+ * (the same the core answers a plain `limit`).
+ */
 export type GrantResult =
-  | { ok: true; retryAfter?: number; grant: Grant }
-  | { ok: false; retryAfter: number; grant?: undefined };
+  | { ok: true; retryAfter?: number; grant: Grant; figures?: RateLimitFigures }
+  | { ok: false; retryAfter: number; grant?: undefined; figures?: RateLimitFigures };
 

@@ -4,12 +4,12 @@
  * The reads and writes of both are here; every number is the core's.
  * @module
  */
-import { io as mainIo, ownItems, type Engine } from "./engine.js";
+import { figuresAt, io as mainIo, ownItems, type Engine } from "./engine.js";
 import { coreError, invalidRequest, mustBe, RateboundError, unknownField, wrongArgument } from "./errors.js";
 import { checkKey, checkName, refId, refOf } from "./call.js";
 import { isThenable, putItem, putState, readAll, type Call } from "./driver.js";
 import type { Compiled } from "./config.js";
-import type { GrantData, GrantShard, RateLimitResult, RateLimitState, RateLimitStore, SettleResult, StateRef } from "./types.js";
+import type { GrantData, GrantShard, RateLimitFigures, RateLimitResult, RateLimitState, RateLimitStore, SettleResult, StateRef } from "./types.js";
 
 export { Grant, type GrantResult, type Settler } from "./grant-handle.js";
 
@@ -45,10 +45,10 @@ function chargeRefs(e: Engine, call: Call, slot: number): { refs: StateRef[]; re
   return { refs: wanted.map((shard) => refOf(call.name, call.key, shard)), reads };
 }
 
-/** Writes the call as item 0 of the engine's buffer (a charge always writes, and answers no figures). */
-function putCall(e: Engine, call: Call): void {
+/** Writes the call as item 0 of the engine's buffer (a charge always writes; it answers figures when asked). */
+function putCall(e: Engine, call: Call, figures: boolean): void {
   if (e.io === mainIo) ownItems(undefined);
-  putItem(e.io, e.layout.ITEMS, call, false);
+  putItem(e.io, e.layout.ITEMS, call, figures);
 }
 
 /** Applies a core answer's writes (at `at`: count, then shard, value, ts, fullAt each) through `store`. */
@@ -78,27 +78,37 @@ function writeBack(io: Float64Array, store: RateLimitStore, name: string, key: s
  * @param store The store, inside its transaction when it has one.
  * @param call The checked call (its draws: the decision's, then two for the id).
  * @param idWords Two random 32-bit words for the grant's id.
- * @returns The result, with the grant's data when granted.
+ * @param figures Whether to answer the limit's header figures, as `limit` does (the core computes them from the charge's decision).
+ * @returns The result, with the grant's data when granted, and the figures when asked.
  */
-export function charge(e: Engine, store: RateLimitStore, call: Call, idWords: readonly number[]): Charged | Promise<Charged> {
+export function charge(e: Engine, store: RateLimitStore, call: Call, idWords: readonly number[], figures = false): Charged | Promise<Charged> {
   const id = grantId(call.now, idWords);
   const { slot, tag } = recordOf(id);
-  putCall(e, call);
+  putCall(e, call, figures);
   const { refs, reads } = chargeRefs(e, call, slot);
   const stored = readAll(store, refs, call.now);
+  const charging: Charging = { id, slot, tag, refs, reads, figures };
   // A synchronous store is charged synchronously: nothing can run between the read and the write.
-  return isThenable(stored)
-    ? Promise.resolve(stored).then((states) => charged(e, store, call, id, slot, tag, refs, reads, states))
-    : charged(e, store, call, id, slot, tag, refs, reads, stored);
+  return isThenable(stored) ? Promise.resolve(stored).then((states) => charged(e, store, call, charging, states)) : charged(e, store, call, charging, stored);
 }
 
-/** What a charge answers: the result, with the grant's data when granted. */
-export type Charged = RateLimitResult & { grant?: GrantData };
+/** What a charge answers: the result, with the grant's data when granted, and the figures when asked. */
+export type Charged = RateLimitResult & { grant?: GrantData; figures?: RateLimitFigures };
 
-function charged(e: Engine, store: RateLimitStore, call: Call, id: string, slot: number, tag: number, refs: StateRef[], reads: number, stored: unknown[]): Charged | Promise<Charged> {
+/** A charge between its plan and its decision: the grant's id and record, the refs read, whether figures were asked. */
+interface Charging {
+  id: string;
+  slot: number;
+  tag: number;
+  refs: StateRef[];
+  reads: number;
+  figures: boolean;
+}
+
+function charged(e: Engine, store: RateLimitStore, call: Call, { id, slot, tag, refs, reads, figures }: Charging, stored: unknown[]): Charged | Promise<Charged> {
   const { core, io, layout } = e;
   const { EXTRA, OUT } = layout;
-  putCall(e, call);
+  putCall(e, call, figures);
   chargeRefs(e, call, slot);
   // The five states the core takes: shard a, shard b, ledger a, ledger b, record (absent ones NaN).
   const order = reads === 2 ? [0, 1, 2, 3, 4] : [0, -1, 1, -1, 2];
@@ -107,7 +117,9 @@ function charged(e: Engine, store: RateLimitStore, call: Call, id: string, slot:
   if (status < 0) throw coreError(io, OUT, call.name);
   const ok = io[OUT] === 1;
   const wait = io[OUT + 1]!;
-  if (!ok) return { ok: false, retryAfter: wait };
+  // The same figures `limit` answers, read by the same reader from this engine's buffer.
+  const shown = figures ? { figures: figuresAt(OUT + 2, io) } : {};
+  if (!ok) return { ok: false, retryAfter: wait, ...shown };
   const shards: GrantShard[] = [];
   for (let index = 0; index < io[EXTRA + 18]!; index++) {
     const at = EXTRA + 19 + 5 * index;
@@ -121,7 +133,7 @@ function charged(e: Engine, store: RateLimitStore, call: Call, id: string, slot:
     chargedAt: io[EXTRA + 17]!,
     shards,
   };
-  const answer: Charged = Number.isNaN(wait) ? { ok: true, grant } : { ok: true, retryAfter: wait, grant };
+  const answer: Charged = Number.isNaN(wait) ? { ok: true, grant, ...shown } : { ok: true, retryAfter: wait, grant, ...shown };
   const written = writeBack(io, store, call.name, call.key, EXTRA + 32, call.now);
   return isThenable(written) ? written.then(() => answer) : answer;
 }

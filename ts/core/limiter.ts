@@ -271,7 +271,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
         const answer = runOne(this.#store, call, figures);
         return isThenable(answer) ? answer.then(answered) : Promise.resolve(answered(answer));
       }
-      const fallbackOptions = { key: call.key, count: given.count, reserve: given.reserve, config } as LimitOptions;
+      // The fallback decides too (on memory), so it answers the figures asked, as the store's decision would.
+      const fallbackOptions = { key: call.key, count: given.count, reserve: given.reserve, config, ...(figures ? { figures } : {}) } as LimitOptions;
       const fallback = (limiter: FallbackLimiter) => (write ? limiter.limit(name, fallbackOptions) : limiter.check(name, fallbackOptions));
       // A store that cannot decide next to its data: the call joins its key's batch (`coalesce.ts`).
       if (this.#failure.coalesces) return this.#failure.coalesce(call, figures, policy, fallback).then(answered);
@@ -291,21 +292,22 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   #granting(name: string, given: LimitFields): Promise<GrantResult> {
     // One decided on a fallback could not settle against the store.
     const config = withoutPolicy(name, given.config);
+    const figures = given.figures === undefined ? false : checkFlag(name, "figures", given.figures);
     const call = this.#call(name, given, config, true);
-    plan([call], true); // bad input fails before the store is touched
-    const local = this.#refusals?.refuse(call, false);
+    plan([call], true, figures); // bad input fails before the store is touched
+    const local = this.#refusals?.refuse(call, figures);
     if (local !== undefined) return Promise.resolve(refusal(call.name, local, given.throws) as GrantResult);
     const idWords = [draw(this.#random), draw(this.#random)].map((unit) => Math.floor(unit * 2 ** 32));
     // Its turn on a coalescing store is taken now, in arrival order; the grants' code loads within it.
-    const answer = this.#failure.transact((store) => grants().then(({ charge, engine }) => charge(engine, store, call, idWords)), [laneOf(call.name, call.key)]);
+    const answer = this.#failure.transact((store) => grants().then(({ charge, engine }) => charge(engine, store, call, idWords, figures)), [laneOf(call.name, call.key)]);
     const inline = config === undefined ? undefined : { config: config as RateLimitConfig };
     const settler = (data: GrantData, actual: number) => this.settle(data, actual, inline);
     return answer.then((result) => {
-      this.#refusals?.remember(call, result.ok ? { ok: true } : result);
-      refusal(call.name, result, given.throws);
-      if (!result.ok || result.grant === undefined) return result as GrantResult;
-      const handle = new Grant(result.grant, settler);
-      return result.retryAfter === undefined ? { ok: true, grant: handle } : { ok: true, retryAfter: result.retryAfter, grant: handle };
+      const { grant, ...decided } = result;
+      this.#refusals?.remember(call, decided.ok ? { ok: true } : decided);
+      refusal(call.name, decided, given.throws);
+      if (!decided.ok || grant === undefined) return decided as GrantResult;
+      return { ...decided, ok: true, grant: new Grant(grant, settler) };
     });
   }
 
@@ -407,7 +409,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const answer = await this.#failure.run<BatchAnswer | RateLimitResult>(
       policy,
       (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
-      (fallback) => (write ? fallback.limitAll(core) : fallback.checkAll(core)),
+      (fallback) => (write ? fallback.limitAll(core, { figures }) : fallback.checkAll(core, { figures })),
       this.#remote,
       calls.map((call) => laneOf(call.name, call.key)),
     );

@@ -28,6 +28,7 @@ export interface LimitOptions {
    * Answer with the limit's `figures` (quota, remaining, reset, window, and a
    * refusal's Retry-After in whole seconds), computed by the core from the
    * decision itself: what HTTP headers show, with no second round trip.
+   * With `grant: true`, the figures of the grant's charge.
    */
   figures?: boolean;
 }

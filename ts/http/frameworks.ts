@@ -10,7 +10,8 @@
  * @module
  */
 import type { RateLimitConfig } from "ratebound";
-import { decide, makePlan, responseOf, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./guard.js";
+import { decide, responseOf } from "./guard.js";
+import { makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./plan.js";
 
 declare global {
   // Express's own augmentation point (passport's `req.user`, multer's `req.file` extend it): when
@@ -106,8 +107,11 @@ export function honoRateLimit<Limits extends Record<string, RateLimitConfig>, C 
   const plan = makePlan<C>("honoRateLimit", limiter, name, options);
   return async (c, next) => {
     const decision = await decide(plan, c);
-    if (!decision.ok) return responseOf(decision);
+    // Set on the context too when refused: once c.res exists (cors() sets its fields on it before
+    // the route), Hono copies its fields over a Response a middleware returns, which would put back
+    // an earlier guard's fields alone.
     for (const [field, value] of decision.headers) c.header(field, value);
+    if (!decision.ok) return responseOf(decision);
     await next();
     // A handler that returns a Response of its own drops headers set before it: add them to a copy.
     const first = decision.headers[0];
