@@ -14,7 +14,10 @@ const limiter = new RateLimiter(redisStore(client), {
   login: { kind: "fixed window", rate: 5, period: 15 * MINUTE, onStoreError: { fallback: "memory" } },
 });
 
-/** Whether `ip` may try to log in now; how many tries are left, or how long to wait. */
+/**
+ * Whether `ip` may try to log in now; how many tries are left, or how long to wait.
+ * @param {string} ip
+ */
 export async function mayLogIn(ip) {
   const { ok, retryAfter, figures } = await limiter.limit("login", { key: ip, figures: true });
   // Every decision has figures, the fallback's too; only `onStoreError: "open"` admits without any.
