@@ -22,9 +22,14 @@ import { RateboundError } from "./errors.js";
 import { StoreCall, StoreTimeoutError, startTimer, type Degraded } from "./store-call.js";
 import type { RateLimitResult, RateLimitStore } from "./types.js";
 
-/** The lane of a limit's name and key (every shard of it, and its records). */
+/**
+ * The lane of a limit's name and key (every shard of it, and its records); the refusal cache keys
+ * by it too. Distinct pairs never share one: the name comes first after its length, then `-` (no
+ * key) or `+` and the key (a separator alone would let limit `"b\0c"` with key `"a"` meet limit `"c"`
+ * with key `"a\0b"`).
+ */
 export function laneOf(name: string, key: string | undefined): string {
-  return `${key === undefined ? "-" : `+${key}`}\u0000${name}`;
+  return `${name.length}:${name}${key === undefined ? "-" : `+${key}`}`;
 }
 
 /** Why a store failed a call, as {@link StoreCall.degradation} says (`undefined`: not the store). */
