@@ -8,6 +8,8 @@ import { join } from "node:path";
 import { openKv } from "@deno/kv";
 import { RateLimiter, StoreTimeoutError } from "../../pkg/dist/node.js";
 import { kvStore, kvTransaction } from "../../pkg/dist/deno-kv.js";
+import { createTable, sqliteStore } from "../../pkg/dist/sqlite.js";
+import Database from "better-sqlite3";
 import { scratch } from "../hosts/workerd.mjs";
 import { gate, transactionalStore } from "./stores.mjs";
 
@@ -198,5 +200,40 @@ describe("coalesced calls keep their own limiter's timeout (Deno KV, the real en
     assert.deepEqual(await first, { ok: true });
     assert.deepEqual(none, { ok: true });
     assert.deepEqual(await stored("pair"), { value: 3, ts: NOW }, "the degraded call's two tokens were never taken");
+  });
+});
+
+describe("coalesced calls keep their own limiter's timeout (better-sqlite3)", () => {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  test("a batch waiting for the connection behind the app's slow transaction: the call with a tight timeout is STORE_TIMEOUT at its own deadline and writes nothing, its batch-mate with none is answered", async () => {
+    const db = new Database(":memory:");
+    try {
+      await createTable(db);
+      const store = sqliteStore(db);
+      const lenient = new RateLimiter(store, { api: API }, clock);
+      const hasty = new RateLimiter(store, { api: API }, { ...clock, timeout: 150 });
+      await lenient.limit("api", { key: "warm" });
+      // The app's own transactions hold the connection (one at a time): 100 ms, then 200 ms.
+      const appFirst = store.transaction(() => sleep(100));
+      const started = Date.now();
+      const first = lenient.limit("api", { key: "k" }); // waits for the connection, holding k's turn
+      await new Promise((resolve) => setImmediate(resolve));
+      const appSecond = store.transaction(() => sleep(200));
+      const tight = hasty.limit("api", { key: "k" }).then(
+        (result) => assert.fail(`expected STORE_TIMEOUT, got ${JSON.stringify(result)}`),
+        (error) => [error.code, error.timeoutMs, Date.now() - started],
+      );
+      const none = lenient.limit("api", { key: "k" }); // one batch with the hasty call, run once k's turn is free
+      const [code, timeoutMs, elapsed] = await tight;
+      assert.deepEqual([code, timeoutMs], ["STORE_TIMEOUT", 150]);
+      assert.ok(elapsed >= 145 && elapsed < 250, `answered at its own deadline (after ${elapsed} ms), while its batch waited`);
+      assert.deepEqual(await first, { ok: true });
+      assert.deepEqual(await none, { ok: true }, "no timeout: never failed by a batch-mate's");
+      await Promise.all([appFirst, appSecond]);
+      assert.equal(db.prepare("SELECT value FROM ratebound WHERE name = 'api' AND key = 'k'").get().value, 3, "two tokens taken: the timed-out call wrote nothing");
+    } finally {
+      db.close();
+    }
   });
 });
