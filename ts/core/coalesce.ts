@@ -14,9 +14,10 @@
  * shares them. A call's `timeout` is its own, counted from its arrival, in its
  * lane and in its batch alike: a call whose limiter has none is never failed
  * because a batch-mate's has run out. A call whose time runs out during its
- * batch is answered `STORE_TIMEOUT` then, and writes nothing: the batch's
- * transaction, when its body ends, sees it and rolls back, and runs again
- * without it (as a single call's late body commits nothing). Only a deadline
+ * batch is answered `STORE_TIMEOUT` then, and writes nothing: the rest of the
+ * batch's body is refused (its next read or write, or its end), so the
+ * transaction rolls back, and the batch runs again without it (as a single
+ * call's late body commits nothing). Only a deadline
  * that passes while the commit itself is in flight, after the body, leaves its
  * charge committed, as it does for a single call. A turn that times out frees
  * the lane at once (its late reads and writes are refused, as `StoreCall` does).
@@ -148,7 +149,7 @@ export class Lanes {
       }
       if (entry.timeoutMs !== undefined) {
         // Its timeout counts from now. Still waiting then: it leaves its batch before it starts. In
-        // a batch's transaction: its batch runs again without it (see #runBatch).
+        // a batch's transaction: its batch runs again without it (see #attempt).
         const joined = batch;
         try {
           waiting.timer = startTimer(() => {
@@ -254,7 +255,7 @@ export class Lanes {
       );
     } catch (error) {
       release();
-      for (const waiting of members) answer(waiting, Promise.reject(error));
+      for (const waiting of members) answer(waiting, () => Promise.reject(error));
       return;
     }
     const latest = Math.max(...members.map((waiting) => waiting.deadline));
@@ -265,8 +266,8 @@ export class Lanes {
         release();
         members.forEach((waiting, index) => {
           const each = decided.each[index]!;
-          if (each instanceof RateboundError) answer(waiting, Promise.reject(each));
-          else answer(waiting, Promise.resolve(waiting.entry.figures || each.figures === undefined ? each : { result: each.result, figures: undefined }));
+          if (each instanceof RateboundError) answer(waiting, () => Promise.reject(each));
+          else answer(waiting, () => (waiting.entry.figures || each.figures === undefined ? each : { result: each.result, figures: undefined }));
         });
       },
       (error: unknown) => {
@@ -277,20 +278,20 @@ export class Lanes {
         for (const waiting of members) {
           // The batch's own bound ran out: each call left answers its own timeout.
           if (why === "store-timeout" && waiting.entry.timeoutMs !== undefined) timedOut(waiting);
-          else answer(waiting, waiting.entry.recover(error, why));
+          else answer(waiting, () => waiting.entry.recover(error, why));
         }
       },
     );
   }
 }
 
-/** Answers a call once (later answers are dropped) and stops its timer. */
-function answer(waiting: Waiting, result: Promise<Decided | RateLimitResult>): void {
+/** Answers a call once with what `result` makes (not made at all when it was answered already) and stops its timer. */
+function answer(waiting: Waiting, result: () => Decided | RateLimitResult | Promise<Decided | RateLimitResult>): void {
   if (waiting.answered) return;
   waiting.answered = true;
   if (waiting.timer !== undefined) clearTimeout(waiting.timer);
   waiting.timer = undefined;
-  result.then(waiting.resolve, waiting.reject);
+  new Promise<Decided | RateLimitResult>((resolve) => resolve(result())).then(waiting.resolve, waiting.reject);
 }
 
 /**
@@ -301,5 +302,5 @@ function timedOut(waiting: Waiting): void {
   if (waiting.answered) return;
   const timeout = new StoreTimeoutError(waiting.entry.timeoutMs!);
   waiting.running?.refuse(timeout);
-  answer(waiting, waiting.entry.recover(timeout, "store-timeout"));
+  answer(waiting, () => waiting.entry.recover(timeout, "store-timeout"));
 }
