@@ -628,6 +628,21 @@ for (const kind of KINDS) {
     const limits = () => ({ x: config(kind, { rate: 10, period: SECOND }), y: config(kind, { rate: 10, period: SECOND }) });
     const refs = [{ name: "x", shard: 0 }, { name: "y", shard: 0 }];
 
+    it("limitAll and checkAll take at most 128 requests: 129 is INVALID_ARGUMENT on requests, and the store is never touched (docs/concepts.md)", async () => {
+      const { limiter, store } = setup(limits());
+      const requests = (length) => Array.from({ length }, (_, index) => ({ name: index % 2 ? "x" : "y", key: `k${index}`, count: 0 }));
+      assert.deepEqual(await limiter.limitAll(requests(128)), { ok: true });
+      store.forget();
+      for (const method of ["limitAll", "checkAll"]) {
+        await assert.rejects(limiter[method](requests(129)), (error) => {
+          assert.deepEqual([error.name, error.code, error.field], ["TypeError", "INVALID_ARGUMENT", "requests"]);
+          assert.match(error.message, /at most 128 limits \(got 129\)/);
+          return true;
+        });
+      }
+      assert.deepEqual([store.reads, store.writes], [[], []]);
+    });
+
     it("limitAll grants all the limits together and consumes each", async () => {
       const { limiter } = setup(limits());
       assert.deepEqual(await limiter.limitAll([{ name: "x", count: 3 }, { name: "y", count: 4 }]), { ok: true });

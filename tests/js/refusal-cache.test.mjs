@@ -195,3 +195,21 @@ test("refusalCache: an option that is not true, false or { maxKeys } is INVALID_
   }
   for (const refusalCache of [true, false, undefined, {}, { maxKeys: 1 }]) new RateLimiter(new MemoryStore(), {}, { refusalCache });
 });
+
+test("refusalCache: a refusal of one limit and key never answers another pair whose name and key join the same (issue 28 item 5)", async () => {
+  // Keyed by key + "\0" + name, limit "b\0c" key "a" and limit "c" key "a\0b" were one entry:
+  // the second pair was refused for an hour (retryAfter 3,600,001) where the store admits it.
+  const clock = { now: NOW };
+  const store = new CountedStore();
+  const hourly = { kind: "token bucket", rate: 1, period: 3_600_000 };
+  const limiter = new RateLimiter(store, { "b\u0000c": hourly, c: hourly, "": hourly }, { now: () => clock.now, refusalCache: true });
+  assert.deepEqual(await limiter.limit("b\u0000c", { key: "a" }), { ok: true });
+  assert.equal((await limiter.limit("b\u0000c", { key: "a" })).ok, false);
+  clock.now = NOW + 1;
+  assert.deepEqual(await limiter.limit("c", { key: "a\u0000b" }), { ok: true }, "another pair: the store admits it");
+  // No key and a key that reads like the marker of none are two pairs as well.
+  await limiter.limit("c", {});
+  assert.equal((await limiter.limit("c", {})).ok, false);
+  assert.deepEqual(await limiter.limit("", { key: "1:c" }), { ok: true });
+  assert.deepEqual(await limiter.limit("c", { key: "-" }), { ok: true });
+});

@@ -2,9 +2,15 @@
 // on one key take turns. A turn that hangs frees its key when its timeout ends it; a call waiting
 // behind it answers by its own timeout, never reaching the store; each call of a failed batch
 // answers by its own policy; bad input never waits for a turn.
-import { describe, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { join } from "node:path";
+import { openKv } from "@deno/kv";
 import { RateLimiter, StoreTimeoutError } from "../../pkg/dist/node.js";
+import { kvStore, kvTransaction } from "../../pkg/dist/deno-kv.js";
+import { createTable, sqliteStore } from "../../pkg/dist/sqlite.js";
+import Database from "better-sqlite3";
+import { scratch } from "../hosts/workerd.mjs";
 import { gate, transactionalStore } from "./stores.mjs";
 
 const NOW = 1_700_000_000_000;
@@ -134,5 +140,100 @@ describe("coalesced calls take turns", () => {
     );
     assert.equal(store.begun, 2);
     assert.equal(store.get("api", "k").value, 0);
+  });
+});
+
+// Issue 28 item 4: a batch took the least time left among its calls, so one limiter's tight timeout
+// failed with STORE_TIMEOUT the calls of every limiter coalesced with it on the same store, its
+// own timeout or none. Now each call keeps its own: on the real Deno KV engine (through @deno/kv),
+// slowed to 100 ms a read.
+describe("coalesced calls keep their own limiter's timeout (Deno KV, the real engine through @deno/kv)", () => {
+  const READ_MS = 100;
+  let work;
+  let kv;
+  before(async () => {
+    work = scratch("coalesce-kv");
+    kv = await openKv(join(work.dir, "kv.sqlite"));
+  });
+  after(() => {
+    kv?.close();
+    work?.remove();
+  });
+
+  /** The same database, each read answered after READ_MS: a slow transaction. */
+  const slowKv = () => ({
+    get: (key, options) => new Promise((resolve) => setTimeout(resolve, READ_MS)).then(() => kv.get(key, options)),
+    atomic: () => kv.atomic(),
+  });
+  const stored = (key) => kvTransaction(kv, (tx) => tx.read({ name: "api", key, shard: 0 }));
+
+  test("in one batch, a call with no timeout and one with a long one are answered by the store; the call whose tight timeout runs out mid-batch is STORE_TIMEOUT at its own deadline and writes nothing", async () => {
+    const store = kvStore(slowKv());
+    const lenient = new RateLimiter(store, { api: API }, clock);
+    const hasty = new RateLimiter(store, { api: API }, { ...clock, timeout: 150 });
+    const patient = new RateLimiter(store, { api: API }, { ...clock, timeout: 5_000 });
+    const started = Date.now();
+    const first = lenient.limit("api", { key: "mixed" }); // its own turn: the next three wait for it, then go as one batch
+    const tight = hasty.limit("api", { key: "mixed" }).then(
+      (result) => assert.fail(`expected STORE_TIMEOUT, got ${JSON.stringify(result)}`),
+      (error) => [error, Date.now() - started],
+    );
+    const none = lenient.limit("api", { key: "mixed" });
+    const long = patient.limit("api", { key: "mixed" });
+    const [error, elapsed] = await tight;
+    assert.ok(error instanceof StoreTimeoutError);
+    assert.deepEqual([error.code, error.timeoutMs], ["STORE_TIMEOUT", 150], "its own limiter's timeout");
+    assert.ok(elapsed >= 145 && elapsed < 150 + READ_MS, `answered at its own deadline (after ${elapsed} ms), while its batch still read`);
+    assert.deepEqual(await first, { ok: true });
+    assert.deepEqual(await none, { ok: true }, "no timeout: never failed by a batch-mate's");
+    assert.deepEqual(await long, { ok: true }, "its own 5 s timeout, not the batch-mate's 150 ms");
+    assert.deepEqual(await stored("mixed"), { value: 2, ts: NOW }, "three tokens taken: the timed-out call's charge was rolled back with its batch's first attempt");
+  });
+
+  test('under "open", the call whose timeout runs out mid-batch is admitted degraded and charges nothing; its batch-mate with no timeout is answered by the store', async () => {
+    const store = kvStore(slowKv());
+    const lenient = new RateLimiter(store, { api: API }, clock);
+    const hasty = new RateLimiter(store, { api: API }, { ...clock, timeout: 150, onStoreError: "open" });
+    const first = lenient.limit("api", { key: "pair" });
+    const [tight, none] = await Promise.all([hasty.limit("api", { key: "pair", count: 2 }), lenient.limit("api", { key: "pair" })]);
+    assert.deepEqual([tight.ok, tight.degraded, tight.cause.timeoutMs], [true, "store-timeout", 150], "admitted degraded at its own 150 ms");
+    assert.deepEqual(await first, { ok: true });
+    assert.deepEqual(none, { ok: true });
+    assert.deepEqual(await stored("pair"), { value: 3, ts: NOW }, "the degraded call's two tokens were never taken");
+  });
+});
+
+describe("coalesced calls keep their own limiter's timeout (better-sqlite3)", () => {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  test("a batch waiting for the connection behind the app's slow transaction: the call with a tight timeout is STORE_TIMEOUT at its own deadline and writes nothing, its batch-mate with none is answered", async () => {
+    const db = new Database(":memory:");
+    try {
+      await createTable(db);
+      const store = sqliteStore(db);
+      const lenient = new RateLimiter(store, { api: API }, clock);
+      const hasty = new RateLimiter(store, { api: API }, { ...clock, timeout: 150 });
+      await lenient.limit("api", { key: "warm" });
+      // The app's own transactions hold the connection (one at a time): 100 ms, then 200 ms.
+      const appFirst = store.transaction(() => sleep(100));
+      const started = Date.now();
+      const first = lenient.limit("api", { key: "k" }); // waits for the connection, holding k's turn
+      await new Promise((resolve) => setImmediate(resolve));
+      const appSecond = store.transaction(() => sleep(200));
+      const tight = hasty.limit("api", { key: "k" }).then(
+        (result) => assert.fail(`expected STORE_TIMEOUT, got ${JSON.stringify(result)}`),
+        (error) => [error.code, error.timeoutMs, Date.now() - started],
+      );
+      const none = lenient.limit("api", { key: "k" }); // one batch with the hasty call, run once k's turn is free
+      const [code, timeoutMs, elapsed] = await tight;
+      assert.deepEqual([code, timeoutMs], ["STORE_TIMEOUT", 150]);
+      assert.ok(elapsed >= 145 && elapsed < 250, `answered at its own deadline (after ${elapsed} ms), while its batch waited`);
+      assert.deepEqual(await first, { ok: true });
+      assert.deepEqual(await none, { ok: true }, "no timeout: never failed by a batch-mate's");
+      await Promise.all([appFirst, appSecond]);
+      assert.equal(db.prepare("SELECT value FROM ratebound WHERE name = 'api' AND key = 'k'").get().value, 3, "two tokens taken: the timed-out call wrote nothing");
+    } finally {
+      db.close();
+    }
   });
 });

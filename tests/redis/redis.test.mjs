@@ -56,6 +56,13 @@ describe("ratebound/redis on a real redis-server", () => {
         await admin.set(redisKey(refs[1]), "3,1700000000000");
         await admin.set(redisKey(refs[2]), "null");
         for (const script of [READ_SCRIPT, COMMIT_SCRIPT]) await admin.scriptLoad(script);
+        // The store asks maxmemory-policy once, beside its first command (CONFIG GET; INFO in a script
+        // through @upstash/redis): let that pass before counting.
+        await store.transaction(async (tx) => tx.readMany([refs[4]]));
+        for (let waited = 0; !/cmdstat_(config\|get|eval):/.test(await admin.info("commandstats")); waited += 10) {
+          assert.ok(waited < 5_000, "the store's one maxmemory-policy probe reached the server");
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
         await admin.configResetStat();
         const seen = await store.transaction(async (tx) => {
           tx.write(refs[0], { value: -0, ts: 5 });

@@ -11,9 +11,16 @@
  * touches, so it never races a batch either.
  *
  * Lanes belong to the store object: every `RateLimiter` over the same store
- * shares them. A call's `timeout` covers its wait in a lane; a turn that
- * times out frees the lane at once (its late reads and writes are refused,
- * as `StoreCall` does).
+ * shares them. A call's `timeout` is its own, counted from its arrival, in its
+ * lane and in its batch alike: a call whose limiter has none is never failed
+ * because a batch-mate's has run out. A call whose time runs out during its
+ * batch is answered `STORE_TIMEOUT` then, and writes nothing: the rest of the
+ * batch's body is refused (its next read or write, or its end), so the
+ * transaction rolls back, and the batch runs again without it (as a single
+ * call's late body commits nothing). Only a deadline
+ * that passes while the commit itself is in flight, after the body, leaves its
+ * charge committed, as it does for a single call. A turn that times out frees
+ * the lane at once (its late reads and writes are refused, as `StoreCall` does).
  * @module
  */
 import { layout } from "./engine.js";
@@ -22,9 +29,14 @@ import { RateboundError } from "./errors.js";
 import { StoreCall, StoreTimeoutError, startTimer, type Degraded } from "./store-call.js";
 import type { RateLimitResult, RateLimitStore } from "./types.js";
 
-/** The lane of a limit's name and key (every shard of it, and its records). */
+/**
+ * The lane of a limit's name and key (every shard of it, and its records); the refusal cache keys
+ * by it too. Distinct pairs never share one: the name comes first after its length, then `-` (no
+ * key) or `+` and the key (a separator alone would let limit `"b\0c"` with key `"a"` meet limit `"c"`
+ * with key `"a\0b"`).
+ */
 export function laneOf(name: string, key: string | undefined): string {
-  return `${key === undefined ? "-" : `+${key}`}\u0000${name}`;
+  return `${name.length}:${name}${key === undefined ? "-" : `+${key}`}`;
 }
 
 /** Why a store failed a call, as {@link StoreCall.degradation} says (`undefined`: not the store). */
@@ -45,8 +57,14 @@ export interface Entry {
 /** An entry in its batch: when it must be answered by, and how. */
 interface Waiting {
   readonly entry: Entry;
+  /** Its arrival plus its `timeout` (ms, `Date.now()`'s clock); `Infinity`: none. */
   readonly deadline: number;
+  /** Its `timeout`'s timer, from its arrival until it is answered. */
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** Whether it has been answered (by its batch, or by its timeout): it is answered once. */
+  answered: boolean;
+  /** The store call of the batch it is in, once that has begun. */
+  running: StoreCall | undefined;
   resolve(answer: Decided | RateLimitResult): void;
   reject(error: unknown): void;
 }
@@ -121,7 +139,7 @@ export class Lanes {
   decide(lane: string, entry: Entry): Promise<Decided | RateLimitResult> {
     return new Promise((resolve, reject) => {
       const now = Date.now();
-      const waiting: Waiting = { entry, deadline: entry.timeoutMs === undefined ? Infinity : now + entry.timeoutMs, timer: undefined, resolve, reject };
+      const waiting: Waiting = { entry, deadline: entry.timeoutMs === undefined ? Infinity : now + entry.timeoutMs, timer: undefined, answered: false, running: undefined, resolve, reject };
       const queue = this.#lane(lane);
       const last = queue.turns.at(-1);
       let batch = last?.batch;
@@ -129,16 +147,16 @@ export class Lanes {
         const turn: Turn = { batch: (batch = []), start: () => this.#runBatch(lane, queue, turn.batch!) };
         queue.turns.push(turn);
       }
-      if (queue.busy && entry.timeoutMs !== undefined) {
-        // Its timeout counts from now: if its batch has not started by then, it is answered without it.
+      if (entry.timeoutMs !== undefined) {
+        // Its timeout counts from now. Still waiting then: it leaves its batch before it starts. In
+        // a batch's transaction: its batch runs again without it (see #attempt).
         const joined = batch;
         try {
           waiting.timer = startTimer(() => {
+            waiting.timer = undefined;
             const at = joined.indexOf(waiting);
-            if (at < 0) return;
-            joined.splice(at, 1);
-            const timeout = new StoreTimeoutError(entry.timeoutMs!);
-            entry.recover(timeout, "store-timeout").then(resolve, reject);
+            if (at >= 0) joined.splice(at, 1);
+            timedOut(waiting);
           }, entry.timeoutMs);
         } catch (error) {
           if (batch.length === 0) queue.turns.pop();
@@ -210,17 +228,23 @@ export class Lanes {
     const release = this.#releaser(id, lane);
     const now = Date.now();
     const members: Waiting[] = [];
-    let timeoutMs = Infinity;
     for (const waiting of batch.splice(0)) {
-      if (waiting.timer !== undefined) clearTimeout(waiting.timer);
-      if (waiting.deadline <= now) {
-        // Its time ran out as its turn came: answered as a timeout, never run.
-        waiting.entry.recover(new StoreTimeoutError(waiting.entry.timeoutMs!), "store-timeout").then(waiting.resolve, waiting.reject);
-        continue;
-      }
-      members.push(waiting);
-      timeoutMs = Math.min(timeoutMs, waiting.deadline - now);
+      if (waiting.answered) continue;
+      // Its time ran out as its turn came (its timer not yet run): answered as a timeout, never run.
+      if (waiting.deadline <= now) timedOut(waiting);
+      else members.push(waiting);
     }
+    this.#attempt(members, release);
+  }
+
+  /**
+   * One transaction for the batch's calls not answered yet. Its own bound is the latest of their
+   * deadlines (none when one of them has none): each call's own timer answers it at its own. When
+   * one times out while the body runs, the body's later reads and writes and its end are refused
+   * (the transaction rolls back: nothing of it is written) and the batch runs again without it.
+   */
+  #attempt(batch: readonly Waiting[], release: () => void): void {
+    const members = batch.filter((waiting) => !waiting.answered);
     if (members.length === 0) return release();
     let planned;
     try {
@@ -231,24 +255,52 @@ export class Lanes {
       );
     } catch (error) {
       release();
-      for (const waiting of members) waiting.reject(error);
+      for (const waiting of members) answer(waiting, () => Promise.reject(error));
       return;
     }
-    const storeCall = new StoreCall(timeoutMs === Infinity ? undefined : timeoutMs);
+    const latest = Math.max(...members.map((waiting) => waiting.deadline));
+    const storeCall = new StoreCall(latest === Infinity ? undefined : Math.max(1, latest - Date.now()));
+    for (const waiting of members) waiting.running = storeCall;
     storeCall.run(this.#store, (tx) => run(tx, planned)).then(
-      (answer) => {
+      (decided) => {
         release();
         members.forEach((waiting, index) => {
-          const decided = answer.each[index]!;
-          if (decided instanceof RateboundError) waiting.reject(decided);
-          else waiting.resolve(waiting.entry.figures || decided.figures === undefined ? decided : { result: decided.result, figures: undefined });
+          const each = decided.each[index]!;
+          if (each instanceof RateboundError) answer(waiting, () => Promise.reject(each));
+          else answer(waiting, () => (waiting.entry.figures || each.figures === undefined ? each : { result: each.result, figures: undefined }));
         });
       },
       (error: unknown) => {
+        // A call timed out while the body ran: the body was refused, so nothing of it committed.
+        if (storeCall.refused) return this.#attempt(members, release);
         release();
         const why = storeCall.degradation(error);
-        for (const waiting of members) waiting.entry.recover(error, why).then(waiting.resolve, waiting.reject);
+        for (const waiting of members) {
+          // The batch's own bound ran out: each call left answers its own timeout.
+          if (why === "store-timeout" && waiting.entry.timeoutMs !== undefined) timedOut(waiting);
+          else answer(waiting, () => waiting.entry.recover(error, why));
+        }
       },
     );
   }
+}
+
+/** Answers a call once with what `result` makes (not made at all when it was answered already) and stops its timer. */
+function answer(waiting: Waiting, result: () => Decided | RateLimitResult | Promise<Decided | RateLimitResult>): void {
+  if (waiting.answered) return;
+  waiting.answered = true;
+  if (waiting.timer !== undefined) clearTimeout(waiting.timer);
+  waiting.timer = undefined;
+  new Promise<Decided | RateLimitResult>((resolve) => resolve(result())).then(waiting.resolve, waiting.reject);
+}
+
+/**
+ * Answers a call whose `timeout` ran out: its policy's answer to a `STORE_TIMEOUT` of its own
+ * `timeout`. In a batch's transaction, the rest of the body is refused (see {@link StoreCall.refuse}).
+ */
+function timedOut(waiting: Waiting): void {
+  if (waiting.answered) return;
+  const timeout = new StoreTimeoutError(waiting.entry.timeoutMs!);
+  waiting.running?.refuse(timeout);
+  answer(waiting, () => waiting.entry.recover(timeout, "store-timeout"));
 }

@@ -105,6 +105,8 @@ export function plainCall<T>(store: RateLimitStore, work: (store: RateLimitStore
 export class StoreCall {
   readonly #timeoutMs: number | undefined;
   #timeout: StoreTimeoutError | undefined;
+  /** Why {@link StoreCall.refuse} refused the rest of the call. */
+  #refusal: Error | undefined;
   /** What the store's `read` and `write` threw or rejected with. */
   readonly #storeErrors: unknown[] = [];
   /** What the transaction's body threw or rejected with (the core's errors among them). */
@@ -205,6 +207,23 @@ export class StoreCall {
 
   #refuseIfLate(): void {
     if (this.#timeout !== undefined) throw this.#timeout;
+    if (this.#refusal !== undefined) throw this.#refusal;
+  }
+
+  /**
+   * Refuses the call's later reads and writes, and its body's end, with `error`, as its own timeout
+   * does, without ending the call: a coalesced batch whose call ran out of time (`coalesce.ts`)
+   * rolls back, to run again without it.
+   *
+   * @param error What the refused body throws (the first one given).
+   */
+  refuse(error: Error): void {
+    this.#refusal ??= error;
+  }
+
+  /** Whether the transaction's body failed because {@link StoreCall.refuse} refused it (so it committed nothing). */
+  get refused(): boolean {
+    return this.#refusal !== undefined && this.#bodyErrors.includes(this.#refusal);
   }
 
   /** `store`, recording what its methods throw, and refusing every call once the call timed out. */

@@ -19,6 +19,7 @@ import { RateboundTypeError, type RateLimitState, type RemoteAnswer, type Remote
 import { OptimisticStore, type OptimisticHost, type OptimisticOptions, type OptimisticTransaction } from "./shared/optimistic.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
 import { DECIDE_SCRIPT } from "./redis-script.js";
+import { watchEviction } from "./redis-eviction.js";
 
 export { DECIDE_SCRIPT };
 
@@ -576,7 +577,8 @@ function checkPrefix(prefix: unknown): string {
 export function redisStore(client: RedisClientLike, given: RedisStoreOptions = {}): RedisStore {
   const options = ownCopy("redisStore", given, ["prefix", "timeoutMs", ...OPTIMISTIC_OPTIONS]);
   const { prefix = "ratebound:", timeoutMs = 5000, ...retry } = options;
-  const commands = commandsOf(client);
+  // On its first command, the store also asks the server's maxmemory-policy (once, not awaited): allkeys-* warns.
+  const commands = watchEviction(client, commandsOf(client));
   if (typeof timeoutMs !== "number" || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
     throw invalidArgument("timeoutMs", `timeoutMs must be a positive finite number of milliseconds (got ${String(timeoutMs)})`);
   }
