@@ -50,7 +50,7 @@ export const FRAMEWORKS = {
       else if (ctx.path === "/login" && ctx.method === "POST") {
         calls.count++;
         if (passwordOf(ctx.headers) === "right") ctx.body = { welcome: true };
-        else (ctx.status = 401), (ctx.body = { wrong: true });
+        else ctx.throw(401, "wrong password"); // through the guard as an error: it counts with its status
       }
     });
     const server = await new Promise((resolve) => {

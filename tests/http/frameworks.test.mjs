@@ -111,9 +111,12 @@ for (const framework of Object.keys(FRAMEWORKS)) {
 }
 
 describe("NestJS", () => {
-  test("the guard is a CanActivate for HTTP only: another context is the app's bug, named", async () => {
+  test("the guard is a CanActivate for HTTP on the Express platform: another context or platform is the app's bug, named", async () => {
     const guard = (await import("../../pkg/dist/http.js")).nestRateLimit(limiterOn(), "api");
     await assert.rejects(guard.canActivate({ getType: () => "rpc", switchToHttp: () => assert.fail("not HTTP") }), { code: "HTTP_GUARD_CONFIG", message: /guards HTTP requests \(got a rpc context\)/ });
+    // A Fastify reply, as Nest's Fastify platform gives it: no setHeader. Refused by name, never half-written.
+    const fastifyPlatform = { getType: () => "http", switchToHttp: () => ({ getRequest: () => ({ headers: {}, get: () => undefined }), getResponse: () => ({ code() {}, header() {}, send() {} }) }) };
+    await assert.rejects(guard.canActivate(fastifyPlatform), { code: "HTTP_GUARD_CONFIG", message: /needs Nest's Express platform/ });
   });
 });
 

@@ -54,6 +54,9 @@ export function nestRateLimit<Limits extends Record<string, RateLimitConfig>, Re
       const http = context.switchToHttp();
       const req = http.getRequest() as Req;
       const res = http.getResponse() as ExpressResponseLike;
+      if (typeof res?.setHeader !== "function") {
+        throw new HttpGuardError("HTTP_GUARD_CONFIG", "ratebound/http: nestRateLimit needs Nest's Express platform (the response has no setHeader); on the Fastify platform, register fastifyRateLimit on app.getHttpAdapter().getInstance()");
+      }
       const decision = await decide(plan, req);
       if (!res.headersSent) for (const [field, value] of decision.headers) res.setHeader(field, value);
       if (decision.ok) {
