@@ -6,6 +6,11 @@
 // and nothing the framework logs about the answers.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import * as lib from "../../pkg/dist/node.js";
 import { FRAMEWORKS } from "./framework-apps.mjs";
 import { ALGORITHMS, START, expectedFields } from "./scenarios.mjs";
@@ -136,4 +141,20 @@ describe("Fastify", () => {
       await app.close();
     }
   });
+});
+
+test("ratebound/http loads, as ESM and through require, in a project without any of the frameworks", () => {
+  const dir = mkdtempSync(join(tmpdir(), "ratebound-no-frameworks-"));
+  try {
+    mkdirSync(join(dir, "node_modules"));
+    cpSync(fileURLToPath(new URL("../../pkg/", import.meta.url)), join(dir, "node_modules", "ratebound"), { recursive: true });
+    const names = "fastifyRateLimit,koaRateLimit,nestRateLimit,sveltekitRateLimit,makePlan,decide,responseOf,rateLimitHeaders";
+    const esm = `const http = await import("ratebound/http"); console.log("${names}".split(",").map((name) => typeof http[name]).join())`;
+    const cjs = `const http = require("ratebound/http"); console.log("${names}".split(",").map((name) => typeof http[name]).join())`;
+    const functions = new Array(8).fill("function").join();
+    assert.equal(execFileSync(process.execPath, ["--input-type=module", "-e", esm], { cwd: dir, encoding: "utf8" }).trim(), functions);
+    assert.equal(execFileSync(process.execPath, ["-e", cjs], { cwd: dir, encoding: "utf8" }).trim(), functions);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
