@@ -1,7 +1,8 @@
 // examples/http/sveltekit as a user runs it: a real SvelteKit 2 app (Svelte 5, Vite 7) built with
 // `vite build` and served by `vite preview`, its hooks.server.js guarding every request with
 // sveltekitRateLimit on a real redis-server on loopback. Pages and endpoints carry the draft-10
-// fields, the request past the bound is a 429 with Retry-After, Redis stopped is a 503 with
+// fields, the request past the bound is a 429 with Retry-After, failed logins count and
+// successful ones are refunded, Redis stopped is a 503 with
 // Retry-After (logged, the server lives on), Redis back is allowed again. The build takes about
 // 20 s here; it runs once, in a scratch copy with the built package installed beside the real
 // framework.
@@ -99,6 +100,20 @@ describe("SvelteKit: examples/http/sveltekit built with vite build, served by vi
     const body = await refused.json();
     assert.equal(body.status, 429);
     assert.deepEqual(body["violated-policies"], ["api"]);
+  });
+
+  test("POST /login under its own limit: successes are refunded, 5 failures per 15 minutes, then 429", async () => {
+    const login = async (password) => {
+      const response = await fetch(`${base}/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ password }) });
+      await response.arrayBuffer();
+      return response;
+    };
+    for (let attempt = 0; attempt < 8; attempt++) assert.equal((await login("correct horse")).status, 200, `success ${attempt + 1} takes nothing`);
+    for (let attempt = 0; attempt < 5; attempt++) assert.equal((await login(`guess ${attempt}`)).status, 401);
+    const refused = await login("guess 6");
+    assert.equal(refused.status, 429);
+    assert.ok(Number(refused.headers.get("retry-after")) > 0);
+    assert.equal((await login("correct horse")).status, 429, "the budget is spent: even the right password waits");
   });
 
   test("Redis stopped: a 503 with Retry-After, logged, and the server lives on; Redis back: allowed again", async () => {
