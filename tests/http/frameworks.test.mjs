@@ -126,6 +126,27 @@ describe("NestJS", () => {
 });
 
 describe("Fastify", () => {
+  test("the hook as a route's preHandler: count reads the parsed body", async () => {
+    const { default: Fastify } = await import("fastify");
+    const http = await import("../../pkg/dist/http.js");
+    const limiter = limiterOn();
+    const app = Fastify();
+    const batch = http.fastifyRateLimit(limiter, "api", { key: () => "ada", count: (request) => request.body.items.length });
+    app.post("/batch", { preHandler: batch.hook }, async (request) => ({ took: request.body.items.length }));
+    try {
+      const send = (items) => app.inject({ method: "POST", url: "/batch", payload: { items } });
+      const first = await send([1, 2]);
+      assert.equal(first.statusCode, 200);
+      assert.equal(first.headers.ratelimit, '"api";r=1;t=40');
+      const refused = await send([3, 4]);
+      assert.equal(refused.statusCode, 429, "2 tokens asked, 1 left");
+      assert.equal(refused.headers["content-type"], "application/problem+json");
+      assert.equal((await send([5])).statusCode, 200);
+    } finally {
+      await app.close();
+    }
+  });
+
   test("the plugin guards the context it is registered in: at the root, every route", async () => {
     const { default: Fastify } = await import("fastify");
     const http = await import("../../pkg/dist/http.js");

@@ -49,6 +49,10 @@ export const handles: Handle = sequence(
   sveltekitRateLimit(limiter, "api", { key: (event: RequestEvent) => event.cookies.get("session") }),
   sveltekitRateLimit(limiter, "login", { key: (event) => (event.route.id === "/login" ? ipKey(event.getClientAddress()) : undefined) }),
 );
+const perClient = { key: (event: RequestEvent) => ipKey(event.getClientAddress()) };
+const apiHandle = sveltekitRateLimit(limiter, "api", perClient);
+const loginHandle = sveltekitRateLimit(limiter, "login", { ...perClient, refundSuccessful: true });
+export const routed: Handle = ({ event, resolve }) => (event.url.pathname === "/login" ? loginHandle : apiHandle)({ event, resolve });
 
 // The generic API, for any other framework.
 const plan = makePlan<Request>("myGuard", limiter, "api", { key: (request) => request.headers.get("x-api-key") ?? undefined });
