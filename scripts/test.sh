@@ -22,7 +22,7 @@ node_modules/.bin/vitest run --config tests/hosts/vitest.config.mjs
 echo "== Hosts: Durable Objects in workerd (Miniflare), Deno KV in Deno and in Node (@deno/kv), the examples and their types"
 node --test --test-reporter=spec tests/hosts/
 
-echo "== HTTP: ratebound/http in Node, Deno and Bun servers, Hono (app.request and workerd), Express 5 on loopback, and the frameworks' types"
+echo "== HTTP: ratebound/http in Node, Deno and Bun servers, Hono (app.request and workerd), Express 5, Fastify 5, Koa 3 and NestJS 11 on loopback, a SvelteKit 2 app built with vite and served by vite preview, and the frameworks' types"
 node --test --test-reporter=spec tests/http/
 node_modules/.bin/tsc -p tests/http/types
 node_modules/.bin/tsc -p tests/http/types/tsconfig.es2020.json

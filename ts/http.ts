@@ -1,7 +1,10 @@
 /**
  * ratebound in front of HTTP handlers: {@link httpGuard} for any fetch-standard
  * handler (Workers, Deno, Bun, Next.js route handlers), and thin middleware for
- * Hono ({@link honoRateLimit}) and Express or Connect ({@link expressRateLimit}).
+ * Hono ({@link honoRateLimit}), Express or Connect ({@link expressRateLimit}), Fastify
+ * ({@link fastifyRateLimit}), Koa ({@link koaRateLimit}), NestJS ({@link nestRateLimit}) and
+ * SvelteKit ({@link sveltekitRateLimit}); {@link makePlan}, {@link decide} and {@link responseOf}
+ * for any other framework.
  * A refusal is a 429 with `Retry-After` in whole seconds (never early); a
  * limiter that failed closed is a 503 with `Retry-After`; the
  * `RateLimit-Policy` and `RateLimit` header fields (draft-ietf-httpapi-ratelimit-headers-10
@@ -17,6 +20,14 @@ export { HttpGuardError } from "./http/errors.js";
 export type { HttpGuardErrorCode } from "./http/errors.js";
 export { honoRateLimit, expressRateLimit } from "./http/frameworks.js";
 export type { ExpressNext, ExpressRequestLike, ExpressResponseLike, HonoContextLike } from "./http/frameworks.js";
+export { fastifyRateLimit } from "./http/fastify.js";
+export type { FastifyInstanceLike, FastifyRateLimitHook, FastifyRateLimitPlugin, FastifyReplyLike, FastifyRequestLike } from "./http/fastify.js";
+export { koaRateLimit } from "./http/koa.js";
+export type { KoaContextLike } from "./http/koa.js";
+export { nestRateLimit } from "./http/nestjs.js";
+export type { NestExecutionContextLike, NestRateLimitGuard } from "./http/nestjs.js";
+export { sveltekitRateLimit } from "./http/sveltekit.js";
+export type { SvelteKitEventLike, SvelteKitRateLimitHandle } from "./http/sveltekit.js";
 export { HEADER_DRAFTS, MAX_HEADER_INTEGER, isPolicyName, rateLimitHeaders } from "./http/headers.js";
 export type { HeaderDraft, HeaderPairs, NamedFigures } from "./http/headers.js";
 export { ipKey } from "./http/ip.js";

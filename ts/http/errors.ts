@@ -5,7 +5,8 @@
 
 /**
  * What went wrong in `ratebound/http`:
- * - `HTTP_GUARD_CONFIG`: a guard (or `ipKey`) was given a bad option; thrown when it is made, naming it.
+ * - `HTTP_GUARD_CONFIG`: a guard (or `ipKey`) was given a bad option; thrown when it is made, naming it
+ *   (and by `nestRateLimit` for a request it cannot answer: not HTTP, or not Nest's Express platform).
  * - `HTTP_GUARD_KEY`: `options.key(request)` gave something other than a string or `undefined` (a bug in the app: the request fails).
  * - `HTTP_GUARD_COUNT`: `options.count(request)` gave something other than a finite number `>= 0` (a bug in the app).
  * - `HTTP_GUARD_IP`: `ipKey` was given something that is not an IP address; a guard whose `key` throws it answers `400 Bad Request`.

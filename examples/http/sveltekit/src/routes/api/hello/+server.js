@@ -1,0 +1,5 @@
+import { json } from "@sveltejs/kit";
+
+export function GET() {
+  return json({ hello: "world" });
+}
