@@ -8,7 +8,8 @@
  * @module
  */
 import type { RateLimitConfig } from "ratebound";
-import { decide, makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./guard.js";
+import { decide } from "./guard.js";
+import { makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./plan.js";
 
 /** What the hook, and a typical `key`, use of Fastify's request. */
 export interface FastifyRequestLike {

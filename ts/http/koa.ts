@@ -6,7 +6,8 @@
  * @module
  */
 import type { RateLimitConfig } from "ratebound";
-import { decide, makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./guard.js";
+import { decide } from "./guard.js";
+import { makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./plan.js";
 
 /** What the Koa middleware, and a typical `key`, use of Koa's context. */
 export interface KoaContextLike {

@@ -9,7 +9,8 @@
 import type { RateLimitConfig } from "ratebound";
 import { HttpGuardError } from "./errors.js";
 import type { ExpressRequestLike, ExpressResponseLike } from "./frameworks.js";
-import { decide, makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./guard.js";
+import { decide } from "./guard.js";
+import { makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./plan.js";
 
 /** What the guard uses of Nest's `ExecutionContext`. */
 export interface NestExecutionContextLike {

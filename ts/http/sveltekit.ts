@@ -7,7 +7,8 @@
  * @module
  */
 import type { RateLimitConfig } from "ratebound";
-import { decide, makePlan, responseOf, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./guard.js";
+import { decide, responseOf } from "./guard.js";
+import { makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./plan.js";
 
 /** What the handle, and a typical `key`, use of SvelteKit's `RequestEvent`. */
 export interface SvelteKitEventLike {
