@@ -1,0 +1,148 @@
+// ratebound/postgres takes the ORMs' databases and transactions as they are, on a real
+// PostgreSQL server: Drizzle (node-postgres and postgres.js drivers), Kysely (PostgresDialect
+// over pg) and Prisma 7 (@prisma/adapter-pg). For each, the shared scenarios with the ORM's
+// database for calls of their own and its transaction for the app's (a commit keeps the app's
+// write and the limit together, a rollback consumes nothing), then 120 concurrent transactions
+// and 120 concurrent calls of their own on one key admit exactly the capacity of 50.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import pg from "pg";
+import postgres from "postgres";
+import { sql as drizzleSql } from "drizzle-orm";
+import { drizzle as drizzleNodePg } from "drizzle-orm/node-postgres";
+import { drizzle as drizzlePostgresJs } from "drizzle-orm/postgres-js";
+import { CompiledQuery, Kysely, PostgresDialect } from "kysely";
+import { PrismaPg } from "@prisma/adapter-pg";
+import { startPostgres } from "./postgres-server.mjs";
+import { limiterOn, pgHost, postgresScenarios } from "./postgres-scenarios.mjs";
+import { prismaClient } from "./prisma-client.mjs";
+
+let server;
+const closers = [];
+before(async () => {
+  server = await startPostgres();
+});
+after(async () => {
+  for (const close of closers.reverse()) await close().catch(() => {});
+  server?.stop();
+});
+
+/** A fresh database on the server with ratebound's table and the scenarios' posts table; its URL. */
+async function freshDatabase(name) {
+  const admin = new pg.Client({ connectionString: server.connectionString });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = server.connectionString.replace(/\/postgres$/, `/${name}`);
+  const setup = new pg.Client({ connectionString: url });
+  await setup.connect();
+  await pgHost.createTable(setup);
+  await setup.query("CREATE TABLE posts (id serial PRIMARY KEY, author text NOT NULL, body text NOT NULL)");
+  await setup.end();
+  return url;
+}
+
+/** Drizzle's `sql` for a `$1`-style statement: the text between placeholders raw, each value a bound parameter. */
+const drizzleStatement = (text, params) =>
+  drizzleSql.join(text.split(/\$(\d+)/).map((piece, index) => (index % 2 === 1 ? drizzleSql`${params[Number(piece) - 1]}` : drizzleSql.raw(piece))));
+const drizzleRows = (result) => (Array.isArray(result) ? [...result] : result.rows);
+
+/**
+ * Each ORM: `open(url)` → `{ db, query, transaction, close }`, where `transaction(fn)` runs `fn`
+ * in the ORM's own transaction (rolled back when `fn` throws) with `query(tx, text, params)` on it.
+ */
+const orms = {
+  "Drizzle (node-postgres)": async (url) => {
+    const pool = new pg.Pool({ connectionString: url, max: 20 });
+    const db = drizzleNodePg(pool);
+    return {
+      db,
+      query: async (text, params = []) => (await pool.query(text, params)).rows,
+      transaction: (fn) => db.transaction(fn),
+      txQuery: async (tx, text, params) => drizzleRows(await tx.execute(drizzleStatement(text, params))),
+      close: () => pool.end(),
+    };
+  },
+  "Drizzle (postgres.js)": async (url) => {
+    const client = postgres(url, { max: 20, onnotice: () => {} });
+    const db = drizzlePostgresJs(client);
+    return {
+      db,
+      query: async (text, params = []) => [...(await client.unsafe(text, params))],
+      transaction: (fn) => db.transaction(fn),
+      txQuery: async (tx, text, params) => drizzleRows(await tx.execute(drizzleStatement(text, params))),
+      close: () => client.end(),
+    };
+  },
+  Kysely: async (url) => {
+    const db = new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 20 }) }) });
+    return {
+      db,
+      query: async (text, params = []) => (await db.executeQuery(CompiledQuery.raw(text, params))).rows,
+      transaction: (fn) => db.transaction().execute(fn),
+      txQuery: async (trx, text, params) => (await trx.executeQuery(CompiledQuery.raw(text, params))).rows,
+      close: () => db.destroy(),
+    };
+  },
+  "Prisma 7 (@prisma/adapter-pg)": async (url) => {
+    const { PrismaClient } = await prismaClient();
+    // Interactive transactions wait up to 20 s for a connection and run up to 20 s (defaults 2 s and
+    // 5 s), for 120 transactions at once on a pool of 20.
+    const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: 20 }), transactionOptions: { maxWait: 20_000, timeout: 20_000 } });
+    return {
+      db: prisma,
+      query: (text, params = []) => prisma.$queryRawUnsafe(text, ...params),
+      transaction: (fn) => prisma.$transaction(fn),
+      txQuery: (tx, text, params) => tx.$queryRawUnsafe(text, ...params),
+      close: () => prisma.$disconnect(),
+    };
+  },
+};
+
+for (const [name, open] of Object.entries(orms)) {
+  describe(`${name} on a real PostgreSQL server`, () => {
+    let orm;
+    before(async () => {
+      orm = await open(await freshDatabase(name.toLowerCase().replace(/[^a-z0-9]+/g, "_").replace(/_$/, "")));
+      closers.push(orm.close);
+    });
+
+    postgresScenarios({
+      db: () => orm.db,
+      query: (text, params) => orm.query(text, params),
+      // The scenarios run their own statements as tx.query(text, params): here through the ORM's own API.
+      inTransaction: (fn) =>
+        orm.transaction((tx) => {
+          tx.query = (text, params = []) => orm.txQuery(tx, text, params);
+          return fn(tx);
+        }),
+    });
+
+    test("120 concurrent ORM transactions on one key admit exactly the capacity of 50, each with its insert", async () => {
+      const limits = { burst: { kind: "token bucket", rate: 50, period: 86_400_000 } };
+      const outcomes = await Promise.all(
+        Array.from({ length: 120 }, (_, index) =>
+          orm.transaction(async (tx) => {
+            const { ok } = await limiterOn(pgHost.postgresStore(tx), limits).limit("burst", { key: "tx" });
+            if (ok) await orm.txQuery(tx, "INSERT INTO posts (author, body) VALUES ($1, $2)", ["burst", `post ${index}`]);
+            return ok;
+          }),
+        ),
+      );
+      assert.equal(outcomes.filter(Boolean).length, 50);
+      assert.deepEqual(await orm.query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'tx'"), [{ value: 0 }]);
+      assert.deepEqual(await orm.query("SELECT count(*)::int AS n FROM posts WHERE author = 'burst'"), [{ n: 50 }]);
+    });
+
+    test("120 concurrent calls of their own on the ORM's database admit exactly 50, and a grant and reset run in its transactions", async () => {
+      const limits = { burst: { kind: "token bucket", rate: 50, period: 86_400_000 } };
+      const limiter = limiterOn(pgHost.postgresStore(orm.db), limits);
+      const outcomes = await Promise.all(Array.from({ length: 120 }, () => limiter.limit("burst", { key: "own" })));
+      assert.equal(outcomes.filter((outcome) => outcome.ok).length, 50);
+      assert.equal((await limiter.getValue("burst", { key: "own" })).value, 0);
+      await limiter.reset("burst", { key: "own" });
+      assert.deepEqual(await orm.query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'own'"), []);
+      assert.equal((await limiter.getValue("burst", { key: "own" })).value, 50);
+    });
+  });
+}
