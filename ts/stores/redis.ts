@@ -19,8 +19,10 @@ import { RateboundTypeError, type RateLimitState, type RemoteAnswer, type Remote
 import { OptimisticStore, type OptimisticHost, type OptimisticOptions, type OptimisticTransaction } from "./shared/optimistic.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
 import { DECIDE_SCRIPT } from "./redis-script.js";
+import { fromRedisClient, type BunRedisClientLike, type GlideClientLike } from "./redis-clients.js";
 
 export { DECIDE_SCRIPT };
+export type { BunRedisClientLike, GlideClientLike } from "./redis-clients.js";
 
 /** What ratebound uses of a node-redis client (v5/v6, single node or cluster). */
 export interface NodeRedisLike {
@@ -573,10 +575,10 @@ function checkPrefix(prefix: unknown): string {
  * const limiter = new RateLimiter(redisStore(client), { post: { kind: "token bucket", rate: 10, period: MINUTE } });
  * const { ok, retryAfter } = await limiter.limit("post", { key: userId });
  */
-export function redisStore(client: RedisClientLike, given: RedisStoreOptions = {}): RedisStore {
+export function redisStore(client: RedisClientLike | BunRedisClientLike | GlideClientLike, given: RedisStoreOptions = {}): RedisStore {
   const options = ownCopy("redisStore", given, ["prefix", "timeoutMs", ...OPTIMISTIC_OPTIONS]);
   const { prefix = "ratebound:", timeoutMs = 5000, ...retry } = options;
-  const commands = commandsOf(client);
+  const commands = commandsOf(fromRedisClient(client));
   if (typeof timeoutMs !== "number" || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
     throw invalidArgument("timeoutMs", `timeoutMs must be a positive finite number of milliseconds (got ${String(timeoutMs)})`);
   }
