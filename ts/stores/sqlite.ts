@@ -13,8 +13,10 @@ import { wrongArgument, type RateLimitState, type RateLimitStore, type StateRef 
 import { codedError, hasMethod, oneAtATime, quotedTable, refColumns, sqliteStatements, stateOf, upsertParams, type WriteInfo } from "./shared/sql.js";
 import { d1Store, type D1DatabaseLike, type D1StoreOptions } from "./d1.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
+import { isLibsql, libsqlRun, libsqlStore, type LibsqlClientLike, type LibsqlTransactionLike } from "./sqlite-libsql.js";
 
 export { SqlStoreError, type WriteInfo } from "./shared/sql.js";
+export type { LibsqlClientLike, LibsqlExecutorLike, LibsqlTransactionLike } from "./sqlite-libsql.js";
 export { d1Store, d1Transaction, D1ConflictError, D1Transaction, type D1DatabaseLike, type D1PreparedStatementLike, type D1StoreOptions } from "./d1.js";
 
 /** One prepared statement, as better-sqlite3 has it. */
@@ -83,11 +85,12 @@ export function createTableSql(given: Pick<SqliteStoreOptions, "table"> = {}): s
  * @example
  * await createTable(new Database("app.db"));
  */
-export async function createTable(db: SqliteDatabaseLike | D1DatabaseLike, given: Pick<SqliteStoreOptions, "table"> = {}): Promise<void> {
+export async function createTable(db: SqliteDatabaseLike | D1DatabaseLike | LibsqlClientLike | LibsqlTransactionLike, given: Pick<SqliteStoreOptions, "table"> = {}): Promise<void> {
   const options = ownCopy("createTable", given, ["table"]);
   const sql = createTableSql(options);
   try {
-    if (isD1(db)) await db.prepare(sql).run();
+    if (isLibsql(db)) await libsqlRun(db, sql);
+    else if (isD1(db)) await db.prepare(sql).run();
     else db.prepare(sql).run();
   } catch (error) {
     throw codedError("sqlite", error);
@@ -104,11 +107,12 @@ export async function createTable(db: SqliteDatabaseLike | D1DatabaseLike, given
  * @example
  * setInterval(() => pruneStates(db), HOUR);
  */
-export async function pruneStates(db: SqliteDatabaseLike | D1DatabaseLike, given: Pick<SqliteStoreOptions, "table"> & { now?: number } = {}): Promise<number> {
+export async function pruneStates(db: SqliteDatabaseLike | D1DatabaseLike | LibsqlClientLike | LibsqlTransactionLike, given: Pick<SqliteStoreOptions, "table"> & { now?: number } = {}): Promise<number> {
   const options = ownCopy("pruneStates", given, ["table", "now"]);
   const sql = `DELETE FROM ${quotedTable("sqlite", options.table ?? "ratebound")} WHERE full_at <= ?`;
   const now = options.now ?? Date.now();
   try {
+    if (isLibsql(db)) return await libsqlRun(db, sql, [now]);
     if (isD1(db)) {
       const result = (await db.prepare(sql).bind(now).run()) as { meta?: { changes?: number } };
       return result.meta?.changes ?? 0;
@@ -161,9 +165,10 @@ function sqliteShapeHint(db: unknown): string {
  *   db.exec("COMMIT");
  * } catch (error) { db.exec("ROLLBACK"); throw error; }
  */
-export function sqliteStore(db: SqliteDatabaseLike | D1DatabaseLike, given: SqliteStoreOptions = {}): RateLimitStore {
+export function sqliteStore(db: SqliteDatabaseLike | D1DatabaseLike | LibsqlClientLike | LibsqlTransactionLike, given: SqliteStoreOptions = {}): RateLimitStore {
   const options = ownCopy("sqliteStore", given, ["table", ...OPTIMISTIC_OPTIONS]);
   if (isD1(db)) return d1Store(db, options);
+  if (isLibsql(db)) return libsqlStore(db, quotedTable("sqlite", options.table ?? "ratebound"));
   if (!hasMethod(db, "prepare") || !hasMethod(db, "exec") || openTransaction(db) === undefined) {
     throw wrongArgument(
       "ratebound/sqlite",
