@@ -1,6 +1,8 @@
 // ratebound/postgres takes the ORMs' databases and transactions as they are, on a real
 // PostgreSQL server: Drizzle (node-postgres and postgres.js drivers), Kysely (PostgresDialect
-// over pg) and Prisma 7 (@prisma/adapter-pg). For each, the shared scenarios with the ORM's
+// over pg) and Prisma 7 (@prisma/adapter-pg); and @neondatabase/serverless's Pool, its
+// WebSockets reaching the server through a local proxy as Neon's do (its HTTP neon() is refused,
+// naming the Pool). For each, the shared scenarios with the ORM's
 // database for calls of their own and its transaction for the app's (a commit keeps the app's
 // write and the limit together, a rollback consumes nothing), then 120 concurrent transactions
 // and 120 concurrent calls of their own on one key admit exactly the capacity of 50.
@@ -13,14 +15,21 @@ import { drizzle as drizzleNodePg } from "drizzle-orm/node-postgres";
 import { drizzle as drizzlePostgresJs } from "drizzle-orm/postgres-js";
 import { CompiledQuery, Kysely, PostgresDialect } from "kysely";
 import { PrismaPg } from "@prisma/adapter-pg";
+import { neon, neonConfig, Pool as NeonPool } from "@neondatabase/serverless";
+import ws from "ws";
 import { startPostgres } from "./postgres-server.mjs";
 import { limiterOn, pgHost, postgresScenarios } from "./postgres-scenarios.mjs";
 import { prismaClient } from "./prisma-client.mjs";
+import { startNeonProxy } from "./neon-proxy.mjs";
 
 let server;
 const closers = [];
 before(async () => {
   server = await startPostgres();
+  const proxy = await startNeonProxy(server.port);
+  closers.push(() => proxy.stop());
+  // Neon's driver, pointed at the local proxy: plain ws:// and no TLS (the server is on loopback).
+  Object.assign(neonConfig, { webSocketConstructor: ws, wsProxy: () => `127.0.0.1:${proxy.port}/`, useSecureWebSocket: false, pipelineConnect: false, forceDisablePgSSL: true });
 });
 after(async () => {
   for (const close of closers.reverse()) await close().catch(() => {});
@@ -48,8 +57,9 @@ const drizzleStatement = (text, params) =>
 const drizzleRows = (result) => (Array.isArray(result) ? [...result] : result.rows);
 
 /**
- * Each ORM: `open(url)` → `{ db, query, transaction, close }`, where `transaction(fn)` runs `fn`
- * in the ORM's own transaction (rolled back when `fn` throws) with `query(tx, text, params)` on it.
+ * Each ORM: `open(url)` → `{ db, query, transaction, txQuery, close }`, where `transaction(fn)`
+ * runs `fn` in the ORM's own transaction (rolled back when `fn` throws) and `txQuery(tx, text,
+ * params)` runs a statement in it through the ORM's own API.
  */
 const orms = {
   "Drizzle (node-postgres)": async (url) => {
@@ -97,6 +107,31 @@ const orms = {
       close: () => prisma.$disconnect(),
     };
   },
+  "@neondatabase/serverless Pool (WebSockets)": async (url) => {
+    const pool = new NeonPool({ connectionString: url, max: 20 });
+    return {
+      db: pool,
+      query: async (text, params = []) => (await pool.query(text, params)).rows,
+      // The app's transaction as on pg: a connection of the pool, BEGIN … COMMIT on it.
+      transaction: async (fn) => {
+        const client = await pool.connect();
+        try {
+          await client.query("BEGIN");
+          const result = await fn(client);
+          await client.query("COMMIT");
+          return result;
+        } catch (error) {
+          await client.query("ROLLBACK");
+          throw error;
+        } finally {
+          client.release();
+        }
+      },
+      txQuery: async (client, text, params) => (await client.query(text, params)).rows,
+      ownQuery: true, // the scenarios' tx.query is the client's own
+      close: () => pool.end(),
+    };
+  },
 };
 
 for (const [name, open] of Object.entries(orms)) {
@@ -113,7 +148,7 @@ for (const [name, open] of Object.entries(orms)) {
       // The scenarios run their own statements as tx.query(text, params): here through the ORM's own API.
       inTransaction: (fn) =>
         orm.transaction((tx) => {
-          tx.query = (text, params = []) => orm.txQuery(tx, text, params);
+          if (!orm.ownQuery) tx.query = (text, params = []) => orm.txQuery(tx, text, params);
           return fn(tx);
         }),
     });
@@ -146,3 +181,8 @@ for (const [name, open] of Object.entries(orms)) {
     });
   });
 }
+
+test("@neondatabase/serverless's neon() (HTTP, no interactive transactions) is refused with a coded error naming its Pool", () => {
+  const sql = neon("postgresql://user:password@db.example.invalid/app");
+  assert.throws(() => pgHost.postgresStore(sql), { code: "INVALID_ARGUMENT", message: /neon\(\).*pass its Pool or Client/ });
+});

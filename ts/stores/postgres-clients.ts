@@ -18,7 +18,7 @@
  * @module
  */
 import type { PostgresJsLike, PostgresQueryable } from "./postgres-table.js";
-import { hasMethod } from "./shared/sql.js";
+import { hasMethod, invalidOption } from "./shared/sql.js";
 
 /**
  * A Drizzle PostgreSQL database or transaction (`drizzle(pool)`, `db.transaction(async (tx) => …)`),
@@ -73,6 +73,16 @@ const adapters = new WeakMap<object, PostgresQueryable | Transactional>();
  * the module's comment), else `db` itself.
  */
 export function fromOrm<T>(db: T | PostgresOrmClient): T | PostgresQueryable | PostgresJsLike {
+  if (typeof db === "function" && ["query", "unsafe", "transaction"].every((method) => hasMethod(db, method)) && !hasMethod(db, "begin")) {
+    // @neondatabase/serverless's neon(): each query is an HTTP request of its own, and its
+    // transaction() takes a list of queries fixed in advance, so a grant or a reset (read, decide,
+    // write in one transaction) cannot run on it.
+    throw invalidOption(
+      "ratebound/postgres: db looks like @neondatabase/serverless's neon() (queries over HTTP, no interactive transactions): " +
+        "pass its Pool or Client (WebSockets), e.g. postgresStore(new Pool({ connectionString })), which run transactions",
+      "db",
+    );
+  }
   if (typeof db !== "object" || db === null) return db as T;
   const known = adapters.get(db);
   if (known !== undefined) return known;
