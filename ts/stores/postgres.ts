@@ -245,7 +245,7 @@ const NESTED: Framing = {
  * A failure rejects the call with an `Error` carrying a string `code` (the SQLSTATE, a Node
  * socket code, or {@link SqlStoreError}'s), having written nothing.
  *
- * @param db A `pg` Client, PoolClient or Pool, PGlite or a PGlite transaction, a postgres.js `sql`, or any {@link PostgresQueryable}.
+ * @param client A `pg` Client, PoolClient or Pool, PGlite or a PGlite transaction, a postgres.js `sql`, a Drizzle, Kysely or Prisma database or transaction (see `postgres-clients.ts`), or any {@link PostgresQueryable}.
  * @param options `table` (default `"ratebound"`), `maxAttempts` (default 20), `random`, `onRetry`.
  * @returns The store.
  * @throws RateboundTypeError (a `TypeError`, `code: "INVALID_ARGUMENT"`) for a `db` or an option it cannot use.

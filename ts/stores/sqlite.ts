@@ -79,7 +79,7 @@ export function createTableSql(given: Pick<SqliteStoreOptions, "table"> = {}): s
 /**
  * Creates ratebound's table with its primary key if it does not exist yet (safe on every start).
  *
- * @param db A better-sqlite3 `Database` or a D1 binding.
+ * @param db A better-sqlite3 `Database`, a libSQL client or transaction, or a D1 binding.
  * @param options `table`: its name (default `"ratebound"`).
  * @returns When the table exists.
  * @example
@@ -101,7 +101,7 @@ export async function createTable(db: SqliteDatabaseLike | D1DatabaseLike | Libs
  * Deletes every state that is full at `now`: deleting it changes no decision. Safe while the
  * limiter runs (a state written meanwhile carries a later `full_at` and stays).
  *
- * @param db A better-sqlite3 `Database` or a D1 binding.
+ * @param db A better-sqlite3 `Database`, a libSQL client or transaction, or a D1 binding.
  * @param options `now` in milliseconds since the epoch (default `Date.now()`), and `table`.
  * @returns How many states were deleted.
  * @example
@@ -147,12 +147,15 @@ function sqliteShapeHint(db: unknown): string {
  *   the write lock is taken before the first read, so two connections never both admit;
  *   another connection waits up to its busy timeout (better-sqlite3's `timeout`, default 5 s),
  *   then fails with `SQLITE_BUSY`. Calls on one connection run one at a time.
+ * - **libSQL** (`@libsql/client`): a call of its own is a `client.transaction("write")`
+ *   (`BEGIN IMMEDIATE`); passed the app's `await client.transaction("write")`, the call joins it
+ *   in a savepoint. On a local file a client's calls take turns in the process (see docs/sqlite.md).
  * - **Cloudflare D1**: see {@link d1Store}.
  *
  * A failure rejects the call with an `Error` carrying a string `code` (SQLite's, such as
  * `SQLITE_BUSY` or `SQLITE_CONSTRAINT_CHECK`, or `SqlStoreError`'s), having written nothing.
  *
- * @param db A better-sqlite3 or `bun:sqlite` `Database`, a `node:sqlite` `DatabaseSync`, or a D1
+ * @param db A better-sqlite3 or `bun:sqlite` `Database`, a `node:sqlite` `DatabaseSync`, a libSQL client or transaction, or a D1
  *   binding (`env.DB`).
  * @param options `table` (default `"ratebound"`); for D1, `maxAttempts` and `random`.
  * @returns The store.
@@ -173,7 +176,7 @@ export function sqliteStore(db: SqliteDatabaseLike | D1DatabaseLike | LibsqlClie
     throw wrongArgument(
       "ratebound/sqlite",
       "db",
-      `db must be a better-sqlite3, bun:sqlite or node:sqlite database, or a D1 binding (got ${db === null ? "null" : typeof db})${sqliteShapeHint(db)}`,
+      `db must be a better-sqlite3, bun:sqlite or node:sqlite database, a libSQL client or transaction, or a D1 binding (got ${db === null ? "null" : typeof db})${sqliteShapeHint(db)}`,
     );
   }
   const connection = db as SqliteDatabaseLike;
