@@ -13,6 +13,8 @@ import postgres from "postgres";
 import { sql as drizzleSql } from "drizzle-orm";
 import { drizzle as drizzleNodePg } from "drizzle-orm/node-postgres";
 import { drizzle as drizzlePostgresJs } from "drizzle-orm/postgres-js";
+import { drizzle as drizzleNeon } from "drizzle-orm/neon-serverless";
+import { drizzle as drizzleNeonHttp } from "drizzle-orm/neon-http";
 import { CompiledQuery, Kysely, PostgresDialect } from "kysely";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { neon, neonConfig, Pool as NeonPool } from "@neondatabase/serverless";
@@ -82,6 +84,17 @@ const orms = {
       transaction: (fn) => db.transaction(fn),
       txQuery: async (tx, text, params) => drizzleRows(await tx.execute(drizzleStatement(text, params))),
       close: () => client.end(),
+    };
+  },
+  "Drizzle (neon-serverless, Neon's Pool)": async (url) => {
+    const pool = new NeonPool({ connectionString: url, max: 20 });
+    const db = drizzleNeon({ client: pool });
+    return {
+      db,
+      query: async (text, params = []) => (await pool.query(text, params)).rows,
+      transaction: (fn) => db.transaction(fn),
+      txQuery: async (tx, text, params) => drizzleRows(await tx.execute(drizzleStatement(text, params))),
+      close: () => pool.end(),
     };
   },
   Kysely: async (url) => {
@@ -185,4 +198,6 @@ for (const [name, open] of Object.entries(orms)) {
 test("@neondatabase/serverless's neon() (HTTP, no interactive transactions) is refused with a coded error naming its Pool", () => {
   const sql = neon("postgresql://user:password@db.example.invalid/app");
   assert.throws(() => pgHost.postgresStore(sql), { code: "INVALID_ARGUMENT", message: /neon\(\).*pass its Pool or Client/ });
+  // Drizzle's neon-http database is that neon() underneath.
+  assert.throws(() => pgHost.postgresStore(drizzleNeonHttp({ client: sql })), { code: "INVALID_ARGUMENT", message: /neon\(\)/ });
 });

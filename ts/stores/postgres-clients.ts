@@ -91,7 +91,8 @@ export function fromOrm<T>(db: T | PostgresOrmClient): T | PostgresQueryable | P
   if (drizzle === "PgDatabase") {
     // The documented driver client a Drizzle database was made with: a pool, a client or a postgres.js sql.
     const client = (db as { $client?: unknown }).$client;
-    if (typeof client === "object" || typeof client === "function") return client as PostgresQueryable;
+    // (Through fromOrm again: neon-http's client is Neon's HTTP neon(), which is refused.)
+    if (typeof client === "object" || typeof client === "function") return fromOrm(client as PostgresQueryable);
     adapted = drizzleConnection(db as DrizzlePostgresLike);
   } else if (drizzle === "PgTransaction") {
     adapted = drizzleConnection(db as DrizzlePostgresLike);
