@@ -182,7 +182,21 @@ for (const [name, open] of Object.entries(orms)) {
       assert.deepEqual(await orm.query("SELECT count(*)::int AS n FROM posts WHERE author = 'burst'"), [{ n: 50 }]);
     });
 
-    test("120 concurrent calls of their own on the ORM's database admit exactly 50, and a grant and reset run in its transactions", async () => {
+    test("two stores on one ORM transaction take turns: their calls at once (each getValue and reset a savepoint) all succeed", async () => {
+      const limits = { daily: { kind: "token bucket", rate: 10, period: 86_400_000 } };
+      const values = await orm.transaction(async (tx) => {
+        const [first, second] = [limiterOn(pgHost.postgresStore(tx), limits), limiterOn(pgHost.postgresStore(tx), limits)];
+        const calls = [];
+        for (let index = 0; index < 6; index++) {
+          const limiter = index % 2 === 0 ? first : second;
+          calls.push(limiter.getValue("daily", { key: `turns-${index}` }), limiter.reset("daily", { key: `turns-${index}` }));
+        }
+        return (await Promise.all(calls)).filter((answer) => answer !== undefined).map((answer) => answer.value);
+      });
+      assert.deepEqual(values, [10, 10, 10, 10, 10, 10]);
+    });
+
+    test("120 concurrent calls of their own on the ORM's database admit exactly 50, and getValue and reset run in its transactions", async () => {
       const limits = { burst: { kind: "token bucket", rate: 50, period: 86_400_000 } };
       const limiter = limiterOn(pgHost.postgresStore(orm.db), limits);
       const outcomes = await Promise.all(Array.from({ length: 120 }, () => limiter.limit("burst", { key: "own" })));

@@ -103,8 +103,9 @@ export function fromOrm<T>(db: T | PostgresOrmClient): T | PostgresQueryable | P
   } else if (hasMethod(db, "$queryRawUnsafe") && hasMethod(db, "$executeRawUnsafe")) {
     const prisma = db as PrismaLike & { $transaction?<R>(run: (tx: PrismaLike) => Promise<R>): Promise<R> };
     const connection = prismaConnection(prisma);
-    // A client has $transaction; its interactive transaction's tx does not.
-    adapted = !hasMethod(prisma, "$transaction") ? connection : { query: connection.query, transaction: (run) => prisma.$transaction!((tx) => run(prismaConnection(tx))) };
+    // A client has $connect; its interactive transaction's tx does not (Prisma denies it there),
+    // though Prisma 7's tx has a $transaction of its own (a nested one, and never two at once).
+    adapted = !hasMethod(prisma, "$connect") || !hasMethod(prisma, "$transaction") ? connection : { query: connection.query, transaction: (run) => prisma.$transaction!((tx) => run(prismaConnection(tx))) };
   } else {
     return db as T;
   }
