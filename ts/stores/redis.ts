@@ -563,7 +563,7 @@ function checkPrefix(prefix: unknown): string {
  * value that is not a state rejects with the core's CORRUPT_STATE error
  * naming the ref, and is left as it was.
  *
- * @param client A connected node-redis (`createClient()`, `createCluster()`), ioredis (`new Redis()`, `new Cluster()`) or `@upstash/redis` (`Redis.fromEnv()`) client.
+ * @param client A connected node-redis (`createClient()`, `createCluster()`), ioredis (`new Redis()`, `new Cluster()`), `@upstash/redis` (`Redis.fromEnv()`), Bun's `RedisClient` or valkey-glide (`GlideClient`) client.
  * @param options `prefix`, `timeoutMs`, and the transactions' retry bound and backoff.
  * @returns A store for `new RateLimiter(store, limits)`.
  * @throws RateboundTypeError (a `TypeError`, `code: "INVALID_ARGUMENT"`) for anything but such a client, or a bad option.
