@@ -196,6 +196,19 @@ for (const [name, open] of Object.entries(orms)) {
       assert.deepEqual(values, [10, 10, 10, 10, 10, 10]);
     });
 
+    test("in a transaction, a driver's error reaches the app with its SQLSTATE: a table never created is 42883, naming createTable", async () => {
+      let failed;
+      await orm
+        .transaction(async (tx) => {
+          failed = await limiterOn(pgHost.postgresStore(tx, { table: "never_created" })).limit("daily", { key: "k" }).catch((error) => error);
+          throw new Error("roll back");
+        })
+        .catch(() => {});
+      assert.ok(failed instanceof Error);
+      assert.equal(failed.code, "42883");
+      assert.match(failed.message, /run createTable\(db\)/);
+    });
+
     test("120 concurrent calls of their own on the ORM's database admit exactly 50, and getValue and reset run in its transactions", async () => {
       const limits = { burst: { kind: "token bucket", rate: 50, period: 86_400_000 } };
       const limiter = limiterOn(pgHost.postgresStore(orm.db), limits);
