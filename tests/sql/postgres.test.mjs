@@ -421,6 +421,6 @@ test("bad arguments are refused at once with the core's RateboundTypeError (a Ty
   await assert.rejects(() => pgHost.createTable({}), invalid(/db must have a query/));
   assert.match(pgHost.createTableSql({ table: "app.limits" }), /CREATE TABLE IF NOT EXISTS "app"\."limits"/);
   const sqliteHost = await import("../../pkg/dist/sqlite.js");
-  assert.throws(() => sqliteHost.sqliteStore({ prepare() {} }), /ratebound\/sqlite: db must be a better-sqlite3 Database or a D1 binding/);
+  assert.throws(() => sqliteHost.sqliteStore({ prepare() {} }), /ratebound\/sqlite: db must be a better-sqlite3, bun:sqlite or node:sqlite database, a libSQL client or transaction, or a D1 binding/);
   assert.throws(() => sqliteHost.sqliteStore({ prepare() {}, batch() {} }, { table: "1abc" }), /table must be a name/);
 });

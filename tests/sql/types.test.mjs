@@ -7,9 +7,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
+import { prismaClient } from "./prisma-client.mjs";
+
 const repo = fileURLToPath(new URL("../../", import.meta.url));
 
-test("pg's Client, PoolClient and Pool, PGlite and its transactions, and better-sqlite3's Database type-check as stores", { timeout: 120_000 }, async () => {
+test("pg's Client, PoolClient and Pool, PGlite and its transactions, better-sqlite3's Database, and Drizzle's, Kysely's and Prisma's databases and transactions type-check as stores", { timeout: 240_000 }, async () => {
+  await prismaClient(); // orms.ts imports the generated Prisma client
   try {
     await promisify(execFile)(join(repo, "node_modules", ".bin", "tsc"), ["-p", join(repo, "tests", "sql", "types")], { cwd: repo, timeout: 120_000 });
   } catch (error) {

@@ -6,6 +6,7 @@
 import { codedError, describe, hasMethod, invalidOption, quotedTable, tableParts } from "./shared/sql.js";
 import { ownCopy } from "./shared/options.js";
 import { decideFunctionName, decideFunctionSql } from "./postgres-decide.js";
+import { fromOrm, type PostgresOrmClient } from "./postgres-clients.js";
 
 /** What ratebound uses of a connection: satisfied by `pg`'s Client and PoolClient, PGlite and its transactions. */
 export interface PostgresQueryable {
@@ -80,7 +81,7 @@ export function createTableSql(given: PostgresTableOptions = {}): string {
  * @example
  * await createTable(pool); // CREATE TABLE IF NOT EXISTS "ratebound" (…), CREATE OR REPLACE FUNCTION "ratebound_decide_v1" (…)
  */
-export async function createTable(db: PostgresQueryable | PostgresJsLike, given: PostgresTableOptions = {}): Promise<void> {
+export async function createTable(db: PostgresQueryable | PostgresJsLike | PostgresOrmClient, given: PostgresTableOptions = {}): Promise<void> {
   const statements = tableStatements(given, "createTable");
   const connection = queryable(db);
   // One DO block: one statement on any driver (PGlite's query() takes one), one transaction, and
@@ -108,7 +109,7 @@ export async function createTable(db: PostgresQueryable | PostgresJsLike, given:
  * @example
  * setInterval(() => pruneStates(pool), HOUR);
  */
-export async function pruneStates(db: PostgresQueryable | PostgresJsLike, given: PostgresTableOptions & { now?: number } = {}): Promise<number> {
+export async function pruneStates(db: PostgresQueryable | PostgresJsLike | PostgresOrmClient, given: PostgresTableOptions & { now?: number } = {}): Promise<number> {
   const options = ownCopy("pruneStates", given, ["table", "now"]);
   const table = quotedTable("postgres", options.table ?? "ratebound");
   const connection = queryable(db);
@@ -123,7 +124,8 @@ export async function pruneStates(db: PostgresQueryable | PostgresJsLike, given:
 }
 
 /** Any supported `db` as a {@link PostgresQueryable}: postgres.js through {@link queryableOf}. */
-export function queryable(db: PostgresQueryable | PostgresJsLike): PostgresQueryable {
+export function queryable(client: PostgresQueryable | PostgresJsLike | PostgresOrmClient): PostgresQueryable {
+  const db = fromOrm(client);
   if (hasMethod(db, "query")) return db as PostgresQueryable;
   if (hasMethod(db, "unsafe")) return queryableOf(db as PostgresJsLike);
   throw invalidOption(

@@ -18,11 +18,13 @@
 import { withJitter, type RateLimitState, type RateLimitStore, type RemoteAnswer, type RemoteBatch, type RemoteItem, type StateRef } from "ratebound";
 import { queryableOf, type PostgresJsLike, type PostgresQueryable } from "./postgres-table.js";
 import { decideFunctionName } from "./postgres-decide.js";
+import { fromOrm, type PostgresOrmClient } from "./postgres-clients.js";
 import { SqlStoreError, codedError, columnText, describe, hasMethod, invalidOption, oneAtATime, tableParts, type WriteInfo } from "./shared/sql.js";
 import { ownCopy } from "./shared/options.js";
 
 export { SqlStoreError, type WriteInfo } from "./shared/sql.js";
 export { createTable, createTableSql, pruneStates, type PostgresJsLike, type PostgresQueryable, type PostgresTableOptions } from "./postgres-table.js";
+export type { DrizzlePostgresLike, KyselyLike, KyselyRawQuery, PostgresOrmClient, PrismaLike } from "./postgres-clients.js";
 
 /** A {@link RateLimitStore} that decides next to its data (see `RemoteBatch` in docs/internals.md). */
 export interface PostgresStore extends RateLimitStore {
@@ -243,7 +245,7 @@ const NESTED: Framing = {
  * A failure rejects the call with an `Error` carrying a string `code` (the SQLSTATE, a Node
  * socket code, or {@link SqlStoreError}'s), having written nothing.
  *
- * @param db A `pg` Client, PoolClient or Pool, PGlite or a PGlite transaction, a postgres.js `sql`, or any {@link PostgresQueryable}.
+ * @param client A `pg` Client, PoolClient or Pool, PGlite or a PGlite transaction, a postgres.js `sql`, a Drizzle, Kysely or Prisma database or transaction (see `postgres-clients.ts`), or any {@link PostgresQueryable}.
  * @param options `table` (default `"ratebound"`), `maxAttempts` (default 20), `random`, `onRetry`.
  * @returns The store.
  * @throws RateboundTypeError (a `TypeError`, `code: "INVALID_ARGUMENT"`) for a `db` or an option it cannot use.
@@ -253,7 +255,8 @@ const NESTED: Framing = {
  * if (ok) await client.query("INSERT INTO posts (author, body) VALUES ($1, $2)", [userId, body]);
  * await client.query("COMMIT");
  */
-export function postgresStore(db: PostgresQueryable | PostgresPoolLike | PostgresJsLike, given: PostgresStoreOptions = {}): PostgresStore {
+export function postgresStore(client: PostgresQueryable | PostgresPoolLike | PostgresJsLike | PostgresOrmClient, given: PostgresStoreOptions = {}): PostgresStore {
+  const db = fromOrm(client);
   const options = ownCopy("postgresStore", given, ["table", "maxAttempts", "random", "onRetry"]);
   const postgresJs = hasMethod(db, "unsafe") && (hasMethod(db, "begin") || hasMethod(db, "savepoint")) ? (db as PostgresJsLike) : undefined;
   if (postgresJs === undefined && !hasMethod(db, "query")) throw invalidOption(notAConnection(db), "db");

@@ -20,8 +20,10 @@ import { OptimisticStore, type OptimisticHost, type OptimisticOptions, type Opti
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
 import { DECIDE_SCRIPT } from "./redis-script.js";
 import { watchEviction } from "./redis-eviction.js";
+import { fromRedisClient, type BunRedisClientLike, type GlideClientLike } from "./redis-clients.js";
 
 export { DECIDE_SCRIPT };
+export type { BunRedisClientLike, GlideClientLike } from "./redis-clients.js";
 
 /** What ratebound uses of a node-redis client (v5/v6, single node or cluster). */
 export interface NodeRedisLike {
@@ -562,7 +564,7 @@ function checkPrefix(prefix: unknown): string {
  * value that is not a state rejects with the core's CORRUPT_STATE error
  * naming the ref, and is left as it was.
  *
- * @param client A connected node-redis (`createClient()`, `createCluster()`), ioredis (`new Redis()`, `new Cluster()`) or `@upstash/redis` (`Redis.fromEnv()`) client.
+ * @param client A connected node-redis (`createClient()`, `createCluster()`), ioredis (`new Redis()`, `new Cluster()`), `@upstash/redis` (`Redis.fromEnv()`), Bun's `RedisClient` or valkey-glide (`GlideClient`) client.
  * @param options `prefix`, `timeoutMs`, and the transactions' retry bound and backoff.
  * @returns A store for `new RateLimiter(store, limits)`.
  * @throws RateboundTypeError (a `TypeError`, `code: "INVALID_ARGUMENT"`) for anything but such a client, or a bad option.
@@ -574,11 +576,13 @@ function checkPrefix(prefix: unknown): string {
  * const limiter = new RateLimiter(redisStore(client), { post: { kind: "token bucket", rate: 10, period: MINUTE } });
  * const { ok, retryAfter } = await limiter.limit("post", { key: userId });
  */
-export function redisStore(client: RedisClientLike, given: RedisStoreOptions = {}): RedisStore {
+export function redisStore(client: RedisClientLike | BunRedisClientLike | GlideClientLike, given: RedisStoreOptions = {}): RedisStore {
   const options = ownCopy("redisStore", given, ["prefix", "timeoutMs", ...OPTIMISTIC_OPTIONS]);
   const { prefix = "ratebound:", timeoutMs = 5000, ...retry } = options;
-  // On its first command, the store also asks the server's maxmemory-policy (once, not awaited): allkeys-* warns.
-  const commands = watchEviction(client, commandsOf(client));
+  // Bun's RedisClient and valkey-glide are spoken to as node-redis; on its first command, the store
+  // also asks the server's maxmemory-policy (once, not awaited): allkeys-* warns.
+  const adapted = fromRedisClient(client);
+  const commands = watchEviction(adapted, commandsOf(adapted));
   if (typeof timeoutMs !== "number" || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
     throw invalidArgument("timeoutMs", `timeoutMs must be a positive finite number of milliseconds (got ${String(timeoutMs)})`);
   }

@@ -13,8 +13,10 @@ import { wrongArgument, type RateLimitState, type RateLimitStore, type StateRef 
 import { codedError, hasMethod, oneAtATime, quotedTable, refColumns, sqliteStatements, stateOf, upsertParams, type WriteInfo } from "./shared/sql.js";
 import { d1Store, type D1DatabaseLike, type D1StoreOptions } from "./d1.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
+import { isLibsql, libsqlRun, libsqlStore, type LibsqlClientLike, type LibsqlTransactionLike } from "./sqlite-libsql.js";
 
 export { SqlStoreError, type WriteInfo } from "./shared/sql.js";
+export type { LibsqlClientLike, LibsqlExecutorLike, LibsqlTransactionLike } from "./sqlite-libsql.js";
 export { d1Store, d1Transaction, D1ConflictError, D1Transaction, type D1DatabaseLike, type D1PreparedStatementLike, type D1StoreOptions } from "./d1.js";
 
 /** One prepared statement, as better-sqlite3 has it. */
@@ -77,17 +79,18 @@ export function createTableSql(given: Pick<SqliteStoreOptions, "table"> = {}): s
 /**
  * Creates ratebound's table with its primary key if it does not exist yet (safe on every start).
  *
- * @param db A better-sqlite3 `Database` or a D1 binding.
+ * @param db A better-sqlite3 `Database`, a libSQL client or transaction, or a D1 binding.
  * @param options `table`: its name (default `"ratebound"`).
  * @returns When the table exists.
  * @example
  * await createTable(new Database("app.db"));
  */
-export async function createTable(db: SqliteDatabaseLike | D1DatabaseLike, given: Pick<SqliteStoreOptions, "table"> = {}): Promise<void> {
+export async function createTable(db: SqliteDatabaseLike | D1DatabaseLike | LibsqlClientLike | LibsqlTransactionLike, given: Pick<SqliteStoreOptions, "table"> = {}): Promise<void> {
   const options = ownCopy("createTable", given, ["table"]);
   const sql = createTableSql(options);
   try {
-    if (isD1(db)) await db.prepare(sql).run();
+    if (isLibsql(db)) await libsqlRun(db, sql);
+    else if (isD1(db)) await db.prepare(sql).run();
     else db.prepare(sql).run();
   } catch (error) {
     throw codedError("sqlite", error);
@@ -98,17 +101,18 @@ export async function createTable(db: SqliteDatabaseLike | D1DatabaseLike, given
  * Deletes every state that is full at `now`: deleting it changes no decision. Safe while the
  * limiter runs (a state written meanwhile carries a later `full_at` and stays).
  *
- * @param db A better-sqlite3 `Database` or a D1 binding.
+ * @param db A better-sqlite3 `Database`, a libSQL client or transaction, or a D1 binding.
  * @param options `now` in milliseconds since the epoch (default `Date.now()`), and `table`.
  * @returns How many states were deleted.
  * @example
  * setInterval(() => pruneStates(db), HOUR);
  */
-export async function pruneStates(db: SqliteDatabaseLike | D1DatabaseLike, given: Pick<SqliteStoreOptions, "table"> & { now?: number } = {}): Promise<number> {
+export async function pruneStates(db: SqliteDatabaseLike | D1DatabaseLike | LibsqlClientLike | LibsqlTransactionLike, given: Pick<SqliteStoreOptions, "table"> & { now?: number } = {}): Promise<number> {
   const options = ownCopy("pruneStates", given, ["table", "now"]);
   const sql = `DELETE FROM ${quotedTable("sqlite", options.table ?? "ratebound")} WHERE full_at <= ?`;
   const now = options.now ?? Date.now();
   try {
+    if (isLibsql(db)) return await libsqlRun(db, sql, [now]);
     if (isD1(db)) {
       const result = (await db.prepare(sql).bind(now).run()) as { meta?: { changes?: number } };
       return result.meta?.changes ?? 0;
@@ -143,12 +147,15 @@ function sqliteShapeHint(db: unknown): string {
  *   the write lock is taken before the first read, so two connections never both admit;
  *   another connection waits up to its busy timeout (better-sqlite3's `timeout`, default 5 s),
  *   then fails with `SQLITE_BUSY`. Calls on one connection run one at a time.
+ * - **libSQL** (`@libsql/client`): a call of its own is a `client.transaction("write")`
+ *   (`BEGIN IMMEDIATE`); passed the app's `await client.transaction("write")`, the call joins it
+ *   in a savepoint. On a local file a client's calls take turns in the process (see docs/sqlite.md).
  * - **Cloudflare D1**: see {@link d1Store}.
  *
  * A failure rejects the call with an `Error` carrying a string `code` (SQLite's, such as
  * `SQLITE_BUSY` or `SQLITE_CONSTRAINT_CHECK`, or `SqlStoreError`'s), having written nothing.
  *
- * @param db A better-sqlite3 or `bun:sqlite` `Database`, a `node:sqlite` `DatabaseSync`, or a D1
+ * @param db A better-sqlite3 or `bun:sqlite` `Database`, a `node:sqlite` `DatabaseSync`, a libSQL client or transaction, or a D1
  *   binding (`env.DB`).
  * @param options `table` (default `"ratebound"`); for D1, `maxAttempts` and `random`.
  * @returns The store.
@@ -161,14 +168,15 @@ function sqliteShapeHint(db: unknown): string {
  *   db.exec("COMMIT");
  * } catch (error) { db.exec("ROLLBACK"); throw error; }
  */
-export function sqliteStore(db: SqliteDatabaseLike | D1DatabaseLike, given: SqliteStoreOptions = {}): RateLimitStore {
+export function sqliteStore(db: SqliteDatabaseLike | D1DatabaseLike | LibsqlClientLike | LibsqlTransactionLike, given: SqliteStoreOptions = {}): RateLimitStore {
   const options = ownCopy("sqliteStore", given, ["table", ...OPTIMISTIC_OPTIONS]);
   if (isD1(db)) return d1Store(db, options);
+  if (isLibsql(db)) return libsqlStore(db, quotedTable("sqlite", options.table ?? "ratebound"));
   if (!hasMethod(db, "prepare") || !hasMethod(db, "exec") || openTransaction(db) === undefined) {
     throw wrongArgument(
       "ratebound/sqlite",
       "db",
-      `db must be a better-sqlite3, bun:sqlite or node:sqlite database, or a D1 binding (got ${db === null ? "null" : typeof db})${sqliteShapeHint(db)}`,
+      `db must be a better-sqlite3, bun:sqlite or node:sqlite database, a libSQL client or transaction, or a D1 binding (got ${db === null ? "null" : typeof db})${sqliteShapeHint(db)}`,
     );
   }
   const connection = db as SqliteDatabaseLike;

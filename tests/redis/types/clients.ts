@@ -37,3 +37,8 @@ export async function all(): Promise<void> {
   // @ts-expect-error: not a Redis client
   redisStore({ get: async () => null });
 }
+
+// valkey-glide's GlideClient as it is (bun-types is not installed: Bun's RedisClient is checked by its run in Bun).
+export async function glideClient(glide: import("@valkey/valkey-glide").GlideClient): Promise<boolean> {
+  return (await new RateLimiter(redisStore(glide), { post: { kind: "token bucket", rate: 10, period: 60_000 } }).limit("post", { key: "ada" })).ok;
+}

@@ -49,3 +49,12 @@ export async function betterSqlite(db: Database.Database): Promise<void> {
   await createSqliteTable(asDb);
   await new RateLimiter(sqliteStore(db), LIMITS).limit("post", { key: "ada" });
 }
+
+// libSQL's client and its interactive transaction, as they are.
+export async function libsql(client: import("@libsql/client").Client): Promise<boolean> {
+  await createSqliteTable(client);
+  const tx = await client.transaction("write");
+  const { ok } = await new RateLimiter(sqliteStore(tx), LIMITS).limit("post", { key: "ada" });
+  await tx.commit();
+  return ok && (await new RateLimiter(sqliteStore(client), LIMITS).check("post")).ok;
+}
