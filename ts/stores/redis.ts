@@ -19,6 +19,7 @@ import { RateboundTypeError, type RateLimitState, type RemoteAnswer, type Remote
 import { OptimisticStore, type OptimisticHost, type OptimisticOptions, type OptimisticTransaction } from "./shared/optimistic.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
 import { DECIDE_SCRIPT } from "./redis-script.js";
+import { GroupCommit } from "./shared/group-commit.js";
 
 export { DECIDE_SCRIPT };
 
@@ -233,6 +234,8 @@ type Commands = {
   get(key: string): Promise<unknown>;
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+  /** Whether the client is a Redis Cluster's (one script's keys must share a slot). */
+  cluster: boolean;
 };
 
 /** What a value passed as the client is, for the error that says what to pass instead. */
@@ -258,6 +261,7 @@ function commandsOf(client: RedisClientLike): Commands {
       get: (key) => redis.get(key),
       evalsha: (sha, keys, args) => redis.evalSha(sha, { keys, arguments: args }),
       eval: (script, keys, args) => redis.eval(script, { keys, arguments: args }),
+      cluster: typeof any.getSlotMaster === "function",
     };
   }
   if (typeof any.evalsha === "function" && typeof any.eval === "function" && typeof any.defineCommand === "function") {
@@ -266,6 +270,7 @@ function commandsOf(client: RedisClientLike): Commands {
       get: (key) => redis.get(key),
       evalsha: (sha, keys, args) => redis.evalsha(sha, keys.length, ...keys, ...args),
       eval: (script, keys, args) => redis.eval(script, keys.length, ...keys, ...args),
+      cluster: any.isCluster === true,
     };
   }
   if (typeof any.evalsha === "function" && typeof any.eval === "function") {
@@ -273,7 +278,7 @@ function commandsOf(client: RedisClientLike): Commands {
     const evalsha = (sha: string, keys: string[], args: string[]) => redis.evalsha(sha, keys, args);
     const evalScript = (script: string, keys: string[], args: string[]) => redis.eval(script, keys, args);
     // GET would hand a stored value to the client's JSON decoding: read through the script instead.
-    return { get: async (key) => (await readRaw({ evalsha, eval: evalScript }, [key]))[0], evalsha, eval: evalScript };
+    return { get: async (key) => (await readRaw({ evalsha, eval: evalScript }, [key]))[0], evalsha, eval: evalScript, cluster: false };
   }
   throw invalidArgument("client", `${needs}; this one has no EVALSHA and EVAL (ratebound decides inside Redis with a Lua script)`);
 }
@@ -480,13 +485,112 @@ function decideAnswer(reply: unknown, batch: RemoteBatch): RedisAnswer {
 }
 
 /**
+ * One call's share of a group commit: its batch, its keys, and its arguments in the one-call
+ * layout of `DECIDE_SCRIPT` (sent as they are when the call goes alone).
+ */
+interface Group {
+  readonly batch: RemoteBatch;
+  readonly keys: string[];
+  readonly args: string[];
+}
+
+/**
+ * The most items one EVALSHA decides: calls that arrive while a round trip is in flight go
+ * together in the next, up to this many items (a `limitAll` larger than this goes alone). With
+ * at most 23 arguments and two keys per item, an EVALSHA carries at most about 3,000 arguments.
+ */
+const GROUP_MAX_ITEMS = 128;
+
+/** Whether a group is one item on one key of a limit with one shard (the compact layout). */
+const isCompact = (group: Group): boolean => group.keys.length === 1 && group.args.length === 13;
+
+/**
+ * The arguments of one EVALSHA deciding `groups` in order (`DECIDE_SCRIPT`'s "many calls"
+ * layout): every key once, and per group `c` and its key's index before a compact call's 13
+ * arguments, or `g`, all, the item count, the key count and each key's index before its items.
+ */
+function manyArguments(groups: readonly Group[]): { keys: string[]; args: string[] } {
+  const indexes = new Map<string, string>();
+  const keys: string[] = [];
+  const indexOf = (key: string): string => {
+    let index = indexes.get(key);
+    if (index === undefined) {
+      keys.push(key);
+      indexes.set(key, (index = String(keys.length)));
+    }
+    return index;
+  };
+  const args = ["m", String(groups.length)];
+  for (const group of groups) {
+    const own = group.args;
+    if (isCompact(group)) {
+      args.push("c", indexOf(group.keys[0]!));
+      for (let at = 0; at < own.length; at++) args.push(own[at]!);
+      continue;
+    }
+    args.push("g", own[0]!, own[1]!, String(group.keys.length));
+    for (const key of group.keys) args.push(indexOf(key));
+    for (let at = 2; at < own.length; at++) args.push(own[at]!);
+  }
+  return { keys, args };
+}
+
+/**
+ * Each group's answer in the reply of a "many calls" EVALSHA: per group, what each of its keys
+ * held when it ran, its wrote digits and its answers. A group whose part is malformed fails alone.
+ */
+function manyAnswers(reply: unknown, groups: readonly Group[]): (RedisAnswer | Error)[] {
+  let total = 0;
+  for (const group of groups) total += group.keys.length + 1 + group.batch.items.length;
+  if (!Array.isArray(reply) || reply.length !== total) {
+    throw new RedisStoreError("REDIS_ERROR", `ratebound/redis: the decision script answered ${JSON.stringify(reply)} for ${groups.length} calls; the calls failed closed`);
+  }
+  let at = 0;
+  return groups.map((group) => {
+    const size = group.keys.length + 1 + group.batch.items.length;
+    const part = reply.slice(at, (at += size));
+    try {
+      return decideAnswer(part, group.batch);
+    } catch (error) {
+      return error as Error;
+    }
+  });
+}
+
+/** A Redis Cluster key's hash slot: CRC16 (XMODEM) of its hash tag, or of the key, mod 16384. */
+function keySlot(key: string): number {
+  const open = key.indexOf("{");
+  if (open !== -1) {
+    const close = key.indexOf("}", open + 1);
+    if (close > open + 1) key = key.slice(open + 1, close);
+  }
+  let crc = 0;
+  for (const byte of new TextEncoder().encode(key)) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16384;
+}
+
+/** Lanes of calls over keys in several slots: each goes alone (and fails with `REDIS_CROSSSLOT`). */
+let crossSlotCalls = 0;
+
+/** A Cluster call's lane: the slot of its keys, or a lane of its own when they span slots. */
+function slotLane(group: Group): string | number {
+  const slot = keySlot(group.keys[0]!);
+  for (let index = 1; index < group.keys.length; index++) if (keySlot(group.keys[index]!) !== slot) return `cross ${++crossSlotCalls}`;
+  return slot;
+}
+
+/**
  * A store over Redis (see {@link redisStore}): one EVALSHA per decision
  * through {@link RedisStore.decide}, and optimistic transactions for the rest.
  */
 export class RedisStore extends OptimisticStore<string, string | null> {
   readonly #commands: Commands;
   readonly #prefix: string;
-  readonly #timeoutMs: number;
+  /** Calls that arrive while a decision is in flight go together in the next EVALSHA. */
+  readonly #batcher: GroupCommit<Group, RedisAnswer>;
 
   /**
    * @param commands The client's commands.
@@ -507,7 +611,14 @@ export class RedisStore extends OptimisticStore<string, string | null> {
     });
     this.#commands = commands;
     this.#prefix = prefix;
-    this.#timeoutMs = timeoutMs;
+    this.#batcher = new GroupCommit<Group, RedisAnswer>({
+      maxSize: GROUP_MAX_ITEMS,
+      size: (group) => group.batch.items.length,
+      lane: commands.cluster ? slotLane : undefined,
+      timeoutMs,
+      timeoutError: () => new RedisStoreError("REDIS_TIMEOUT", `ratebound/redis: the decision script got no answer within ${timeoutMs} ms; the call failed closed`),
+      send: (groups) => this.#send(groups),
+    });
   }
 
   /**
@@ -527,9 +638,34 @@ export class RedisStore extends OptimisticStore<string, string | null> {
    */
   async decide(batch: RemoteBatch): Promise<RedisAnswer> {
     const keys = batch.refs.map((ref) => redisKey(ref, this.#prefix));
+    // Checked and laid out now: a bad batch fails alone, before it joins a round trip.
     const args = decideArguments(batch);
-    const reply = await bounded("the decision script", this.#timeoutMs, () => run(this.#commands, DECIDE_SCRIPT, keys, args));
-    return decideAnswer(reply, batch);
+    return this.#batcher.enqueue({ batch, keys, args });
+  }
+
+  /** One EVALSHA for the calls of a group commit: alone in the one-call layout, else all in order. */
+  #send(groups: Group[]): Promise<(RedisAnswer | Error)[]> {
+    const alone = groups.length === 1 ? groups[0]! : undefined;
+    const { keys, args } = alone ?? manyArguments(groups);
+    let reply: Promise<unknown>;
+    try {
+      reply = run(this.#commands, DECIDE_SCRIPT, keys, args);
+    } catch (error) {
+      reply = Promise.reject(error);
+    }
+    return reply.then(
+      (answer) => {
+        if (alone === undefined) return manyAnswers(answer, groups);
+        try {
+          return [decideAnswer(answer, alone.batch)];
+        } catch (error) {
+          return [error as Error];
+        }
+      },
+      (error: unknown) => {
+        throw storeError("the decision script", error);
+      },
+    );
   }
 }
 
