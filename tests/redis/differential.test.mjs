@@ -183,6 +183,7 @@ const sameDecision = (a, b) => (a === null || b === null ? a === b : a.ok === b.
 
 /** Runs `cases` cases from `seed`: both sides, every comparison. */
 async function compare(admin, seed, cases) {
+  await admin.flushDb(); // keys are per case, and cases of another test have the same names
   const { next } = generator(seed);
   const random = seeded(seed ^ 0x5a5a5a5a);
   const stats = { cases: 0, decisions: 0, skipped: 0, granted: 0, refused: 0, errors: 0, combined: 0, secondShard: 0, allRefused: 0, reserved: 0, maxReservedZero: 0, clockBack: 0, corrupt: 0, expiring: 0, noTtl: 0, negativeZero: 0, fastPath: 0, fastPathRewritten: 0 };
@@ -278,6 +279,7 @@ async function compare(admin, seed, cases) {
 // every state and TTL after, must be equal.
 // ---------------------------------------------------------------------------------------------
 async function compareMany(admin, seed, bundles) {
+  await admin.flushDb(); // keys are per bundle, and cases of another test have the same names
   const { bundle } = generator(seed);
   const random = seeded(seed ^ 0x3c3c3c3c);
   const stats = { bundles: 0, calls: 0, decisions: 0, skipped: 0, granted: 0, refused: 0, errors: 0, allCalls: 0, allRefused: 0, chained: 0, corrupt: 0, afterCorrupt: 0, quick: 0, sharded: 0, checks: 0, reserved: 0 };

@@ -134,14 +134,14 @@ local function quick(token_bucket, start, rate, period, capacity, count, now, va
 end
 
 -- The fields of a compact item (kind, rate, period, capacity, maxReserved, shards, start, count,
--- reserve, write, now, fresh value, fresh ts) from args[at]: what quick takes, or nil when the
--- item is not quick's (a sharded limit, an argument that is not a number).
-local function quick_fields(args, at)
+-- reserve, write, now, fresh value, fresh ts) from args[at], each number read with number: what
+-- quick takes, or nil when the item is not quick's (a sharded limit, an argument not a number).
+local function quick_fields(args, at, number)
   local kind = args[at]
   if not ((kind == '0' or kind == '1') and args[at + 5] == '1') then return nil end
   local start = args[at + 6]
-  local rate, period, capacity, count, now = tonumber(args[at + 1]), tonumber(args[at + 2]), tonumber(args[at + 3]), tonumber(args[at + 7]), tonumber(args[at + 10])
-  if not (rate and period and capacity and count and now and (start == '' or tonumber(start))) then return nil end
+  local rate, period, capacity, count, now = number(args[at + 1]), number(args[at + 2]), number(args[at + 3]), number(args[at + 7]), number(args[at + 10])
+  if not (rate and period and capacity and count and now and (start == '' or number(start))) then return nil end
   return kind == '0', start, rate, period, capacity, count, now
 end
 
@@ -157,7 +157,7 @@ local compact = #ARGV == 13 and #KEYS == 1
 -- start (nothing was written yet). It reads only the arguments it needs (the driver sends numbers;
 -- the general path checks each).
 if compact then
-  local token_bucket, start, rate, period, capacity, count, now = quick_fields(ARGV, 1)
+  local token_bucket, start, rate, period, capacity, count, now = quick_fields(ARGV, 1, tonumber)
   if token_bucket ~= nil then
     local raw = redis.call('GET', KEYS[1])
     local value, ts
@@ -593,6 +593,16 @@ local reply = {}
 if ARGV[1] == 'm' then
   -- Many calls: ARGV[2] groups, each a call of its own, decided in order, each seeing what the
   -- earlier ones wrote. Per group, its state texts as it saw them, its wrote digits, its answers.
+  -- Calls of one limit repeat the same argument strings (Lua interns strings): each is read once.
+  local numbers = {}
+  local function number(text)
+    local x = numbers[text]
+    if x == nil then
+      x = tonumber(text) or false
+      numbers[text] = x
+    end
+    return x or nil
+  end
   local at = 3
   for _ = 1, tonumber(ARGV[2]) do
     if ARGV[at] == 'c' then
@@ -604,18 +614,24 @@ if ARGV[1] == 'm' then
         reply[#reply + 1] = '=0'
         reply[#reply + 1] = '=-,'
       else
-        local token_bucket, start, rate, period, capacity, count, now = quick_fields(ARGV, at + 2)
+        local token_bucket, start, rate, period, capacity, count, now = quick_fields(ARGV, at + 2, number)
         if token_bucket ~= nil then
           local state = current[r]
           local value, ts
-          if state then value, ts = state[1], state[2] else value, ts = tonumber(ARGV[at + 13]), tonumber(ARGV[at + 14]) end
+          if state then value, ts = state[1], state[2] else value, ts = number(ARGV[at + 13]), number(ARGV[at + 14]) end
           local write = ARGV[at + 11] == '1'
           if value and ts then
             local v, t, ms = quick(token_bucket, start, rate, period, capacity, count, now, value, ts, write)
             if v then
               if write then
-                current[r] = { v, t }
-                pending[r] = { v, t, ms }
+                -- In place: no other reference to these tables outlives a group.
+                if state then state[1], state[2] = v, t else current[r] = { v, t } end
+                local written = pending[r]
+                if written then
+                  written[1], written[2], written[3], written[4] = v, t, ms, nil
+                else
+                  pending[r] = { v, t, ms }
+                end
               end
               reply[#reply + 1] = write and '=1' or '=0'
               reply[#reply + 1] = '=1,'
