@@ -39,6 +39,15 @@
  *   shard, the common call), 13 arguments: the item's fields from kind to
  *   now, then the fresh value and ts. (A batch of one decides the same all
  *   or nothing as not; the general layout has 19 or more.)
+ * - Or many calls (a group commit): `ARGV[1]` is `m`, `ARGV[2]` the number of
+ *   calls, then per call either `c`, the 1-based index of its key and the 13
+ *   compact arguments, or `g`, all (0/1), its item count n, its key count k,
+ *   the k indexes of its keys, and its n items of 17 arguments (their reads
+ *   index its own keys, 1-based). Every key is read once; the calls are
+ *   decided in order, each on what the earlier ones left, each as it would be
+ *   alone (a corrupt state halts only the calls that read it; an error only
+ *   its call, or its whole all-or-nothing call); each key is written once, by
+ *   its last writer, with that writer's TTL.
  *
  * The common call (compact, its state absent or stored without an exponent,
  * granted without a wait) takes a fast path that computes only what that
@@ -50,7 +59,9 @@
  * digit per item, `1` when it writes (`limit`) and its grant was written;
  * then per item its own answer, `=1,WAIT` granted or `=0,WAIT` refused (WAIT
  * `%.17g`, empty when none), `=e,` an error, `=-,` not decided (after an
- * error, or a corrupt state). The driver answers from the core's replay; the
+ * error, or a corrupt state). For many calls, that same reply per call, one
+ * after another, each key as that call saw it (what an earlier call wrote, as
+ * the text it stores). The driver answers from the core's replay; the
  * answers let the differential test compare every decision.
  *
  * A stored value that is not `VALUE,TS` of two finite numbers is returned as

@@ -5,7 +5,9 @@
  * {@link RedisStore.decide} sends the core's plan to one Lua script
  * (`DECIDE_SCRIPT`, a port of the core's decision) that reads every state,
  * decides and writes atomically inside the server, so callers of a hot key
- * queue in Redis instead of racing. Grants and settles, `getValue` and
+ * queue in Redis instead of racing. Calls that arrive while a decision is in
+ * flight go together in the next EVALSHA (group commit, `shared/group-commit.ts`),
+ * each decided as if alone, in arrival order. Grants and settles, `getValue` and
  * `reset` stay optimistic transactions: GET every key (the raw stored string
  * is the version), decide in the core, commit with one script that checks
  * every key read and writes all or nothing, retry a lost race after a
@@ -366,7 +368,10 @@ export class RedisStore extends OptimisticStore<string, string | null> {
    * the items exactly as the core's `decide_batch`, writes what they grant
    * (each state with a TTL from when it is full again), and answers what each
    * ref held and which items wrote. A stored value that is not a state is
-   * returned as it is, and then nothing is written.
+   * returned as it is, and then nothing is written. Batches handed over while
+   * one is in flight share the next EVALSHA, each seeing what the earlier ones
+   * wrote (at most 128 items an EVALSHA; on a Cluster, per hash slot); each
+   * keeps its own answer, failure and `timeoutMs` deadline.
    *
    * @param batch The core's plan of the call (docs/internals.md).
    * @returns What each ref held, and per item whether its grant was written.
@@ -422,9 +427,10 @@ function checkPrefix(prefix: unknown): string {
 /**
  * A store over Redis: `new RateLimiter(redisStore(client), LIMITS)`.
  *
- * `limit`, `check` and `limitAll` run as ONE EVALSHA each: the script reads
- * the states, decides exactly as the core and writes, atomically, so a hot
- * key never races (no retries, no `REDIS_CONFLICT`). Grants and settles,
+ * `limit`, `check` and `limitAll` run as ONE EVALSHA each (shared with the
+ * calls that arrive while the last one is in flight): the script reads the
+ * states, decides exactly as the core and writes, atomically, so a hot key
+ * never races (no retries, no `REDIS_CONFLICT`). Grants and settles,
  * `getValue` and `reset` are optimistic transactions (GET, decide, one
  * commit script that checks every key read), retried after a lost race at
  * most `maxAttempts` times, then `REDIS_CONFLICT`. A refusal or a check
