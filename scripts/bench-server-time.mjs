@@ -10,7 +10,8 @@
 // - sequential: `--calls` calls one at a time on one key, after `CONFIG RESETSTAT`; the script's
 //   `usec_per_call` from `INFO commandstats` (time inside the command, as the server counts it);
 // - closed loop: `--in-flight` calls in flight for `--seconds`, one key and 1,000 keys; per call,
-//   the Node process's CPU (`process.cpuUsage`) and redis-server's (`INFO cpu`).
+//   the Node process's CPU (`process.cpuUsage`), redis-server's (`INFO cpu`), and the time inside
+//   the contender's commands (`INFO commandstats`: with group commit, one EVALSHA decides many calls).
 // PostgreSQL, per contender (ratebound's statement through its store; RateLimiterPostgres's
 // upsert; a bare upsert as a floor):
 // - sequential: `--calls` calls one at a time on one connection of their own (a `pg.Client`),
@@ -103,13 +104,16 @@ function pidsOf(needle) {
   return pids;
 }
 
-/** A closed loop with CPU per call on each side; `serverCpu()` reads the server's CPU in µs. */
-async function loop(id, call, keys, serverCpu) {
+/**
+ * A closed loop with CPU per call on each side; `serverCpu()` reads the server's CPU in µs, and
+ * `commandUs()` (optional) the server's time inside the contender's commands so far, in µs.
+ */
+async function loop(id, call, keys, serverCpu, commandUs = async () => NaN) {
   await closedLoop({ id, call, keys, inFlight: IN_FLIGHT, durationMs: 300 });
-  const [node0, server0] = [nodeCpu(), await serverCpu()];
+  const [node0, server0, command0] = [nodeCpu(), await serverCpu(), await commandUs()];
   const run = await closedLoop({ id, call, keys, inFlight: IN_FLIGHT, durationMs: DURATION_MS });
-  const [node1, server1] = [nodeCpu(), await serverCpu()];
-  return { perSecond: run.decisionsPerSecond, failed: run.failed, nodeUs: (node1 - node0) / run.calls, serverUs: (server1 - server0) / run.calls };
+  const [node1, server1, command1] = [nodeCpu(), await serverCpu(), await commandUs()];
+  return { perSecond: run.decisionsPerSecond, failed: run.failed, nodeUs: (node1 - node0) / run.calls, serverUs: (server1 - server0) / run.calls, commandUs: (command1 - command0) / run.calls };
 }
 
 function table(title, rows) {
@@ -144,6 +148,13 @@ async function redisRows(api) {
       }
     }
     return calls === 0 ? NaN : usec / calls;
+  };
+  /** The server's time inside `commands` so far, in µs (`INFO commandstats`). */
+  const usecIn = async (commands) => {
+    const text = await info("commandstats");
+    let usec = 0;
+    for (const command of commands) usec += Number(new RegExp(`cmdstat_${command}:calls=\\d+,usec=(\\d+)`).exec(text)?.[1] ?? 0);
+    return usec;
   };
   const FLOOR = `local v = redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return {v}`;
   const clients = {
@@ -204,9 +215,10 @@ async function redisRows(api) {
           await admin.configResetStat();
           for (let i = 0; i < CALLS; i++) await opened.call("hot");
           const usec = await usecPerCall(contender.commands);
-          const one = await loop(contender.name, opened.call, keysOf(1), serverCpu);
+          const inCommands = () => usecIn(contender.commands);
+          const one = await loop(contender.name, opened.call, keysOf(1), serverCpu, inCommands);
           await admin.flushDb();
-          const many = await loop(contender.name, opened.call, keysOf(1000), serverCpu);
+          const many = await loop(contender.name, opened.call, keysOf(1000), serverCpu, inCommands);
           results.get(contender.name).push({ usec, one, many });
           log(`run ${run + 1}, ${contender.name}: ${f(usec)} µs/call in the command; one key ${Math.round(one.perSecond)}/s, 1,000 keys ${Math.round(many.perSecond)}/s`);
         } finally {
@@ -226,9 +238,11 @@ async function redisRows(api) {
       "one key: decisions/s": Math.round(median(runs.map((r) => r.one.perSecond))),
       "one key: Node CPU µs/call": f(median(runs.map((r) => r.one.nodeUs))),
       "one key: redis-server CPU µs/call": f(median(runs.map((r) => r.one.serverUs))),
+      "one key: µs/call in the command": f(median(runs.map((r) => r.one.commandUs))),
       "1,000 keys: decisions/s": Math.round(median(runs.map((r) => r.many.perSecond))),
       "1,000 keys: Node CPU µs/call": f(median(runs.map((r) => r.many.nodeUs))),
       "1,000 keys: redis-server CPU µs/call": f(median(runs.map((r) => r.many.serverUs))),
+      "1,000 keys: µs/call in the command": f(median(runs.map((r) => r.many.commandUs))),
       failed: runs.reduce((sum, r) => sum + r.one.failed + r.many.failed, 0),
     })),
   );

@@ -14,7 +14,7 @@ import { createClient } from "redis";
 import { DECIDE_SCRIPT, redisKey, redisStore } from "../../pkg/dist/redis.js";
 import { randomTools, seeded, show } from "../js/helpers.mjs";
 import { startRedis } from "./servers.mjs";
-import { KINDS, coreDecide, corePlan } from "./core.mjs";
+import { KINDS, coreDecide, corePlan, storeRefs } from "./core.mjs";
 
 /** A number as a stored string: JavaScript's shortest form, or 17 significant digits (as Lua's %.17g writes), -0 kept. */
 const stored = (x, long) => (Object.is(x, -0) ? "-0" : long && x !== 0 ? x.toPrecision(17) : String(x));
@@ -101,21 +101,46 @@ function generator(seed) {
     return { value, ts };
   }
 
-  return function next(caseIndex) {
+  /** `size` items on the two limits of case `caseIndex` (names `a…` and `b…`, keys k0 and k1). */
+  function items(caseIndex, limits, size, baseNow, sameNow) {
+    const made = [];
+    for (let index = 0; index < size; index++) {
+      const which = chance(0.7) ? 0 : 1;
+      const reserve = chance(0.4);
+      const now = sameNow ? baseNow : baseNow + pick([0, -integer(1, 100_000), integer(1, 100_000), -logUniform(0, 11)]);
+      made.push({ name: `${"ab"[which]}${caseIndex}`, key: pick(["k0", "k0", "k1"]), which, reserve, write: chance(0.8), now, count: count(limits[which], reserve) });
+    }
+    return made;
+  }
+
+  /** One call: a batch of 1 to 4 items (all or nothing, or each its own). */
+  function next(caseIndex) {
     const baseNow = clock();
     const limits = [limit(baseNow), limit(baseNow)];
     const size = pick([1, 1, 1, 2, 2, 3, 4]);
     const all = size > 1 ? chance(0.35) : chance(0.1);
     const sameNow = all || chance(0.7);
-    const items = [];
-    for (let index = 0; index < size; index++) {
-      const which = chance(0.7) ? 0 : 1;
-      const reserve = chance(0.4);
-      const now = sameNow ? baseNow : baseNow + pick([0, -integer(1, 100_000), integer(1, 100_000), -logUniform(0, 11)]);
-      items.push({ name: `${"ab"[which]}${caseIndex}`, key: pick(["k0", "k0", "k1"]), which, reserve, write: chance(0.8), now, count: count(limits[which], reserve) });
+    return { limits, items: items(caseIndex, limits, size, baseNow, sameNow), all, sameNow, state, long: chance(0.5), padded: chance(0.05) };
+  }
+
+  /**
+   * A group commit: 2 to 12 calls on the same two limits and keys, decided in one EVALSHA in
+   * order, each call a batch of its own (mostly one item; some a limitAll of several).
+   */
+  function bundle(caseIndex) {
+    const baseNow = clock();
+    const limits = [limit(baseNow), limit(baseNow)];
+    const sameNow = chance(0.7);
+    const calls = [];
+    for (let call = integer(2, 12); call > 0; call--) {
+      const size = pick([1, 1, 1, 1, 1, 2, 3]);
+      const all = size > 1 ? chance(0.5) : chance(0.05);
+      calls.push({ items: items(caseIndex, limits, size, baseNow, sameNow), all });
     }
-    return { limits, items, all, sameNow, state, long: chance(0.5), padded: chance(0.05) };
-  };
+    return { limits, calls, sameNow, state, long: chance(0.5), padded: chance(0.05) };
+  }
+
+  return { next, bundle };
 }
 
 /** The TTL a written state gets: PX = ceil(fullAt - now), at least 1; none (-1) past 9e12 ms or when never full. */
@@ -158,7 +183,8 @@ const sameDecision = (a, b) => (a === null || b === null ? a === b : a.ok === b.
 
 /** Runs `cases` cases from `seed`: both sides, every comparison. */
 async function compare(admin, seed, cases) {
-  const next = generator(seed);
+  await admin.flushDb(); // keys are per case, and cases of another test have the same names
+  const { next } = generator(seed);
   const random = seeded(seed ^ 0x5a5a5a5a);
   const stats = { cases: 0, decisions: 0, skipped: 0, granted: 0, refused: 0, errors: 0, combined: 0, secondShard: 0, allRefused: 0, reserved: 0, maxReservedZero: 0, clockBack: 0, corrupt: 0, expiring: 0, noTtl: 0, negativeZero: 0, fastPath: 0, fastPathRewritten: 0 };
   const mismatches = [];
@@ -246,6 +272,137 @@ async function compare(admin, seed, cases) {
   return { stats, mismatches };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Group commits: several calls handed to one store in the same tick go in ONE EVALSHA (the
+// script's "many calls" layout), decided in order. The core decides the same calls one by one,
+// each on the states the earlier ones left: what each call saw, its answers, its wrote flags, and
+// every state and TTL after, must be equal.
+// ---------------------------------------------------------------------------------------------
+async function compareMany(admin, seed, bundles) {
+  await admin.flushDb(); // keys are per bundle, and cases of another test have the same names
+  const { bundle } = generator(seed);
+  const random = seeded(seed ^ 0x3c3c3c3c);
+  const stats = { bundles: 0, calls: 0, decisions: 0, skipped: 0, granted: 0, refused: 0, errors: 0, allCalls: 0, allRefused: 0, chained: 0, corrupt: 0, afterCorrupt: 0, quick: 0, sharded: 0, checks: 0, reserved: 0 };
+  const mismatches = [];
+  const inFlight = new Set();
+  for (let bundleIndex = 0; bundleIndex < bundles; bundleIndex++) {
+    const testCase = bundle(bundleIndex);
+    const plans = [];
+    for (const call of testCase.calls) {
+      const planned = corePlan(call.items.map((item) => ({ ...item, config: testCase.limits[item.which] })), call.all, random);
+      if (planned === null) stats.skipped++;
+      else plans.push(planned);
+    }
+    if (plans.length < 2) continue;
+    // Every key once, with its state before the bundle.
+    const held = new Map();
+    const spell = (x) => (testCase.padded ? padded(stored(x, testCase.long)) : stored(x, testCase.long));
+    const setup = [];
+    for (const planned of plans) {
+      for (const ref of planned.refs) {
+        const key = redisKey(ref);
+        if (held.has(key)) continue;
+        const state = testCase.state(planned.items[0].now, ref.periodMs, ref.capacity);
+        held.set(key, state);
+        if (state !== null) setup.push([key, "corrupt" in state ? state.corrupt : `${spell(state.value)},${spell(state.ts)}`]);
+      }
+    }
+    const keys = [...held.keys()];
+    // The core, one call after another.
+    const lastWrite = new Map(); // key -> { fullAt, now } of the last call that wrote it
+    const expected = plans.map((planned) => {
+      const seen = planned.refs.map((ref) => held.get(redisKey(ref)));
+      if (seen.some((state) => state !== null && "corrupt" in state)) return { seen, decision: null };
+      const decision = coreDecide(planned, seen);
+      decision.after.forEach(({ state, fullAt }, index) => {
+        if (fullAt === null) return;
+        const key = redisKey(planned.refs[index]);
+        if (seen[index] !== state) stats.chained += lastWrite.has(key) ? 1 : 0;
+        held.set(key, state);
+        lastWrite.set(key, { fullAt, now: planned.items[0].now });
+      });
+      return { seen, decision };
+    });
+    stats.bundles++;
+    for (const [index, planned] of plans.entries()) {
+      const { seen, decision } = expected[index];
+      stats.calls++;
+      stats.decisions += planned.items.length;
+      if (planned.all) stats.allCalls++;
+      if (planned.items.some((item) => item.shards > 1)) stats.sharded++;
+      if (planned.items.some((item) => !item.write)) stats.checks++;
+      if (decision === null) {
+        stats.corrupt++;
+        continue;
+      }
+      if (expected.slice(0, index).some((earlier) => earlier.decision === null)) stats.afterCorrupt++;
+      for (const decided of decision.decided) {
+        if (decided === null) stats.errors++;
+        else if (decided.ok) stats.granted++;
+        else stats.refused++;
+        if (decided?.ok && decided.retryAfter !== undefined) stats.reserved++;
+      }
+      if (planned.all && decision.status === 0) stats.allRefused++;
+      const only = decision.decided[0];
+      if (planned.items.length === 1 && planned.refs.length === 1 && only?.ok && only.retryAfter === undefined) stats.quick++;
+      void seen;
+    }
+    const seenAfter = {};
+    let evalShas = 0;
+    const client = scriptClient(admin, setup, keys, seenAfter);
+    const counted = { ...client, evalSha: (...args) => (evalShas++, client.evalSha(...args)), eval: (...args) => (evalShas++, client.eval(...args)) };
+    const differ = (what, ours, core) => mismatches.push({ seed, caseIndex: bundleIndex, what, ours, core, batch: plans, states: [...held] });
+    const store = redisStore(counted);
+    // Handed to the store in one tick: one round trip for all of them.
+    const answers = plans.map((planned) => store.decide({ refs: storeRefs(planned), items: planned.items, all: planned.all }));
+    const run = Promise.all(answers)
+      .then((got) => {
+        if (evalShas !== 1) differ("EVALSHAs for the bundle", evalShas, 1);
+        got.forEach((answer, index) => {
+          const { seen, decision } = expected[index];
+          seen.forEach((state, ref) => {
+            const want = state === null ? null : "corrupt" in state ? state.corrupt : state;
+            const have = answer.stored[ref];
+            if (typeof want === "string" ? have !== want : !sameState(have, want)) differ(`call ${index}: stored[${ref}] as it saw it`, have, want);
+          });
+          if (decision === null) {
+            if (answer.wrote.some(Boolean) || answer.decided.some((decided) => decided !== null)) differ(`call ${index} on a corrupt state decided or wrote`, answer, null);
+            return;
+          }
+          answer.decided.forEach((decided, item) => {
+            if (!sameDecision(decided, decision.decided[item])) differ(`call ${index}: decision of item ${item}`, decided, decision.decided[item]);
+          });
+          if (answer.wrote.join() !== decision.wrote.join()) differ(`call ${index}: wrote`, answer.wrote, decision.wrote);
+        });
+        keys.forEach((key, index) => {
+          const want = held.get(key);
+          const have = seenAfter.get[index];
+          if (want !== null && "corrupt" in want) {
+            if (have !== want.corrupt) differ(`corrupt key ${key} after`, have, want.corrupt);
+            return;
+          }
+          if (!sameState(decode(have), want)) differ(`state of ${key} after`, decode(have), want);
+          const ttl = seenAfter.ttl[index];
+          const last = lastWrite.get(key);
+          if (last === undefined) {
+            if (ttl !== (want === null ? -2 : -1)) differ(`TTL of unwritten ${key}`, ttl, -1);
+            return;
+          }
+          if (!testCase.sameNow) return; // which item's clock set the TTL is not visible here
+          const wantTtl = expectedTtl(last.fullAt, last.now);
+          if (wantTtl === -1 ? ttl !== -1 : !(ttl <= wantTtl && ttl >= Math.max(0, wantTtl - 1_000))) differ(`TTL of ${key}`, ttl, wantTtl);
+        });
+      })
+      .catch((error) => differ("the calls", String(error?.stack ?? error), "answers"));
+    inFlight.add(run);
+    run.finally(() => inFlight.delete(run));
+    if (inFlight.size >= 32) await Promise.race(inFlight);
+    if (bundleIndex % 2_000 === 1_999) await admin.flushDb();
+  }
+  await Promise.all(inFlight);
+  return { stats, mismatches };
+}
+
 function report(seed, { stats, mismatches }) {
   if (mismatches.length === 0) return "";
   const first = mismatches[0];
@@ -297,6 +454,24 @@ describe("the decision script against the core, on a real redis-server", () => {
       assert.ok(stats[what] >= 50, `the generator reached "${what}" only ${stats[what]} times: ${show(stats)}`);
     }
     assert.ok(stats.skipped < stats.cases / 4, `too many batches refused before any read: ${show(stats)}`);
+  });
+
+  it(`12,000 random group commits from seed ${fixedSeed} (over 60,000 calls, one EVALSHA each) are equal to the calls decided one by one`, { timeout: 180_000 }, async (t) => {
+    const outcome = await compareMany(admin, fixedSeed, 12_000);
+    t.diagnostic(`seed ${fixedSeed}: ${show(outcome.stats)}`);
+    assert.equal(outcome.mismatches.length, 0, report(fixedSeed, outcome));
+    const { stats } = outcome;
+    assert.ok(stats.calls >= 60_000, `${stats.calls} calls`);
+    for (const what of ["granted", "refused", "errors", "allCalls", "allRefused", "chained", "corrupt", "afterCorrupt", "quick", "sharded", "checks", "reserved"]) {
+      assert.ok(stats[what] >= 50, `the generator reached "${what}" only ${stats[what]} times: ${show(stats)}`);
+    }
+  });
+
+  it("2,000 random group commits from a fresh seed are equal to the calls decided one by one", { timeout: 120_000 }, async (t) => {
+    const seed = Math.floor(Math.random() * 2 ** 31);
+    const outcome = await compareMany(admin, seed, 2_000);
+    t.diagnostic(`fresh seed ${seed}: ${show(outcome.stats)}`);
+    assert.equal(outcome.mismatches.length, 0, report(seed, outcome));
   });
 
   it("10,000 random batches from a fresh seed are equal bit for bit", { timeout: 120_000 }, async (t) => {

@@ -39,6 +39,15 @@
  *   shard, the common call), 13 arguments: the item's fields from kind to
  *   now, then the fresh value and ts. (A batch of one decides the same all
  *   or nothing as not; the general layout has 19 or more.)
+ * - Or many calls (a group commit): `ARGV[1]` is `m`, `ARGV[2]` the number of
+ *   calls, then per call either `c`, the 1-based index of its key and the 13
+ *   compact arguments, or `g`, all (0/1), its item count n, its key count k,
+ *   the k indexes of its keys, and its n items of 17 arguments (their reads
+ *   index its own keys, 1-based). Every key is read once; the calls are
+ *   decided in order, each on what the earlier ones left, each as it would be
+ *   alone (a corrupt state halts only the calls that read it; an error only
+ *   its call, or its whole all-or-nothing call); each key is written once, by
+ *   its last writer, with that writer's TTL.
  *
  * The common call (compact, its state absent or stored without an exponent,
  * granted without a wait) takes a fast path that computes only what that
@@ -50,7 +59,9 @@
  * digit per item, `1` when it writes (`limit`) and its grant was written;
  * then per item its own answer, `=1,WAIT` granted or `=0,WAIT` refused (WAIT
  * `%.17g`, empty when none), `=e,` an error, `=-,` not decided (after an
- * error, or a corrupt state). The driver answers from the core's replay; the
+ * error, or a corrupt state). For many calls, that same reply per call, one
+ * after another, each key as that call saw it (what an earlier call wrote, as
+ * the text it stores). The driver answers from the core's replay; the
  * answers let the differential test compare every decision.
  *
  * A stored value that is not `VALUE,TS` of two finite numbers is returned as
@@ -77,84 +88,113 @@ local function state_text(value, ts)
   return string.format('%.17g,%.17g', value, ts)
 end
 
+-- The common decision, with nothing computed or allocated that it does not need: one item on one
+-- state of a limit with one shard, granted without a wait, its state finite. It computes exactly what
+-- the general path below does for that case, operation for operation (advance, then full_at). Returns
+-- the new value and ts, and the PX in ms (false: none; nil when not written); or nil when the call is
+-- not that case (a debt, a wait, a state that would not be finite): then the general path decides.
+local function level(token_bucket, rate, period, capacity, value, ts, at, count)
+  local x, t
+  if token_bucket then
+    local since = at - ts
+    local elapsed = 0
+    if since > 0 then elapsed = since end
+    x = value + elapsed * (rate / period)
+    t = at
+    if ts > at then t = ts end
+  else
+    local k = floor((at - ts) / period)
+    if not (k > 0) then k = 0 end
+    x = value + rate * k
+    t = ts + k * period
+  end
+  -- js_min(x, capacity)
+  if x ~= x or capacity ~= capacity then x = nan
+  elseif capacity < x or (not (x < capacity) and not (x == 0 and 1 / x < 0)) then x = capacity end
+  return x - count, t
+end
+
+local function quick(token_bucket, start, rate, period, capacity, count, now, value, ts, write)
+  local v, t = level(token_bucket, rate, period, capacity, value, ts, now, count)
+  if not (v >= 0 and v - v == 0 and t - t == 0) then return nil end
+  if not write then return v, t end
+  -- full_at: one shard, so never infinite by rule but for a fixed window with a random start.
+  local full = huge
+  if token_bucket or start ~= '' then
+    local candidate
+    if v >= capacity then
+      candidate = t
+    elseif token_bucket then
+      candidate = t + (capacity - v) / (rate / period)
+    else
+      candidate = t + ceil((capacity - v) / rate) * period
+    end
+    if candidate - candidate == 0 and level(token_bucket, rate, period, capacity, v, t, candidate, 0) >= capacity then
+      full = candidate
+    else
+      local later = ceil(candidate) + 1
+      if later - later == 0 and level(token_bucket, rate, period, capacity, v, t, later, 0) >= capacity then full = later end
+    end
+  end
+  local ms = ceil(full - now)
+  if ms <= 9e12 then
+    if ms < 1 then ms = 1 end
+    return v, t, ms
+  end
+  return v, t, false
+end
+
+-- The fields of a compact item (kind, rate, period, capacity, maxReserved, shards, start, count,
+-- reserve, write, now, fresh value, fresh ts) from args[at], each number read with number: what
+-- quick takes, or nil when the item is not quick's (a sharded limit, an argument not a number).
+local function quick_fields(args, at, number)
+  local kind = args[at]
+  if not ((kind == '0' or kind == '1') and args[at + 5] == '1') then return nil end
+  local start = args[at + 6]
+  local rate, period, capacity, count, now = number(args[at + 1]), number(args[at + 2]), number(args[at + 3]), number(args[at + 7]), number(args[at + 10])
+  if not (rate and period and capacity and count and now and (start == '' or number(start))) then return nil end
+  return kind == '0', start, rate, period, capacity, count, now
+end
+
+local function ms_text(ms) return string.format('%d', ms) end
+
 -- One item on one state (a call on a limit with one shard) comes in a layout of its own, 13
 -- arguments: the item's fields from kind to now, then the fresh value and ts (see above).
 local compact = #ARGV == 13 and #KEYS == 1
 
--- The common case first, with nothing computed or allocated that it does not need: a compact
--- call, its state stored in the plain form (or absent), granted without a wait, its state finite.
--- It computes exactly what the general path below does for that case, operation for operation;
--- anything else (a debt, a wait, an exponent in the stored text, a corrupt state) falls through to
--- the general path, which reads again and decides from the start (nothing was written yet). It
--- reads only the arguments it needs (the driver sends numbers; the general path checks each).
-if compact and (ARGV[1] == '0' or ARGV[1] == '1') and ARGV[6] == '1' then
-  local token_bucket, start = ARGV[1] == '0', ARGV[7]
-  local rate, period, capacity, count, now = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[8]), tonumber(ARGV[11])
-  local raw = redis.call('GET', KEYS[1])
-  local value, ts
-  if raw then
-    -- -?D+(.D+)? on each side of the comma: a subset of what the general path accepts.
-    local value_text, ts_text = string.match(raw, '^(%-?%d+%.?%d*),(%-?%d+%.?%d*)$')
-    if value_text and string.byte(value_text, -1) ~= 46 and string.byte(ts_text, -1) ~= 46 then
-      value, ts = tonumber(value_text), tonumber(ts_text)
-      if not (value - value == 0 and ts - ts == 0) then value = nil end
-    end
-  else
-    value, ts = tonumber(ARGV[12]), tonumber(ARGV[13])
-  end
-  if value and ts and rate and period and capacity and count and now and (start == '' or tonumber(start)) then
-    -- advance (below) without its wait: the value and ts after \`count\` at \`at\`.
-    local function level(value, ts, at, count)
-      local x, t
-      if token_bucket then
-        local since = at - ts
-        local elapsed = 0
-        if since > 0 then elapsed = since end
-        x = value + elapsed * (rate / period)
-        t = at
-        if ts > at then t = ts end
-      else
-        local k = floor((at - ts) / period)
-        if not (k > 0) then k = 0 end
-        x = value + rate * k
-        t = ts + k * period
+-- The common case first: a compact call, its state stored in the plain form (or absent), granted
+-- without a wait, its state finite. Anything else (a debt, a wait, an exponent in the stored text,
+-- a corrupt state) falls through to the general path, which reads again and decides from the
+-- start (nothing was written yet). It reads only the arguments it needs (the driver sends numbers;
+-- the general path checks each).
+if compact then
+  local token_bucket, start, rate, period, capacity, count, now = quick_fields(ARGV, 1, tonumber)
+  if token_bucket ~= nil then
+    local raw = redis.call('GET', KEYS[1])
+    local value, ts
+    if raw then
+      -- -?D+(.D+)? on each side of the comma: a subset of what the general path accepts.
+      local value_text, ts_text = string.match(raw, '^(%-?%d+%.?%d*),(%-?%d+%.?%d*)$')
+      if value_text and string.byte(value_text, -1) ~= 46 and string.byte(ts_text, -1) ~= 46 then
+        value, ts = tonumber(value_text), tonumber(ts_text)
+        if not (value - value == 0 and ts - ts == 0) then value = nil end
       end
-      -- js_min(x, capacity)
-      if x ~= x or capacity ~= capacity then x = nan
-      elseif capacity < x or (not (x < capacity) and not (x == 0 and 1 / x < 0)) then x = capacity end
-      return x - count, t
+    else
+      value, ts = tonumber(ARGV[12]), tonumber(ARGV[13])
     end
-    local v, t = level(value, ts, now, count)
-    if v >= 0 and v - v == 0 and t - t == 0 then
+    if value and ts then
       local write = ARGV[10] == '1'
-      if write then
-        -- full_at: one shard, so never infinite by rule but for a fixed window with a random start.
-        local full = huge
-        if token_bucket or start ~= '' then
-          local candidate
-          if v >= capacity then
-            candidate = t
-          elseif token_bucket then
-            candidate = t + (capacity - v) / (rate / period)
+      local v, t, ms = quick(token_bucket, start, rate, period, capacity, count, now, value, ts, write)
+      if v then
+        if write then
+          if ms then
+            redis.call('SET', KEYS[1], state_text(v, t), 'PX', ms_text(ms))
           else
-            candidate = t + ceil((capacity - v) / rate) * period
-          end
-          if candidate - candidate == 0 and level(v, t, candidate, 0) >= capacity then
-            full = candidate
-          else
-            local later = ceil(candidate) + 1
-            if later - later == 0 and level(v, t, later, 0) >= capacity then full = later end
+            redis.call('SET', KEYS[1], state_text(v, t))
           end
         end
-        local ms = ceil(full - now)
-        if ms <= 9e12 then
-          if ms < 1 then ms = 1 end
-          redis.call('SET', KEYS[1], state_text(v, t), 'PX', string.format('%d', ms))
-        else
-          redis.call('SET', KEYS[1], state_text(v, t))
-        end
+        return { raw and ('=' .. raw) or false, write and '=1' or '=0', '=1,' }
       end
-      return { raw and ('=' .. raw) or false, write and '=1' or '=0', '=1,' }
     end
   end
 end
@@ -463,86 +503,205 @@ local function decode(raw)
   return { value, ts }
 end
 
-local reply, current, halt = {}, {}, false -- halt: a corrupt state, or an error of an all-or-nothing batch
+-- Every key, read once: its raw text (false: absent), its state (nil: absent or not a state), and
+-- whether it holds something that is not a state (bad: nothing is decided on it or written to it).
+local raw_of, current, bad, any_bad = {}, {}, {}, false
 for r = 1, #KEYS do
   local raw = redis.call('GET', KEYS[r])
+  raw_of[r] = raw
   if raw then
-    reply[r] = '=' .. raw
     current[r] = decode(raw)
-    if not current[r] then halt = true end
-  else
-    reply[r] = false
+    if not current[r] then bad[r], any_bad = true, true end
   end
 end
 
--- The arguments in the general layout (a compact call spelled out as a batch of one).
-local args = ARGV
-if compact then
-  args = { '1', '1', ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], '1', '0', ARGV[12], ARGV[13], '0', '0' }
-end
-local all = args[1] == '1'
-local count = tonumber(args[2])
-local function number(at)
-  local x = tonumber(args[at])
-  if x == nil then error('ratebound: argument ' .. at .. ' is not a number') end
-  return x
-end
-local function optional(at)
-  if args[at] == '' then return nil end
-  return number(at)
+-- What this script will write, per key: { value, ts, PX ms (false: none), text (once formatted) }.
+local pending = {}
+
+-- The text a key holds now: what an earlier call of this script wrote, or what was read.
+local function held(r)
+  local state = pending[r]
+  if state then
+    if not state[4] then state[4] = state_text(state[1], state[2]) end
+    return '=' .. state[4]
+  end
+  local raw = raw_of[r]
+  if raw then return '=' .. raw end
+  return false
 end
 
-local wrote, answers, pending, all_ok, any_write = {}, {}, {}, true, false
-for i = 1, count do
-  wrote[i], answers[i] = '0', '=-,'
-  if not halt then
-    local at = 3 + (i - 1) * 17
-    local c = {
-      kind = number(at), rate = number(at + 1), period = number(at + 2), capacity = number(at + 3),
-      max_reserved = optional(at + 4), shards = number(at + 5), start = optional(at + 6),
-      count = number(at + 7), reserve = args[at + 8] == '1', write = args[at + 9] == '1', now = number(at + 10),
-      reads = { number(at + 11) }, fresh = { number(at + 13), number(at + 14), number(at + 15), number(at + 16) },
-    }
-    if args[at + 12] ~= '0' then c.reads[2] = number(at + 12) end
-    local ok, writes, retry = decide_item(c, current)
-    if ok == nil then
-      answers[i] = '=e,'
-      if all then halt = true end -- an error: the batch writes nothing
-    else
-      -- src/result.rs caller_wait: an answer's wait is whole ms, rounded up.
-      answers[i] = '=' .. (ok and '1' or '0') .. ',' .. (retry and string.format('%.17g', ceil(retry)) or '')
-      all_ok = all_ok and ok
-      any_write = any_write or c.write
-      if ok and (c.write or all) then
-        for _, write in ipairs(writes) do
-          local r = c.reads[write[1]]
-          current[r] = { write[2], write[3] }
-          pending[r] = { write[2], write[3], full_at(c, write[2], write[3]), c.now }
+-- A written state's PX: ceil(full_at - now), at least 1; false when past 9e12 ms or never full.
+local function expiry(full, now)
+  local ms = ceil(full - now)
+  if ms <= 9e12 then
+    if ms < 1 then ms = 1 end
+    return ms
+  end
+  return false
+end
+
+-- One call (a group of items, decided as the core's decide_batch): the items from args[at], 17
+-- arguments each, whose reads index refs (1-based) and refs maps to KEYS. Decides them in order
+-- over current and records what they write in pending, unless halt (a state that is not a state:
+-- nothing is decided). All or nothing, writes only when every item is granted and one writes, and
+-- an error decides nothing more. Returns the digits of wrote ('0'/'1' per item) and the answers.
+local function run_group(args, at, all, count, refs, halt)
+  local function number(i)
+    local x = tonumber(args[i])
+    if x == nil then error('ratebound: argument ' .. i .. ' is not a number') end
+    return x
+  end
+  local function optional(i)
+    if args[i] == '' then return nil end
+    return number(i)
+  end
+  local wrote, answers, all_ok, any_write = {}, {}, true, false
+  local saved = {} -- all or nothing: per key, what current and pending held before the group wrote it
+  for i = 1, count do
+    wrote[i], answers[i] = '0', '=-,'
+    if not halt then
+      local c = {
+        kind = number(at), rate = number(at + 1), period = number(at + 2), capacity = number(at + 3),
+        max_reserved = optional(at + 4), shards = number(at + 5), start = optional(at + 6),
+        count = number(at + 7), reserve = args[at + 8] == '1', write = args[at + 9] == '1', now = number(at + 10),
+        reads = { refs[number(at + 11)] }, fresh = { number(at + 13), number(at + 14), number(at + 15), number(at + 16) },
+      }
+      if args[at + 12] ~= '0' then c.reads[2] = refs[number(at + 12)] end
+      if c.reads[1] == nil or (args[at + 12] ~= '0' and c.reads[2] == nil) then error('ratebound: item ' .. i .. ' reads no key') end
+      local ok, writes, retry = decide_item(c, current)
+      if ok == nil then
+        answers[i] = '=e,'
+        if all then halt = true end -- an error: the batch writes nothing
+      else
+        -- src/result.rs caller_wait: an answer's wait is whole ms, rounded up.
+        answers[i] = '=' .. (ok and '1' or '0') .. ',' .. (retry and string.format('%.17g', ceil(retry)) or '')
+        all_ok = all_ok and ok
+        any_write = any_write or c.write
+        if ok and (c.write or all) then
+          for _, write in ipairs(writes) do
+            local r = c.reads[write[1]]
+            if all and saved[r] == nil then saved[r] = { current[r] or false, pending[r] or false } end
+            current[r] = { write[2], write[3] }
+            pending[r] = { write[2], write[3], expiry(full_at(c, write[2], write[3]), c.now) }
+          end
+          if c.write then wrote[i] = '1' end
         end
-        if c.write then wrote[i] = '1' end
       end
     end
+    at = at + 17
   end
+  if halt or (all and not (all_ok and any_write)) then
+    for i = 1, count do wrote[i] = '0' end
+    for r, before in pairs(saved) do
+      current[r] = before[1] or nil
+      pending[r] = before[2] or nil
+    end
+  end
+  return table.concat(wrote), answers
 end
 
-if halt or (all and not (all_ok and any_write)) then
-  for i = 1, count do wrote[i] = '0' end
-  pending = {}
+local reply = {}
+if ARGV[1] == 'm' then
+  -- Many calls: ARGV[2] groups, each a call of its own, decided in order, each seeing what the
+  -- earlier ones wrote. Per group, its state texts as it saw them, its wrote digits, its answers.
+  -- Calls of one limit repeat the same argument strings (Lua interns strings): each is read once.
+  local numbers = {}
+  local function number(text)
+    local x = numbers[text]
+    if x == nil then
+      x = tonumber(text) or false
+      numbers[text] = x
+    end
+    return x or nil
+  end
+  local at = 3
+  for _ = 1, tonumber(ARGV[2]) do
+    if ARGV[at] == 'c' then
+      -- One item on one key of a limit with one shard: the key's index, then the compact fields.
+      local r = tonumber(ARGV[at + 1])
+      reply[#reply + 1] = held(r)
+      local handled = bad[r]
+      if handled then
+        reply[#reply + 1] = '=0'
+        reply[#reply + 1] = '=-,'
+      else
+        local token_bucket, start, rate, period, capacity, count, now = quick_fields(ARGV, at + 2, number)
+        if token_bucket ~= nil then
+          local state = current[r]
+          local value, ts
+          if state then value, ts = state[1], state[2] else value, ts = number(ARGV[at + 13]), number(ARGV[at + 14]) end
+          local write = ARGV[at + 11] == '1'
+          if value and ts then
+            local v, t, ms = quick(token_bucket, start, rate, period, capacity, count, now, value, ts, write)
+            if v then
+              if write then
+                -- In place: no other reference to these tables outlives a group.
+                if state then state[1], state[2] = v, t else current[r] = { v, t } end
+                local written = pending[r]
+                if written then
+                  written[1], written[2], written[3], written[4] = v, t, ms, nil
+                else
+                  pending[r] = { v, t, ms }
+                end
+              end
+              reply[#reply + 1] = write and '=1' or '=0'
+              reply[#reply + 1] = '=1,'
+              handled = true
+            end
+          end
+        end
+        if not handled then
+          local a = at + 2
+          local args = { ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], '1', '0', ARGV[a + 11], ARGV[a + 12], '0', '0' }
+          local wrote, answers = run_group(args, 1, false, 1, { r }, false)
+          reply[#reply + 1] = '=' .. wrote
+          reply[#reply + 1] = answers[1]
+        end
+      end
+      at = at + 15
+    else
+      -- 'g': all (0/1), the item count n, the ref count k, k key indexes, then 17 arguments per item.
+      local all, count, refs_count = ARGV[at + 1] == '1', tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
+      local refs, halt = {}, false
+      for j = 1, refs_count do
+        local r = tonumber(ARGV[at + 3 + j])
+        refs[j] = r
+        reply[#reply + 1] = held(r)
+        if bad[r] then halt = true end
+      end
+      local wrote, answers = run_group(ARGV, at + 4 + refs_count, all, count, refs, halt)
+      reply[#reply + 1] = '=' .. wrote
+      for i = 1, count do reply[#reply + 1] = answers[i] end
+      at = at + 4 + refs_count + 17 * count
+    end
+  end
+else
+  -- One call: the general layout, or a compact call spelled out as a batch of one.
+  local args = ARGV
+  if compact then
+    args = { '1', '1', ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], '1', '0', ARGV[12], ARGV[13], '0', '0' }
+  end
+  local refs = {}
+  for r = 1, #KEYS do
+    refs[r] = r
+    reply[r] = held(r)
+  end
+  local count = tonumber(args[2])
+  local wrote, answers = run_group(args, 3, args[1] == '1', count, refs, any_bad)
+  reply[#KEYS + 1] = '=' .. wrote
+  for i = 1, count do reply[#KEYS + 1 + i] = answers[i] end
 end
+
 for r = 1, #KEYS do
   local state = pending[r]
   if state then
-    local stored = state_text(state[1], state[2])
-    local ms = ceil(state[3] - state[4])
-    if ms <= 9e12 then
-      if ms < 1 then ms = 1 end
-      redis.call('SET', KEYS[r], stored, 'PX', string.format('%d', ms))
+    local stored = state[4] or state_text(state[1], state[2])
+    if state[3] then
+      redis.call('SET', KEYS[r], stored, 'PX', ms_text(state[3]))
     else
       redis.call('SET', KEYS[r], stored)
     end
   end
 end
-reply[#KEYS + 1] = '=' .. table.concat(wrote)
-for i = 1, count do reply[#KEYS + 1 + i] = answers[i] end
 return reply
 `;

@@ -5,7 +5,9 @@
  * {@link RedisStore.decide} sends the core's plan to one Lua script
  * (`DECIDE_SCRIPT`, a port of the core's decision) that reads every state,
  * decides and writes atomically inside the server, so callers of a hot key
- * queue in Redis instead of racing. Grants and settles, `getValue` and
+ * queue in Redis instead of racing. Calls that arrive while a decision is in
+ * flight go together in the next EVALSHA (group commit, `shared/group-commit.ts`),
+ * each decided as if alone, in arrival order. Grants and settles, `getValue` and
  * `reset` stay optimistic transactions: GET every key (the raw stored string
  * is the version), decide in the core, commit with one script that checks
  * every key read and writes all or nothing, retry a lost race after a
@@ -15,14 +17,32 @@
  * and Redis Cluster through node-redis `createCluster` and ioredis `Cluster`.
  * @module
  */
-import { RateboundTypeError, type RateLimitState, type RemoteAnswer, type RemoteBatch, type StateRef } from "ratebound";
+import type { RemoteBatch, StateRef } from "ratebound";
 import { OptimisticStore, type OptimisticHost, type OptimisticOptions, type OptimisticTransaction } from "./shared/optimistic.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
 import { DECIDE_SCRIPT } from "./redis-script.js";
 import { watchEviction } from "./redis-eviction.js";
 import { fromRedisClient, type BunRedisClientLike, type GlideClientLike } from "./redis-clients.js";
+import { GroupCommit } from "./shared/group-commit.js";
+import {
+  GROUP_MAX_ITEMS,
+  RedisStoreError,
+  decideAnswer,
+  decideArguments,
+  decodeState,
+  encodeState,
+  invalidArgument,
+  manyAnswers,
+  manyArguments,
+  rawText,
+  slotLane,
+  text,
+  type Group,
+  type RedisAnswer,
+} from "./redis-codec.js";
 
-export { DECIDE_SCRIPT };
+export { DECIDE_SCRIPT, RedisStoreError };
+export type { RedisAnswer, RedisErrorCode } from "./redis-codec.js";
 export type { BunRedisClientLike, GlideClientLike } from "./redis-clients.js";
 
 /** What ratebound uses of a node-redis client (v5/v6, single node or cluster). */
@@ -70,52 +90,6 @@ export interface RedisStoreOptions extends OptimisticOptions {
   prefix?: string;
   /** How long one command may take before the call fails closed with `REDIS_TIMEOUT`, in milliseconds; default 5000. */
   timeoutMs?: number;
-}
-
-/**
- * Why a call failed: `REDIS_CONFLICT` (every commit of a grant, settle,
- * getValue or reset lost the race), `REDIS_TIMEOUT`, `REDIS_CROSSSLOT` (a
- * Cluster call over keys in several slots: use a hash-tagged prefix), or
- * `REDIS_ERROR` (the client or server failed).
- */
-export type RedisErrorCode = "REDIS_CONFLICT" | "REDIS_TIMEOUT" | "REDIS_CROSSSLOT" | "REDIS_ERROR";
-
-/**
- * A Redis call that failed closed: nothing was written by it (for
- * `REDIS_TIMEOUT`, the server may still run the command it never answered:
- * the call rejects all the same, spending at most what it would have).
- *
- * @example
- * try { await limiter.limit("post", { key: userId }); }
- * catch (error) { if (error instanceof RedisStoreError) return new Response("Busy, retry", { status: 503 }); }
- * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#redis-redisstoreerror | docs/errors.md}: every code, what it means, what to do.
- */
-export class RedisStoreError extends Error {
-  /** What failed. */
-  readonly code: RedisErrorCode;
-  /** For `REDIS_CONFLICT`: how many commits were tried. */
-  readonly attempts: number | undefined;
-
-  /**
-   * @param code What failed.
-   * @param message What happened.
-   * @param options `cause`: the client's error; `attempts` for a conflict.
-   */
-  constructor(code: RedisErrorCode, message: string, options: { cause?: unknown; attempts?: number } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = "RedisStoreError";
-    this.code = code;
-    this.attempts = options.attempts;
-  }
-}
-
-/** What the decision script answers for a {@link RemoteBatch}: the store's answer, and each item's own decision. */
-export interface RedisAnswer extends RemoteAnswer {
-  /**
-   * Per item, the script's own decision (`null`: an error, or not decided):
-   * for diagnostics and the differential test; the limiter answers from the core's replay.
-   */
-  decided: ({ ok: boolean; retryAfter?: number } | null)[];
 }
 
 /**
@@ -198,44 +172,13 @@ export function redisKey(ref: StateRef, prefix = "ratebound:"): string {
   return `${prefix}{${tag}}:${ref.shard}`;
 }
 
-/** A number as JavaScript prints it or as Lua's `%.17g` does: what states are stored with. */
-const NUMBER = /^-?\d+(?:\.\d+)?(?:e[+-]\d+)?$/;
-
-/** A state as stored: `VALUE,TS`, each as JavaScript prints the number (which reads back exactly). */
-function encodeState(state: RateLimitState): string {
-  return `${numberText(state.value)},${numberText(state.ts)}`;
-}
-
-/**
- * The state in a stored string (as this module or the decision script wrote
- * it); anything else is handed on as it is, for the core to reject naming the ref.
- */
-function decodeState(stored: unknown): RateLimitState | null {
-  if (stored === null || stored === undefined) return null;
-  if (typeof stored !== "string") return JSON.stringify(stored) as unknown as RateLimitState;
-  const parts = STATE.exec(stored);
-  if (parts === null) return stored as unknown as RateLimitState;
-  return { value: Number(parts[1]), ts: Number(parts[2]) };
-}
-
-/** `VALUE,TS`, each a {@link NUMBER}. */
-const STATE = /^(-?\d+(?:\.\d+)?(?:e[+-]\d+)?),(-?\d+(?:\.\d+)?(?:e[+-]\d+)?)$/;
-
-/** A number as the scripts read it back exactly: JavaScript's shortest form, `-0` kept. */
-function numberText(number: number): string {
-  return Object.is(number, -0) ? "-0" : String(number);
-}
-
-/** An argument error: the core's `RateboundTypeError` (a `TypeError` with `code: "INVALID_ARGUMENT"`). */
-function invalidArgument(field: string, message: string): RateboundTypeError {
-  return new RateboundTypeError(`ratebound/redis: ${message}`, field);
-}
-
 type Commands = {
   /** The raw stored string, or `null`. */
   get(key: string): Promise<unknown>;
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+  /** Whether the client is a Redis Cluster's (one script's keys must share a slot). */
+  cluster: boolean;
 };
 
 /** What a value passed as the client is, for the error that says what to pass instead. */
@@ -261,6 +204,7 @@ function commandsOf(client: RedisClientLike): Commands {
       get: (key) => redis.get(key),
       evalsha: (sha, keys, args) => redis.evalSha(sha, { keys, arguments: args }),
       eval: (script, keys, args) => redis.eval(script, { keys, arguments: args }),
+      cluster: typeof any.getSlotMaster === "function",
     };
   }
   if (typeof any.evalsha === "function" && typeof any.eval === "function" && typeof any.defineCommand === "function") {
@@ -269,6 +213,7 @@ function commandsOf(client: RedisClientLike): Commands {
       get: (key) => redis.get(key),
       evalsha: (sha, keys, args) => redis.evalsha(sha, keys.length, ...keys, ...args),
       eval: (script, keys, args) => redis.eval(script, keys.length, ...keys, ...args),
+      cluster: any.isCluster === true,
     };
   }
   if (typeof any.evalsha === "function" && typeof any.eval === "function") {
@@ -276,24 +221,9 @@ function commandsOf(client: RedisClientLike): Commands {
     const evalsha = (sha: string, keys: string[], args: string[]) => redis.evalsha(sha, keys, args);
     const evalScript = (script: string, keys: string[], args: string[]) => redis.eval(script, keys, args);
     // GET would hand a stored value to the client's JSON decoding: read through the script instead.
-    return { get: async (key) => (await readRaw({ evalsha, eval: evalScript }, [key]))[0], evalsha, eval: evalScript };
+    return { get: async (key) => (await readRaw({ evalsha, eval: evalScript }, [key]))[0], evalsha, eval: evalScript, cluster: false };
   }
   throw invalidArgument("client", `${needs}; this one has no EVALSHA and EVAL (ratebound decides inside Redis with a Lua script)`);
-}
-
-/** A client's reply as text: node-redis and ioredis may answer with bytes when so configured. */
-function text(reply: unknown): unknown {
-  return reply instanceof Uint8Array ? new TextDecoder().decode(reply) : reply;
-}
-
-/** A script's `=`-marked string reply: the text after the `=`, or `null` for nil. */
-function rawText(reply: unknown, what: string): string | null {
-  const value = text(reply);
-  if (value === null || value === undefined) return null;
-  if (typeof value !== "string" || !value.startsWith("=")) {
-    throw new RedisStoreError("REDIS_ERROR", `ratebound/redis: ${what} answered ${JSON.stringify(value)}, not a marked string; the call failed closed`);
-  }
-  return value.slice(1);
 }
 
 /** The raw strings at `keys` (`null`: absent), through {@link READ_SCRIPT}: one round trip. */
@@ -397,91 +327,6 @@ function redisHost(commands: Commands, prefix: string, timeoutMs: number): Optim
   };
 }
 
-/** The decision script's arguments for `batch` (see `DECIDE_SCRIPT`). */
-function decideArguments(batch: RemoteBatch): string[] {
-  const { items } = batch;
-  const refCount = batch.refs.length;
-  // One item on one ref (a call on a limit with one shard): the compact layout, 13 arguments.
-  const compact = items.length === 1 && refCount === 1 && items[0]!.reads?.length === 1;
-  const args: string[] = new Array(compact ? 13 : 2 + items.length * 17);
-  if (!compact) {
-    args[0] = batch.all ? "1" : "0";
-    args[1] = String(items.length);
-  }
-  for (let index = 0, at = compact ? 0 : 2; index < items.length; index++, at += 17) {
-    const item = items[index]!;
-    const { reads, fresh } = item;
-    if (!Array.isArray(reads) || !(reads.length === 1 || reads.length === 2) || !inRange(reads[0], refCount) || (reads.length === 2 && !inRange(reads[1], refCount)) || !Array.isArray(fresh) || fresh.length !== reads.length) {
-      throw invalidArgument("batch", `decide: item ${index} must read one or two of the batch's ${refCount} refs, with a fresh state for each`);
-    }
-    const second = reads.length === 2;
-    args[at] = String(item.kind);
-    args[at + 1] = numberText(item.rate);
-    args[at + 2] = numberText(item.period);
-    args[at + 3] = numberText(item.capacity);
-    args[at + 4] = item.maxReserved === null ? "" : numberText(item.maxReserved);
-    args[at + 5] = String(item.shards);
-    args[at + 6] = item.start === null ? "" : numberText(item.start);
-    args[at + 7] = numberText(item.count);
-    args[at + 8] = item.reserve ? "1" : "0";
-    args[at + 9] = item.write ? "1" : "0";
-    args[at + 10] = numberText(item.now);
-    if (compact) {
-      args[11] = numberText(fresh[0]!.value);
-      args[12] = numberText(fresh[0]!.ts);
-      break;
-    }
-    args[at + 11] = String(reads[0]! + 1);
-    args[at + 12] = second ? String(reads[1]! + 1) : "0";
-    args[at + 13] = numberText(fresh[0]!.value);
-    args[at + 14] = numberText(fresh[0]!.ts);
-    args[at + 15] = second ? numberText(fresh[1]!.value) : "0";
-    args[at + 16] = second ? numberText(fresh[1]!.ts) : "0";
-  }
-  return args;
-}
-
-/** Whether `read` indexes one of `refCount` refs. */
-const inRange = (read: unknown, refCount: number): boolean => Number.isInteger(read) && (read as number) >= 0 && (read as number) < refCount;
-
-/** The decision script's reply: what each key held, and which items wrote. */
-function decideAnswer(reply: unknown, batch: RemoteBatch): RedisAnswer {
-  const refCount = batch.refs.length;
-  const itemCount = batch.items.length;
-  const bad = (what: unknown) =>
-    new RedisStoreError("REDIS_ERROR", `ratebound/redis: the decision script answered ${JSON.stringify(what)}, not what it was asked; the call failed closed`);
-  if (!Array.isArray(reply) || reply.length !== refCount + 1 + itemCount) throw bad(reply);
-  const stored: unknown[] = new Array(refCount);
-  for (let ref = 0; ref < refCount; ref++) stored[ref] = decodeState(rawText(reply[ref], "the decision script"));
-  const flags = rawText(reply[refCount], "the decision script");
-  if (flags === null || flags.length !== itemCount) throw bad(flags);
-  const wrote: boolean[] = new Array(itemCount);
-  for (let item = 0; item < itemCount; item++) {
-    const flag = flags.charCodeAt(item);
-    if (flag !== 48 && flag !== 49) throw bad(flags); // "0" or "1"
-    wrote[item] = flag === 49;
-  }
-  const decided: RedisAnswer["decided"] = new Array(itemCount);
-  for (let item = 0; item < itemCount; item++) {
-    const answer = rawText(reply[refCount + 1 + item], "the decision script");
-    if (answer === "1,") {
-      decided[item] = { ok: true }; // the common answer: granted, no wait
-      continue;
-    }
-    const [status, wait] = answer === null ? [] : answer.split(",");
-    if ((status !== "1" && status !== "0") || wait === undefined) {
-      if (status === "e" || status === "-") {
-        decided[item] = null;
-        continue;
-      }
-      throw bad(answer);
-    }
-    if (wait !== "" && !NUMBER.test(wait)) throw bad(answer);
-    decided[item] = wait === "" ? { ok: status === "1" } : { ok: status === "1", retryAfter: Number(wait) };
-  }
-  return { stored, wrote, decided };
-}
-
 /**
  * A store over Redis (see {@link redisStore}): one EVALSHA per decision
  * through {@link RedisStore.decide}, and optimistic transactions for the rest.
@@ -489,7 +334,8 @@ function decideAnswer(reply: unknown, batch: RemoteBatch): RedisAnswer {
 export class RedisStore extends OptimisticStore<string, string | null> {
   readonly #commands: Commands;
   readonly #prefix: string;
-  readonly #timeoutMs: number;
+  /** Calls that arrive while a decision is in flight go together in the next EVALSHA. */
+  readonly #batcher: GroupCommit<Group, RedisAnswer>;
 
   /**
    * @param commands The client's commands.
@@ -510,7 +356,14 @@ export class RedisStore extends OptimisticStore<string, string | null> {
     });
     this.#commands = commands;
     this.#prefix = prefix;
-    this.#timeoutMs = timeoutMs;
+    this.#batcher = new GroupCommit<Group, RedisAnswer>({
+      maxSize: GROUP_MAX_ITEMS,
+      size: (group) => group.batch.items.length,
+      lane: commands.cluster ? slotLane : undefined,
+      timeoutMs,
+      timeoutError: () => new RedisStoreError("REDIS_TIMEOUT", `ratebound/redis: the decision script got no answer within ${timeoutMs} ms; the call failed closed`),
+      send: (groups) => this.#send(groups),
+    });
   }
 
   /**
@@ -518,7 +371,10 @@ export class RedisStore extends OptimisticStore<string, string | null> {
    * the items exactly as the core's `decide_batch`, writes what they grant
    * (each state with a TTL from when it is full again), and answers what each
    * ref held and which items wrote. A stored value that is not a state is
-   * returned as it is, and then nothing is written.
+   * returned as it is, and then nothing is written. Batches handed over while
+   * one is in flight share the next EVALSHA, each seeing what the earlier ones
+   * wrote (at most 128 items an EVALSHA; on a Cluster, per hash slot); each
+   * keeps its own answer, failure and `timeoutMs` deadline.
    *
    * @param batch The core's plan of the call (docs/internals.md).
    * @returns What each ref held, and per item whether its grant was written.
@@ -530,9 +386,34 @@ export class RedisStore extends OptimisticStore<string, string | null> {
    */
   async decide(batch: RemoteBatch): Promise<RedisAnswer> {
     const keys = batch.refs.map((ref) => redisKey(ref, this.#prefix));
+    // Checked and laid out now: a bad batch fails alone, before it joins a round trip.
     const args = decideArguments(batch);
-    const reply = await bounded("the decision script", this.#timeoutMs, () => run(this.#commands, DECIDE_SCRIPT, keys, args));
-    return decideAnswer(reply, batch);
+    return this.#batcher.enqueue({ batch, keys, args });
+  }
+
+  /** One EVALSHA for the calls of a group commit: alone in the one-call layout, else all in order. */
+  #send(groups: Group[]): Promise<(RedisAnswer | Error)[]> {
+    const alone = groups.length === 1 ? groups[0]! : undefined;
+    const { keys, args } = alone ?? manyArguments(groups);
+    let reply: Promise<unknown>;
+    try {
+      reply = run(this.#commands, DECIDE_SCRIPT, keys, args);
+    } catch (error) {
+      reply = Promise.reject(error);
+    }
+    return reply.then(
+      (answer) => {
+        if (alone === undefined) return manyAnswers(answer, groups);
+        try {
+          return [decideAnswer(answer, alone.batch)];
+        } catch (error) {
+          return [error as Error];
+        }
+      },
+      (error: unknown) => {
+        throw storeError("the decision script", error);
+      },
+    );
   }
 }
 
@@ -549,9 +430,10 @@ function checkPrefix(prefix: unknown): string {
 /**
  * A store over Redis: `new RateLimiter(redisStore(client), LIMITS)`.
  *
- * `limit`, `check` and `limitAll` run as ONE EVALSHA each: the script reads
- * the states, decides exactly as the core and writes, atomically, so a hot
- * key never races (no retries, no `REDIS_CONFLICT`). Grants and settles,
+ * `limit`, `check` and `limitAll` run as ONE EVALSHA each (shared with the
+ * calls that arrive while the last one is in flight): the script reads the
+ * states, decides exactly as the core and writes, atomically, so a hot key
+ * never races (no retries, no `REDIS_CONFLICT`). Grants and settles,
  * `getValue` and `reset` are optimistic transactions (GET, decide, one
  * commit script that checks every key read), retried after a lost race at
  * most `maxAttempts` times, then `REDIS_CONFLICT`. A refusal or a check
