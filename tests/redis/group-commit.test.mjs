@@ -24,6 +24,8 @@ async function scriptCalls(admin) {
 function watched(client, onSend) {
   return {
     get: (key) => client.get(key),
+    // The store's one-time eviction-policy check asks CONFIG GET, not a script: not a decision.
+    configGet: (parameter) => client.configGet(parameter),
     evalSha: (sha, options) => {
       onSend(options);
       return client.evalSha(sha, options);
