@@ -350,7 +350,8 @@ async function compareMany(admin, seed, bundles) {
     const seenAfter = {};
     let evalShas = 0;
     const client = scriptClient(admin, setup, keys, seenAfter);
-    const counted = { ...client, evalSha: (...args) => (evalShas++, client.evalSha(...args)), eval: (...args) => (evalShas++, client.eval(...args)) };
+    // configGet: the store's one-time eviction-policy check asks CONFIG GET, not a script (not a decision).
+    const counted = { ...client, configGet: (parameter) => admin.configGet(parameter), evalSha: (...args) => (evalShas++, client.evalSha(...args)), eval: (...args) => (evalShas++, client.eval(...args)) };
     const differ = (what, ours, core) => mismatches.push({ seed, caseIndex: bundleIndex, what, ours, core, batch: plans, states: [...held] });
     const store = redisStore(counted);
     // Handed to the store in one tick: one round trip for all of them.
