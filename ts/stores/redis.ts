@@ -190,6 +190,7 @@ function describe(client: unknown): string {
     return "a PostgreSQL client or pool: use postgresStore(db) from ratebound/postgres";
   }
   if (typeof any.read === "function" && typeof any.write === "function") return "a rate limit store already: pass it to new RateLimiter(store, limits) as it is";
+  if (typeof any.then === "function") return "a Promise (client.connect() returns one): await it, or connect first and pass the client itself";
   return "an object without get, evalsha and eval";
 }
 
@@ -296,7 +297,10 @@ function storeError(what: string, error: unknown): RedisStoreError {
       { cause: error },
     );
   }
-  return new RedisStoreError("REDIS_ERROR", `ratebound/redis: ${what} failed: ${message}`, { cause: error });
+  // node-redis does not connect by itself: a client never connected (or quit) says only this.
+  const closed = message === "The client is closed" || (error instanceof Error && error.name === "ClientClosedError");
+  const hint = closed ? "; connect the client first (await client.connect(), once, at startup) and keep an 'error' listener on it" : "";
+  return new RedisStoreError("REDIS_ERROR", `ratebound/redis: ${what} failed: ${message}${hint}`, { cause: error });
 }
 
 /** How Redis reads, stores and commits, for the optimistic driver. */
