@@ -20,13 +20,13 @@
  * division by zero), and it orders NaN above every number and equal to
  * itself. The core relies on IEEE results (a debt past -1.8e308 must become
  * -Infinity to be refused as unstorable), so every operation goes through
- * `ratebound_v1_add`, `_mul`, `_div` (`_sub` is `_add` of the negation): the
+ * `ratebound_v2_add`, `_mul`, `_div` (`_sub` is `_add` of the negation): the
  * plain operator where its operands cannot overflow or underflow (nearly
- * always), else `ratebound_v1_edge`, which computes the IEEE result (see its
+ * always), else `ratebound_v2_edge`, which computes the IEEE result (see its
  * comments for why each case is exact). Comparisons are written so that NaN
  * compares as in IEEE wherever a NaN can reach them. `floor`, `ceil`,
  * negation and `-0` are IEEE in PostgreSQL already; `nextafter` is built
- * (`ratebound_v1_next_up`) and checked against JavaScript's bits in the test.
+ * (`ratebound_v2_next_up`) and checked against JavaScript's bits in the test.
  *
  * **Numbers in and out.** Numbers arrive as `float8[]` literal text
  * (JavaScript's shortest form, `-0` as `-0`), which `float8in` reads back
@@ -34,12 +34,28 @@
  * `SET extra_float_digits = 3` (the shortest exact form), whatever the
  * session's setting.
  *
- * **Locks.** Every ref is locked before it is read, in one global order
- * (name, key, then shard, bytewise: `COLLATE "C"`), so two calls never wait
- * on each other in a cycle: a stored row with `SELECT … FOR UPDATE`, a state
- * with no row yet with the same transaction-scoped advisory lock the
- * transactional path takes, then read again. Under READ COMMITTED each
- * statement of a VOLATILE function sees every commit made before it started.
+ * **Locks.** A state has ONE lock: a transaction-scoped advisory lock on its
+ * ref (`hashtextextended(p_locks[ref], 0)`), the same the transactional path
+ * takes. Every ref's is taken before the ref is read, in one global order
+ * (name, key, then shard, bytewise: `COLLATE "C"`), and only then its row
+ * (`SELECT … FOR UPDATE`, a statement of its own: under READ COMMITTED each
+ * statement of a VOLATILE function sees every commit made before it started).
+ * A row is only ever locked or written by a transaction holding its state's
+ * lock, so among ratebound's calls no row lock is ever waited for and every
+ * wait is on an advisory lock taken in the global order: no cycle, at any
+ * isolation level. (Before version 2 a stored row was locked by its row alone
+ * and a missing one by the advisory lock: under REPEATABLE READ or SERIALIZABLE
+ * a call whose snapshot missed a row just created held the advisory lock, went
+ * on to its next ref, and waited for the row only when it wrote it, out of
+ * order; two such calls deadlocked.) A snapshot that cannot see the row, or an
+ * older version of it, fails with `40001` when the call locks or writes it.
+ *
+ * **Security.** Every PL/pgSQL function runs with {@link PINNED}'s
+ * `search_path` (`pg_catalog, pg_temp`) and names the table and the helpers
+ * with their schema, so no function, operator or type another role creates in
+ * a schema on the caller's search path is ever called; the store calls the two
+ * entry points by their schema with every parameter cast to its declared type
+ * (`postgres-call.ts`), so no overload can win.
  *
  * **Failures.** The body runs in an exception block (a subtransaction): any
  * error (a lock timeout, a deadlock, a serialization failure, a cancelled
@@ -49,17 +65,44 @@
  * @module
  */
 
-/** The version in the function's name: a driver never calls a function of another version. */
-export const DECIDE_VERSION = 1;
+/**
+ * The version in the functions' names: a driver never calls a function of another version.
+ * Version 2: every function's `search_path` pinned, its table and helpers named with their schema,
+ * and a state's advisory lock taken before its row (see the module's "Locks").
+ */
+export const DECIDE_VERSION = 2;
 
 /**
- * The decision function of a table (`[name]` or `[schema, name]`, unquoted): its schema as a
- * prefix (`"app".` or `""`) and its quoted name (`"app"."limits_decide_v1"`).
+ * The `search_path` every PL/pgSQL function runs with, whatever the caller's: PostgreSQL's own
+ * first, then nothing another role can create in (`pg_temp` last, so no temporary function or
+ * operator is ever found). The table and the helpers are named with their schema. The SQL-language
+ * helpers (`_add`, `_mul`, `_div`, `_min`, `_max`) carry no setting, so that PostgreSQL inlines them:
+ * inlined, their operators resolve under the pinned path of the function that calls them.
  */
-export function decideFunctionName(parts: readonly string[]): { schema: string; decide: string; decideOne: string } {
-  const schema = parts.length === 2 ? `"${parts[0]}".` : "";
-  const table = parts[parts.length - 1];
-  return { schema, decide: `${schema}"${table}_decide_v${DECIDE_VERSION}"`, decideOne: `${schema}"${table}_decide_one_v${DECIDE_VERSION}"` };
+export const PINNED = "SET search_path = pg_catalog, pg_temp";
+
+/** An identifier, quoted for SQL (`"app"`; a `"` inside doubled). */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/**
+ * The names a table's statements use, every one with its schema: the schema as a prefix
+ * (`"app".`), the table (`"app"."limits"`), and the two decision functions
+ * (`"app"."limits_decide_v2"`, `"app"."limits_decide_one_v2"`), which live beside the table.
+ *
+ * @param schema The schema that holds the table, unquoted.
+ * @param table The table's name, unquoted.
+ * @returns The quoted names.
+ */
+export function decideFunctionName(schema: string, table: string): { schema: string; table: string; decide: string; decideOne: string } {
+  const prefix = `${quoteIdentifier(schema)}.`;
+  return {
+    schema: prefix,
+    table: `${prefix}${quoteIdentifier(table)}`,
+    decide: `${prefix}${quoteIdentifier(`${table}_decide_v${DECIDE_VERSION}`)}`,
+    decideOne: `${prefix}${quoteIdentifier(`${table}_decide_one_v${DECIDE_VERSION}`)}`,
+  };
 }
 
 /** Numbers per item in the function's `p_items` (see {@link decideFunctionSql}). */
@@ -72,7 +115,7 @@ const pow2 = (exponent: number): string => `'${String(2 ** exponent)}'::float8`;
  * The SQL of the helpers and the decision function of one table: `CREATE OR
  * REPLACE FUNCTION` statements, in order.
  *
- * `<table>_decide_v1(p_names text[], p_keys text[], p_shards integer[],
+ * `<table>_decide_v2(p_names text[], p_keys text[], p_shards integer[],
  * p_locks text[], p_items float8[], p_all boolean) → text`:
  *
  * - Refs `1..R`: the `name`, `key` and `shard` columns of each state the
@@ -99,9 +142,9 @@ const pow2 = (exponent: number): string => `'${String(2 ** exponent)}'::float8`;
  * nothing, neither does the batch). Each written row's `full_at` is when it
  * is full again (`Infinity`: never certain).
  *
- * @param schema The table's schema, quoted with a trailing dot (`"app".`), or `""`.
+ * @param schema The table's schema, quoted with a trailing dot (`"app".`).
  * @param table The table's quoted name, as in SQL (`"app"."limits"`).
- * @param decide The decision function's quoted name (`"app"."limits_decide_v1"`).
+ * @param decide The decision function's quoted name (`"app"."limits_decide_v2"`).
  * @returns The statements.
  */
 export function decideFunctionSql(schema: string, table: string, decide: string, decideOne: string): string[] {
@@ -122,7 +165,7 @@ export function decideFunctionSql(schema: string, table: string, decide: string,
     // IEEE 754's result of a + b, a * b or a / b where PostgreSQL's operator would raise
     // an error instead (or where an operand is NaN or infinite).
     `CREATE OR REPLACE FUNCTION ${edge}(op "char", a float8, b float8) RETURNS float8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ${PINNED} AS $fn$
 DECLARE
   negative boolean; -- the sign of a product or quotient: the signs of a and b differ (-0 included)
   half float8;
@@ -180,7 +223,7 @@ $fn$ SELECT CASE WHEN a = 'NaN' THEN b WHEN b = 'NaN' THEN a WHEN b > a THEN b E
     // the number below y (for a power of two it is that number, exactly). Below 2^-1021 numbers
     // are 2^-1074 apart; between, scaling by 2^600 is exact both ways.
     `CREATE OR REPLACE FUNCTION ${nextUp}(x float8) RETURNS float8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ${PINNED} AS $fn$
 DECLARE
   y float8 := abs(x);
   scaled boolean := false;
@@ -206,7 +249,7 @@ $fn$`,
     // src/token_bucket.rs and src/fixed_window.rs advance: [value, ts, retryAfter (NULL: none)].
     `CREATE OR REPLACE FUNCTION ${advance}(kind float8, rate float8, period float8, capacity float8,
   value float8, ts float8, now float8, count float8) RETURNS float8[]
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ${PINNED} AS $fn$
 DECLARE
   refill float8;
   since float8;
@@ -257,7 +300,7 @@ $fn$`,
     // replay): [ok (1/0), retryAfter (NULL: none), value, ts].
     `CREATE OR REPLACE FUNCTION ${shard}(kind float8, rate float8, period float8, capacity float8, max_reserved float8,
   reserve boolean, value float8, ts float8, now float8, count float8, honest boolean) RETURNS float8[]
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ${PINNED} AS $fn$
 DECLARE
   next float8[] := ${advance}(kind, rate, period, capacity, value, ts, now, count);
   refused boolean := false;
@@ -312,7 +355,7 @@ $fn$`,
     // src/transition.rs full_at and filled_at: from when the state may be dropped (Infinity: never certain).
     `CREATE OR REPLACE FUNCTION ${fullAt}(kind float8, rate float8, period float8, capacity float8, shards float8,
   has_start boolean, value float8, ts float8) RETURNS float8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ${PINNED} AS $fn$
 DECLARE
   candidate float8;
   instant float8;
@@ -355,7 +398,7 @@ $fn$`,
 export const PLAIN_RANGE = 1e20;
 
 /**
- * The one-item decision: `<table>_decide_one_v1`, the same decision as {@link decideSql}'s for a
+ * The one-item decision: `<table>_decide_one_v2`, the same decision as {@link decideSql}'s for a
  * batch of one call on one state (a limit with one shard), with less work: scalar arguments, no
  * arrays, the arithmetic inline in plain operators (every number it reads is zero or between
  * 1e-20 and 1e20 in magnitude, see {@link PLAIN_RANGE}, so no operation can overflow, underflow
@@ -366,7 +409,7 @@ export const PLAIN_RANGE = 1e20;
  * outside the range goes to the batch function, in the same statement (the locks already held are
  * its own; when it fails, its error is raised again so that the block rolls them back too).
  *
- * `<table>_decide_one_v1(p_name text, p_key text, p_shard integer, p_lock text, p_kind, p_rate,
+ * `<table>_decide_one_v2(p_name text, p_key text, p_shard integer, p_lock text, p_kind, p_rate,
  * p_period, p_capacity, p_max_reserved (NULL: unlimited), p_start (NULL: none), p_count,
  * p_reserve (0/1), p_write (0/1), p_now, p_fresh_value, p_fresh_ts float8) → text`: `one`, then
  * the value and ts the row held as the 16 hex digits of `float8send` (`- -`: no row), then `1`
@@ -383,7 +426,7 @@ function decideOneSql(table: string, decide: string, decideOne: string): string 
   return `CREATE OR REPLACE FUNCTION ${decideOne}(p_name text, p_key text, p_shard integer, p_lock text,
   p_kind float8, p_rate float8, p_period float8, p_capacity float8, p_max_reserved float8, p_start float8,
   p_count float8, p_reserve float8, p_write float8, p_now float8, p_fresh_value float8, p_fresh_ts float8) RETURNS text
-LANGUAGE plpgsql VOLATILE AS $fn$
+LANGUAGE plpgsql VOLATILE ${PINNED} AS $fn$
 DECLARE
   row_value float8;
   row_ts float8;
@@ -400,14 +443,10 @@ DECLARE
   answer text;
 BEGIN
   BEGIN
+    -- As the batch function: the state's one lock, then its row.
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_lock, 0));
     SELECT value, ts INTO row_value, row_ts FROM ${table} WHERE ${where} FOR UPDATE;
     found_row := FOUND;
-    IF NOT found_row THEN
-      -- As the batch function: only a transaction holding this lock creates the row; then read again.
-      PERFORM pg_advisory_xact_lock(hashtextextended(p_lock, 0));
-      SELECT value, ts INTO row_value, row_ts FROM ${table} WHERE ${where} FOR UPDATE;
-      found_row := FOUND;
-    END IF;
     IF found_row THEN s_value := row_value; s_ts := row_ts; ELSE s_value := p_fresh_value; s_ts := p_fresh_ts; END IF;
     IF NOT (p_kind IN (0, 1) AND p_rate <> 0 AND p_period <> 0 AND ${inRange("p_rate")} AND ${inRange("p_period")} AND ${inRange("p_capacity")}
         AND ${inRange("p_count")} AND (p_max_reserved IS NULL OR ${inRange("p_max_reserved")}) AND ${inRange("p_now")}
@@ -491,7 +530,7 @@ function decideSql(table: string, decide: string, h: Helpers): string {
             wrote[item + 1] := writes;`;
   return `CREATE OR REPLACE FUNCTION ${decide}(p_names text[], p_keys text[], p_shards integer[], p_locks text[],
   p_items float8[], p_all boolean) RETURNS text
-LANGUAGE plpgsql VOLATILE SET extra_float_digits = 3 AS $fn$
+LANGUAGE plpgsql VOLATILE ${PINNED} SET extra_float_digits = 3 AS $fn$
 DECLARE
   refs integer := coalesce(cardinality(p_names), 0);
   items integer := coalesce(cardinality(p_items), 0) / ${ITEM_STRIDE};
@@ -534,15 +573,11 @@ BEGIN
         ORDER BY u.n COLLATE "C", u.k COLLATE "C", u.s);
     END IF;
     FOREACH ref IN ARRAY lock_order LOOP
+      -- The state's one lock, then its row (a statement of its own, which under READ COMMITTED
+      -- sees every commit made before the lock was ours). See the module's "Locks".
+      PERFORM pg_advisory_xact_lock(hashtextextended(p_locks[ref], 0));
       SELECT value, ts INTO row_value, row_ts FROM ${table}
         WHERE name = p_names[ref] AND key = p_keys[ref] AND shard = p_shards[ref] FOR UPDATE;
-      IF NOT FOUND THEN
-        -- No row: only a transaction holding this lock creates it; then read again (a statement
-        -- of its own, which sees every commit made before the lock was ours).
-        PERFORM pg_advisory_xact_lock(hashtextextended(p_locks[ref], 0));
-        SELECT value, ts INTO row_value, row_ts FROM ${table}
-          WHERE name = p_names[ref] AND key = p_keys[ref] AND shard = p_shards[ref] FOR UPDATE;
-      END IF;
       IF FOUND THEN
         stored_value[ref] := row_value; -- (the column is NOT NULL: NULL means no row)
         stored_ts[ref] := row_ts;
