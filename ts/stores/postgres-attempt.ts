@@ -8,7 +8,11 @@ import type { RateLimitState, RateLimitStore, StateRef } from "ratebound";
 import type { PostgresQueryable } from "./postgres-table.js";
 import { SqlStoreError, codedError, columnText, type WriteInfo } from "./shared/sql.js";
 
-/** Thrown inside an attempt when a second state is locked by another transaction: the attempt is rolled back and run again. */
+/**
+ * Thrown inside an attempt when a second state is locked by another transaction: the attempt is
+ * rolled back and run again. Never reaches the caller: after `maxAttempts` the call fails with
+ * `SQL_LOCK_CONTENDED` (docs/errors.md#sql_lock_contended).
+ */
 export class LockBusy extends Error {}
 
 /**
