@@ -1,11 +1,14 @@
-// ratebound/postgres under REPEATABLE READ and SERIALIZABLE on a real server (issue 28 item 2):
-// bursts of 60 concurrent calls on unsharded, 2-shard and 10-shard limits, through a pool of 8
-// whose sessions default to the isolation level, and inside callers' own transactions
-// (BEGIN ISOLATION LEVEL …; limit; COMMIT, the caller retrying its 40001s). ratebound's own calls
-// never deadlock (no 40P01, retried or not) and never admit past the bound. Before the fix the
-// function locked a missing state's advisory lock and a stored state's row: two locks for one
-// state, so under a snapshot that could not see a row just created, a call wrote (and waited)
-// out of order, and two calls deadlocked in 6 of 6 runs.
+// ratebound/postgres at every isolation level on a real server (issue 28 item 2): bursts of 60
+// concurrent calls on unsharded, 2-shard and 10-shard limits, through a pool of 8 whose sessions
+// default to the level (decisions, and grants, which take the transactional path), and inside
+// callers' own transactions (BEGIN ISOLATION LEVEL …; limit; COMMIT, the caller retrying its
+// 40001s). ratebound's own calls never deadlock (no 40P01, retried or not) and never admit past
+// the bound. Before the fix the functions locked a missing state's advisory lock and a stored
+// state's row: two locks for one state, so under a snapshot that could not see a row just
+// created, a call wrote (and waited) out of order, and two calls deadlocked in 6 of 6 runs. And
+// grants read their states at once on one client: when one read failed (a state only tried was
+// taken), the rest still ran, after the rollback and on the connection handed to the next call
+// (40P01 and 25P02 under READ COMMITTED too, with pg's DeprecationWarning).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import pg from "pg";
@@ -22,7 +25,7 @@ const LIMITS = {
 const BURST = 60;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe("REPEATABLE READ and SERIALIZABLE on a real PostgreSQL server", () => {
+describe("SERIALIZABLE, REPEATABLE READ and READ COMMITTED on a real PostgreSQL server", () => {
   let server;
   let admin;
   before(async () => {
@@ -47,7 +50,7 @@ describe("REPEATABLE READ and SERIALIZABLE on a real PostgreSQL server", () => {
     return admitted;
   }
 
-  for (const isolation of ["serializable", "repeatable read"]) {
+  for (const isolation of ["serializable", "repeatable read", "read committed"]) {
     for (const name of Object.keys(LIMITS)) {
       test(`${isolation}: ${BURST} concurrent calls on "${name}" through a pool of 8 never deadlock and never exceed 20`, async () => {
         const pool = new pg.Pool({ connectionString: server.connectionString, max: 8, options: `-c default_transaction_isolation=${isolation.replace(" ", "\\ ")}` });
@@ -60,6 +63,25 @@ describe("REPEATABLE READ and SERIALIZABLE on a real PostgreSQL server", () => {
           const key = `pool-${isolation}`;
           const statuses = await Promise.all(Array.from({ length: BURST }, () => limiter.limit(name, { key }).catch((error) => error)));
           const admitted = await outcome(name, key, statuses, codes);
+          if (name === "single") assert.equal(admitted, 20, "one state: exactly the bound");
+        } finally {
+          await pool.end();
+        }
+      });
+
+      test(`${isolation}: ${BURST} concurrent grants (the transactional path) on "${name}" through a pool of 8 never deadlock and never exceed 20`, async () => {
+        const pool = new pg.Pool({ connectionString: server.connectionString, max: 8, options: `-c default_transaction_isolation=${isolation.replace(" ", "\\ ")}` });
+        try {
+          const codes = [];
+          const store = pgHost.postgresStore(pool, { maxAttempts: 500, onRetry: (_attempt, reason) => codes.push(reason) });
+          const limiter = limiterOn(store, LIMITS);
+          const key = `grant-${isolation}`;
+          const statuses = await Promise.all(Array.from({ length: BURST }, () => limiter.limit(name, { key, grant: true }).catch((error) => error)));
+          assert.deepEqual(statuses.filter((status) => status instanceof Error).map((error) => `${error.code}: ${error.message}`), [], "no call failed");
+          assert.equal(codes.filter((code) => code === "40P01").length, 0, `no deadlock (codes met: ${[...new Set(codes)].join(" ") || "none"})`);
+          const admitted = statuses.filter((status) => status.ok).length;
+          assert.ok(admitted <= 20, `the bound of 20 holds (admitted ${admitted})`);
+          assert.equal((await limiter.getValue(name, { key })).value, 20 - admitted, "what is left accounts for every grant");
           if (name === "single") assert.equal(admitted, 20, "one state: exactly the bound");
         } finally {
           await pool.end();

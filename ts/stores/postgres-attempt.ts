@@ -41,6 +41,8 @@ export class Attempt implements RateLimitStore {
   #greatest: [string, string, number] | undefined;
   /** The last operation sent: the next waits for it (one statement at a time on a connection). */
   #queue: Promise<unknown> = Promise.resolve();
+  /** The first operation's failure: every later one fails with it and sends nothing. */
+  #failure: { error: unknown } | undefined;
   /**
    * @param connection The connection, inside the attempt's transaction.
    * @param table The table, `"schema"."name"`.
@@ -69,14 +71,32 @@ export class Attempt implements RateLimitStore {
   }
 
   /**
-   * Runs `operation` after every one called before it has finished: the core reads a sharded
-   * grant's two states at once, and a connection runs one statement at a time (`pg` warns of, and
-   * from pg 9 refuses, a query sent while one runs). Reads also lock in the order they are called.
+   * Runs `operation` after every one called before it has finished: the core reads a grant's
+   * states at once, and a connection runs one statement at a time (`pg` warns of, and from pg 9
+   * refuses, a query sent while one runs). Reads also lock in the order they are called. After a
+   * failure (a state only tried and taken, a database error) the rest fail with it unsent: they
+   * would otherwise run after the attempt's rollback, outside its transaction, or on the
+   * connection once it is back in the pool, in another call's transaction.
    */
   #inTurn<T>(operation: () => Promise<T>): Promise<T> {
-    const result = this.#queue.then(operation);
+    const result = this.#queue.then(() => {
+      // Once one failed, the attempt is being rolled back: nothing more goes to the connection.
+      if (this.#failure !== undefined) throw this.#failure.error;
+      return operation().catch((error: unknown) => {
+        this.#failure ??= { error };
+        throw error;
+      });
+    });
     this.#queue = result.catch(() => {});
     return result;
+  }
+
+  /**
+   * Resolves when no operation of this attempt runs or waits to: the transaction may then be
+   * committed or rolled back, and the connection handed on, with none of its statements behind.
+   */
+  idle(): Promise<void> {
+    return this.#queue.then(() => {});
   }
 
   read(ref: StateRef): Promise<RateLimitState | null> {

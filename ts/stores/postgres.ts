@@ -164,7 +164,15 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
     const { table } = await statements();
     for (let attempt = 1; ; attempt++) {
       try {
-        return await frame((connection) => body(new Attempt(connection, table, lockTable)));
+        return await frame(async (connection) => {
+          const attempt = new Attempt(connection, table, lockTable);
+          try {
+            return await body(attempt);
+          } finally {
+            // No statement of the attempt may follow its COMMIT or ROLLBACK on the connection.
+            await attempt.idle();
+          }
+        });
       } catch (error) {
         const code = (error as { code?: unknown }).code;
         const again = error instanceof LockBusy || (retrySqlstate && typeof code === "string" && RETRYABLE.has(code));
@@ -231,18 +239,23 @@ export function postgresStore(db: PostgresQueryable | PostgresPoolLike | Postgre
     // transaction that is the caller's to do (the function rolled its own work back).
     const retry = isPool || isPGlite || postgresJs?.begin !== undefined;
     for (let attempt = 1; ; attempt++) {
-      const rows = await runDecide(text, params, one === undefined ? names.decide : names.decideOne);
-      const answer = (rows[0] as { answer?: unknown } | undefined)?.answer;
-      if (typeof answer !== "string") throw badRow("the decision function answered with no text");
-      if (!answer.startsWith("error ")) return parseAnswer(answer, batch);
-      const [, code = "", ...words] = answer.split(" ");
-      const message = words.join(" ");
-      if (retry && RETRYABLE.has(code)) {
-        if (attempt >= maxAttempts) throw contended(attempt, functionError(code, message));
-        await backOff(attempt, code);
-        continue;
+      let failure: Error;
+      try {
+        const rows = await runDecide(text, params, one === undefined ? names.decide : names.decideOne);
+        const answer = (rows[0] as { answer?: unknown } | undefined)?.answer;
+        if (typeof answer !== "string") throw badRow("the decision function answered with no text");
+        if (!answer.startsWith("error ")) return parseAnswer(answer, batch);
+        const [, code = "", ...words] = answer.split(" ");
+        failure = functionError(code, words.join(" "));
+      } catch (error) {
+        // The statement itself failed: under SERIALIZABLE a commit can (40001, read/write
+        // dependencies found at COMMIT, after the function returned): nothing was committed.
+        failure = error as Error;
       }
-      throw functionError(code, message);
+      const code = (failure as { code?: unknown }).code;
+      if (!(retry && typeof code === "string" && RETRYABLE.has(code))) throw failure;
+      if (attempt >= maxAttempts) throw contended(attempt, failure);
+      await backOff(attempt, code);
     }
   }
 
