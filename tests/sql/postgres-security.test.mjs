@@ -12,6 +12,7 @@
 // transactional path (grants, settle, getValue) and pruneStates, on a pool and in the app's own
 // transaction. A relation of the table's name in `evil` makes a bare table name ambiguous: the
 // store fails closed (42P01) and writes nothing; named with its schema, the table is still exact.
+// And an install of version 1 upgrades in place: createTable adds the v2 functions beside v1's.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import pg from "pg";
@@ -161,6 +162,23 @@ describe("ratebound/postgres among hostile roles", () => {
     assert.equal(await shardZero(), 1, "and nothing was deleted");
     const [{ n }] = await rowsOf("SELECT count(*)::int AS n FROM public.ratebound");
     assert.equal(await pgHost.pruneStates(app, { now: NOW + 100 * 86_400_000 }), n, "100 days on, every state is full");
+  });
+
+  test("an install of version 1 upgrades: createTable keeps its rows and its v1 function, and adds the v2 ones, which decide on those rows", async () => {
+    // Version 1's table (the same columns) with a row on it, and a function of v1's name standing in for its own.
+    await admin.query(`CREATE SCHEMA legacy;
+      CREATE TABLE legacy.ratebound (name text NOT NULL, key text NOT NULL, shard integer NOT NULL, value double precision NOT NULL,
+        ts double precision NOT NULL, full_at double precision NOT NULL DEFAULT 'Infinity', PRIMARY KEY (name, key, shard));
+      CREATE FUNCTION legacy.ratebound_decide_v1(text[], text[], integer[], text[], float8[], boolean) RETURNS text LANGUAGE sql AS $$ SELECT 'v1' $$;
+      GRANT USAGE ON SCHEMA legacy TO app; GRANT SELECT, INSERT, UPDATE, DELETE ON legacy.ratebound TO app`);
+    await admin.query("INSERT INTO legacy.ratebound (name, key, shard, value, ts) VALUES ('three', 'old', 0, 1, $1)", [NOW]);
+    await pgHost.createTable(admin, { table: "legacy.ratebound" });
+    await pgHost.createTable(admin, { table: "legacy.ratebound" }); // (idempotent)
+    const functions = await rowsOf("SELECT proname FROM pg_proc WHERE pronamespace = 'legacy'::regnamespace AND proname LIKE 'ratebound_decide%' ORDER BY proname");
+    assert.deepEqual(functions.map((row) => row.proname), ["ratebound_decide_one_v2", "ratebound_decide_v1", "ratebound_decide_v2"]);
+    const limiter = limiterOn(pgHost.postgresStore(app, { table: "legacy.ratebound" }), LIMITS);
+    assert.equal(await admitted(3, () => limiter.limit("three", { key: "old" })), 1, "the 1 token the old row held, and no more");
+    assert.deepEqual(await rowsOf("SELECT value FROM legacy.ratebound WHERE key = 'old'"), [{ value: 0 }]);
   });
 
   test("a relation of the table's name in a schema ahead makes a bare name fail closed (42P01); named with its schema, it stays exact", async () => {
