@@ -40,11 +40,11 @@
  * order; two such calls deadlocked.) A snapshot that cannot see the row, or an
  * older version of it, fails with `40001` when the call locks or writes it.
  *
- * **Security.** The two decision functions run with {@link PINNED}'s
- * `search_path` (`pg_catalog, pg_temp`), and so do the helpers they call;
- * every function names the table and the helpers with their schema, so no
- * function, operator or type another role creates in a schema on the caller's
- * search path is ever called. The store calls the two entry points by their
+ * **Security.** Every PL/pgSQL function runs with {@link PINNED}'s
+ * `search_path` (`pg_catalog, pg_temp`), and the SQL-language helpers are
+ * inlined under it; every function names the table and the helpers with their
+ * schema, so no function, operator or type another role creates in a schema
+ * on the caller's search path is ever called. The store calls the two entry points by their
  * schema with every parameter cast to its declared type (`postgres-call.ts`),
  * so no overload can win.
  *
@@ -61,21 +61,18 @@ import { decideOneSql } from "./postgres-decide-one.js";
 
 /**
  * The version in the functions' names: a driver never calls a function of another version.
- * Version 2: the decision functions' `search_path` pinned, the table and helpers named with their schema,
+ * Version 2: every PL/pgSQL function's `search_path` pinned, the table and helpers named with their schema,
  * and a state's advisory lock taken before its row (see the module's "Locks").
  */
 export const DECIDE_VERSION = 2;
 
 /**
- * The `search_path` the two decision functions run with, whatever the caller's: PostgreSQL's own
+ * The `search_path` every PL/pgSQL function runs with, whatever the caller's: PostgreSQL's own
  * first, then nothing another role can create in (`pg_temp` last, so no temporary function or
- * operator is ever found). The table and the helpers are named with their schema. The helpers
- * (`ratebound_v2_*`) carry no setting and run under the path of the decision function calling
- * them, the only caller that matters (a role calling a helper itself gets its own arithmetic):
- * the SQL-language ones (`_add`, `_mul`, `_div`, `_min`, `_max`) so that PostgreSQL inlines them,
- * the PL/pgSQL ones because a `SET` on a function costs a setting change on every call, and they
- * are called many times a decision (with it, the differential's 100,000 batch decisions took 54 s
- * against 38 s without, on the same machine).
+ * operator is ever found). The table and the helpers are named with their schema. The five
+ * SQL-language helpers (`_add`, `_mul`, `_div`, `_min`, `_max`) carry no setting, so that
+ * PostgreSQL inlines them: inlined, they resolve under the pinned path of the function calling
+ * them (a role calling one itself only changes its own arithmetic).
  */
 export const PINNED = "SET search_path = pg_catalog, pg_temp";
 

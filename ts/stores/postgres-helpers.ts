@@ -19,6 +19,8 @@
  * @module
  */
 
+import { PINNED } from "./postgres-decide.js";
+
 /** A power of two as SQL `float8` (JavaScript's shortest form reads back exactly). */
 const pow2 = (exponent: number): string => `'${String(2 ** exponent)}'::float8`;
 
@@ -35,8 +37,9 @@ export interface Helpers {
 
 /**
  * The helpers' `CREATE OR REPLACE FUNCTION` statements, in order, and the SQL builders the batch
- * function calls them with. None carries a `SET`: they run under the pinned `search_path` of the
- * decision function that calls them (see `PINNED` in `postgres-decide.ts`).
+ * function calls them with. The PL/pgSQL ones pin their `search_path` (`PINNED` in
+ * `postgres-decide.ts`); the SQL-language ones carry no setting, so that PostgreSQL inlines them
+ * into their callers, whose path is pinned.
  *
  * @param fn A helper's quoted name with its schema, from its short name (`"add"` → `"app"."ratebound_v2_add"`).
  * @returns The statements and the builders.
@@ -58,7 +61,7 @@ export function helperFunctionsSql(fn: (name: string) => string): { statements: 
     // IEEE 754's result of a + b, a * b or a / b where PostgreSQL's operator would raise
     // an error instead (or where an operand is NaN or infinite).
     `CREATE OR REPLACE FUNCTION ${edge}(op "char", a float8, b float8) RETURNS float8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ${PINNED} AS $fn$
 DECLARE
   negative boolean; -- the sign of a product or quotient: the signs of a and b differ (-0 included)
   half float8;
@@ -116,7 +119,7 @@ $fn$ SELECT CASE WHEN a = 'NaN' THEN b WHEN b = 'NaN' THEN a WHEN b > a THEN b E
     // the number below y (for a power of two it is that number, exactly). Below 2^-1021 numbers
     // are 2^-1074 apart; between, scaling by 2^600 is exact both ways.
     `CREATE OR REPLACE FUNCTION ${nextUp}(x float8) RETURNS float8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ${PINNED} AS $fn$
 DECLARE
   y float8 := abs(x);
   scaled boolean := false;
@@ -142,7 +145,7 @@ $fn$`,
     // src/token_bucket.rs and src/fixed_window.rs advance: [value, ts, retryAfter (NULL: none)].
     `CREATE OR REPLACE FUNCTION ${advance}(kind float8, rate float8, period float8, capacity float8,
   value float8, ts float8, now float8, count float8) RETURNS float8[]
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ${PINNED} AS $fn$
 DECLARE
   refill float8;
   since float8;
@@ -193,7 +196,7 @@ $fn$`,
     // replay): [ok (1/0), retryAfter (NULL: none), value, ts].
     `CREATE OR REPLACE FUNCTION ${shard}(kind float8, rate float8, period float8, capacity float8, max_reserved float8,
   reserve boolean, value float8, ts float8, now float8, count float8, honest boolean) RETURNS float8[]
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ${PINNED} AS $fn$
 DECLARE
   next float8[] := ${advance}(kind, rate, period, capacity, value, ts, now, count);
   refused boolean := false;
@@ -248,7 +251,7 @@ $fn$`,
     // src/transition.rs full_at and filled_at: from when the state may be dropped (Infinity: never certain).
     `CREATE OR REPLACE FUNCTION ${fullAt}(kind float8, rate float8, period float8, capacity float8, shards float8,
   has_start boolean, value float8, ts float8) RETURNS float8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ${PINNED} AS $fn$
 DECLARE
   candidate float8;
   instant float8;
