@@ -16,8 +16,10 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { RateLimiter } from "../../pkg/dist/node.js";
 import { createTable, postgresStore } from "../../pkg/dist/postgres.js";
-import { startPostgres } from "../sql/postgres-server.mjs";
+import { startPostgres, failOnDeprecationWarnings } from "../sql/postgres-server.mjs";
 import { eventually } from "./stores.mjs";
+
+failOnDeprecationWarnings();
 
 const NOW = 1_700_000_000_000;
 const BUCKET = { kind: "token bucket", rate: 5, period: 60_000 };

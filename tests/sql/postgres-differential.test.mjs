@@ -16,8 +16,10 @@ import pg from "pg";
 import "../../pkg/dist/node.js"; // instantiates the core
 import * as engine from "../../pkg/dist/core/engine.js";
 import { createTable, postgresStore } from "../../pkg/dist/postgres.js";
-import { startPostgres } from "./postgres-server.mjs";
+import { startPostgres, failOnDeprecationWarnings } from "./postgres-server.mjs";
 import { randomTools, show } from "../js/helpers.mjs";
+
+failOnDeprecationWarnings();
 
 const SEED = process.env.PG_DIFF_SEED === undefined ? 0x9d1f_2026 : Number(process.env.PG_DIFF_SEED);
 const DECISIONS = 100_000;
@@ -171,8 +173,8 @@ describe("the decision function on a real PostgreSQL server, against the core", 
     for (let from = 0; from < pairs.length; from += 10_000) {
       const chunk = pairs.slice(from, from + 10_000);
       const result = await rows(
-        `SELECT ratebound_v1_add(a, b)::text AS add, ratebound_v1_mul(a, b)::text AS mul, ratebound_v1_div(a, b)::text AS div,
-           ratebound_v1_min(a, b)::text AS min, ratebound_v1_max(a, b)::text AS max, ratebound_v1_next_up(a)::text AS next_up
+        `SELECT ratebound_v2_add(a, b)::text AS add, ratebound_v2_mul(a, b)::text AS mul, ratebound_v2_div(a, b)::text AS div,
+           ratebound_v2_min(a, b)::text AS min, ratebound_v2_max(a, b)::text AS max, ratebound_v2_next_up(a)::text AS next_up
          FROM unnest($1::float8[], $2::float8[]) WITH ORDINALITY AS u(a, b, o) ORDER BY o`,
         [`{${chunk.map(([a]) => text(a)).join(",")}}`, `{${chunk.map(([, b]) => text(b)).join(",")}}`],
       );
@@ -343,7 +345,7 @@ describe("the decision function on a real PostgreSQL server, against the core", 
     const calls = async () => {
       await client.query("SELECT pg_stat_force_next_flush()");
       await client.query("SELECT pg_stat_clear_snapshot()");
-      const counted = await rows("SELECT funcname, calls FROM pg_stat_user_functions WHERE funcname IN ('ratebound_decide_v1', 'ratebound_decide_one_v1')");
+      const counted = await rows("SELECT funcname, calls FROM pg_stat_user_functions WHERE funcname IN ('ratebound_decide_v2', 'ratebound_decide_one_v2')");
       return Object.fromEntries(counted.map((row) => [row.funcname, Number(row.calls)]));
     };
     const callsBefore = await calls();
@@ -455,8 +457,8 @@ describe("the decision function on a real PostgreSQL server, against the core", 
       }
     }
     const callsAfter = await calls();
-    const fast = (callsAfter.ratebound_decide_one_v1 ?? 0) - (callsBefore.ratebound_decide_one_v1 ?? 0);
-    const handedOn = (callsAfter.ratebound_decide_v1 ?? 0) - (callsBefore.ratebound_decide_v1 ?? 0);
+    const fast = (callsAfter.ratebound_decide_one_v2 ?? 0) - (callsBefore.ratebound_decide_one_v2 ?? 0);
+    const handedOn = (callsAfter.ratebound_decide_v2 ?? 0) - (callsBefore.ratebound_decide_v2 ?? 0);
     t.diagnostic(`seed ${SEED}: ${show(stats)}; the one-item function decided ${fast - handedOn} and handed ${handedOn} to the batch function`);
     assert.equal(fast, stats.decisions, "every single call went to the one-item function");
     assert.ok(fast - handedOn >= ONE_CALLS / 2 && handedOn >= ONE_CALLS / 50, `the one-item function decided ${fast - handedOn} itself and handed on ${handedOn}`);

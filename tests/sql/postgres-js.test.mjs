@@ -4,8 +4,10 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { startPostgres } from "./postgres-server.mjs";
+import { startPostgres, failOnDeprecationWarnings } from "./postgres-server.mjs";
 import { limiterOn, pgHost, postgresScenarios } from "./postgres-scenarios.mjs";
+
+failOnDeprecationWarnings();
 
 describe("postgres.js on a real PostgreSQL server", () => {
   let server;

@@ -3,6 +3,7 @@
 // stopped and removed by `stop()`. PostgreSQL refuses to run as root, so as root the cluster is
 // owned by, and run as, the `postgres` user (`su postgres -c …`).
 import { execFileSync } from "node:child_process";
+import { after } from "node:test";
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -73,4 +74,19 @@ export async function startPostgres({ maxConnections = 200 } = {}) {
     stop();
     throw new Error(`could not start PostgreSQL: ${error.stderr?.toString() ?? error.message}\n${serverLog}`);
   }
+}
+
+/**
+ * Fails the test file on any DeprecationWarning the process emits (issue 28 item 3: `pg` warns of
+ * a query sent on a client while another runs, which pg 9 will refuse). Call it once at the top
+ * level of a test file: every warning is recorded, and a last `after` hook fails with them.
+ */
+export function failOnDeprecationWarnings() {
+  const deprecations = [];
+  process.on("warning", (warning) => {
+    if (warning.name === "DeprecationWarning") deprecations.push(`${warning.code ?? ""} ${warning.message}`);
+  });
+  after(() => {
+    if (deprecations.length > 0) throw new Error(`DeprecationWarning emitted:\n${deprecations.join("\n")}`);
+  });
 }

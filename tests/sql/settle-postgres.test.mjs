@@ -10,11 +10,13 @@ import assert from "node:assert/strict";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import postgres from "postgres";
-import { startPostgres } from "./postgres-server.mjs";
+import { startPostgres, failOnDeprecationWarnings } from "./postgres-server.mjs";
 import { SCENARIOS, bareStore, concurrentSettlesWithoutTransaction, grantFiguresAreLimitFigures, settleLimits } from "../settle/scenarios.mjs";
 
 const { RateLimiter } = await import("../../pkg/dist/node.js");
 const { postgresStore, createTable } = await import("../../pkg/dist/postgres.js");
+
+failOnDeprecationWarnings();
 const KINDS = ["token bucket", "fixed window"];
 
 /**

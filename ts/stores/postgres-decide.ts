@@ -15,18 +15,8 @@
  * 100,000+ random decisions through both and compares every answer and every
  * stored number with `Object.is`.
  *
- * **Arithmetic.** `double precision` is IEEE 754, but PostgreSQL's `+ - * /`
- * raise errors where IEEE gives `±Infinity` (overflow) or `±0` (underflow,
- * division by zero), and it orders NaN above every number and equal to
- * itself. The core relies on IEEE results (a debt past -1.8e308 must become
- * -Infinity to be refused as unstorable), so every operation goes through
- * `ratebound_v1_add`, `_mul`, `_div` (`_sub` is `_add` of the negation): the
- * plain operator where its operands cannot overflow or underflow (nearly
- * always), else `ratebound_v1_edge`, which computes the IEEE result (see its
- * comments for why each case is exact). Comparisons are written so that NaN
- * compares as in IEEE wherever a NaN can reach them. `floor`, `ceil`,
- * negation and `-0` are IEEE in PostgreSQL already; `nextafter` is built
- * (`ratebound_v1_next_up`) and checked against JavaScript's bits in the test.
+ * **Arithmetic** is the helpers' (`postgres-helpers.ts`): IEEE 754's results
+ * where PostgreSQL's operators would raise.
  *
  * **Numbers in and out.** Numbers arrive as `float8[]` literal text
  * (JavaScript's shortest form, `-0` as `-0`), which `float8in` reads back
@@ -34,12 +24,29 @@
  * `SET extra_float_digits = 3` (the shortest exact form), whatever the
  * session's setting.
  *
- * **Locks.** Every ref is locked before it is read, in one global order
- * (name, key, then shard, bytewise: `COLLATE "C"`), so two calls never wait
- * on each other in a cycle: a stored row with `SELECT … FOR UPDATE`, a state
- * with no row yet with the same transaction-scoped advisory lock the
- * transactional path takes, then read again. Under READ COMMITTED each
- * statement of a VOLATILE function sees every commit made before it started.
+ * **Locks.** A state has ONE lock: a transaction-scoped advisory lock on its
+ * ref (`hashtextextended(p_locks[ref], 0)`), the same the transactional path
+ * takes. Every ref's is taken before the ref is read, in one global order
+ * (name, key, then shard, bytewise: `COLLATE "C"`), and only then its row
+ * (`SELECT … FOR UPDATE`, a statement of its own: under READ COMMITTED each
+ * statement of a VOLATILE function sees every commit made before it started).
+ * A row is only ever locked or written by a transaction holding its state's
+ * lock, so among ratebound's calls no row lock is ever waited for and every
+ * wait is on an advisory lock taken in the global order: no cycle, at any
+ * isolation level. (Before version 2 a stored row was locked by its row alone
+ * and a missing one by the advisory lock: under REPEATABLE READ or SERIALIZABLE
+ * a call whose snapshot missed a row just created held the advisory lock, went
+ * on to its next ref, and waited for the row only when it wrote it, out of
+ * order; two such calls deadlocked.) A snapshot that cannot see the row, or an
+ * older version of it, fails with `40001` when the call locks or writes it.
+ *
+ * **Security.** Every PL/pgSQL function runs with {@link PINNED}'s
+ * `search_path` (`pg_catalog, pg_temp`), and the SQL-language helpers are
+ * inlined under it; every function names the table and the helpers with their
+ * schema, so no function, operator or type another role creates in a schema
+ * on the caller's search path is ever called. The store calls the two entry points by their
+ * schema with every parameter cast to its declared type (`postgres-call.ts`),
+ * so no overload can win.
  *
  * **Failures.** The body runs in an exception block (a subtransaction): any
  * error (a lock timeout, a deadlock, a serialization failure, a cancelled
@@ -49,30 +56,58 @@
  * @module
  */
 
-/** The version in the function's name: a driver never calls a function of another version. */
-export const DECIDE_VERSION = 1;
+import { helperFunctionsSql, type Helpers } from "./postgres-helpers.js";
+import { decideOneSql } from "./postgres-decide-one.js";
 
 /**
- * The decision function of a table (`[name]` or `[schema, name]`, unquoted): its schema as a
- * prefix (`"app".` or `""`) and its quoted name (`"app"."limits_decide_v1"`).
+ * The version in the functions' names: a driver never calls a function of another version.
+ * Version 2: every PL/pgSQL function's `search_path` pinned, the table and helpers named with their schema,
+ * and a state's advisory lock taken before its row (see the module's "Locks").
  */
-export function decideFunctionName(parts: readonly string[]): { schema: string; decide: string; decideOne: string } {
-  const schema = parts.length === 2 ? `"${parts[0]}".` : "";
-  const table = parts[parts.length - 1];
-  return { schema, decide: `${schema}"${table}_decide_v${DECIDE_VERSION}"`, decideOne: `${schema}"${table}_decide_one_v${DECIDE_VERSION}"` };
+export const DECIDE_VERSION = 2;
+
+/**
+ * The `search_path` every PL/pgSQL function runs with, whatever the caller's: PostgreSQL's own
+ * first, then nothing another role can create in (`pg_temp` last, so no temporary function or
+ * operator is ever found). The table and the helpers are named with their schema. The five
+ * SQL-language helpers (`_add`, `_mul`, `_div`, `_min`, `_max`) carry no setting, so that
+ * PostgreSQL inlines them: inlined, they resolve under the pinned path of the function calling
+ * them (a role calling one itself only changes its own arithmetic).
+ */
+export const PINNED = "SET search_path = pg_catalog, pg_temp";
+
+/** An identifier, quoted for SQL (`"app"`; a `"` inside doubled). */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/**
+ * The names a table's statements use, every one with its schema: the schema as a prefix
+ * (`"app".`), the table (`"app"."limits"`), and the two decision functions
+ * (`"app"."limits_decide_v2"`, `"app"."limits_decide_one_v2"`), which live beside the table.
+ *
+ * @param schema The schema that holds the table, unquoted.
+ * @param table The table's name, unquoted.
+ * @returns The quoted names.
+ */
+export function decideFunctionName(schema: string, table: string): { schema: string; table: string; decide: string; decideOne: string } {
+  const prefix = `${quoteIdentifier(schema)}.`;
+  return {
+    schema: prefix,
+    table: `${prefix}${quoteIdentifier(table)}`,
+    decide: `${prefix}${quoteIdentifier(`${table}_decide_v${DECIDE_VERSION}`)}`,
+    decideOne: `${prefix}${quoteIdentifier(`${table}_decide_one_v${DECIDE_VERSION}`)}`,
+  };
 }
 
 /** Numbers per item in the function's `p_items` (see {@link decideFunctionSql}). */
 export const ITEM_STRIDE = 17;
 
-/** A power of two as SQL `float8` (JavaScript's shortest form reads back exactly). */
-const pow2 = (exponent: number): string => `'${String(2 ** exponent)}'::float8`;
-
 /**
  * The SQL of the helpers and the decision function of one table: `CREATE OR
  * REPLACE FUNCTION` statements, in order.
  *
- * `<table>_decide_v1(p_names text[], p_keys text[], p_shards integer[],
+ * `<table>_decide_v2(p_names text[], p_keys text[], p_shards integer[],
  * p_locks text[], p_items float8[], p_all boolean) → text`:
  *
  * - Refs `1..R`: the `name`, `key` and `shard` columns of each state the
@@ -99,379 +134,15 @@ const pow2 = (exponent: number): string => `'${String(2 ** exponent)}'::float8`;
  * nothing, neither does the batch). Each written row's `full_at` is when it
  * is full again (`Infinity`: never certain).
  *
- * @param schema The table's schema, quoted with a trailing dot (`"app".`), or `""`.
+ * @param schema The table's schema, quoted with a trailing dot (`"app".`).
  * @param table The table's quoted name, as in SQL (`"app"."limits"`).
- * @param decide The decision function's quoted name (`"app"."limits_decide_v1"`).
+ * @param decide The decision function's quoted name (`"app"."limits_decide_v2"`).
  * @returns The statements.
  */
 export function decideFunctionSql(schema: string, table: string, decide: string, decideOne: string): string[] {
   const fn = (name: string) => `${schema}"ratebound_v${DECIDE_VERSION}_${name}"`;
-  const [addName, mulName, divName, edge, min, max, nextUp] = [fn("add"), fn("mul"), fn("div"), fn("edge"), fn("min"), fn("max"), fn("next_up")];
-  const [advance, shard, fullAt] = [fn("advance"), fn("decide"), fn("full_at")];
-  // SQL expressions of IEEE a + b, a - b, a * b and a / b.
-  const add = (a: string, b: string) => `${addName}(${a}, ${b})`;
-  const sub = (a: string, b: string) => `${addName}(${a}, -(${b}))`;
-  const mul = (a: string, b: string) => `${mulName}(${a}, ${b})`;
-  const div = (a: string, b: string) => `${divName}(${a}, ${b})`;
-  const huge = pow2(1023); // below it, a sum cannot overflow
-  const [low, high] = [pow2(-511), pow2(511)]; // between them, a product or quotient can neither overflow nor underflow
-  // x - x is 0 for every finite x and NaN for NaN and the infinities (and never raises).
-  const finite = (x: string) => `(${x} - ${x} = 0)`;
-  const pure = "LANGUAGE sql IMMUTABLE PARALLEL SAFE";
-  return [
-    // IEEE 754's result of a + b, a * b or a / b where PostgreSQL's operator would raise
-    // an error instead (or where an operand is NaN or infinite).
-    `CREATE OR REPLACE FUNCTION ${edge}(op "char", a float8, b float8) RETURNS float8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
-DECLARE
-  negative boolean; -- the sign of a product or quotient: the signs of a and b differ (-0 included)
-  half float8;
-BEGIN
-  IF a = 'NaN' OR b = 'NaN' THEN RETURN 'NaN'; END IF; -- (PostgreSQL: NaN = NaN)
-  negative := (get_byte(float8send(a), 0) >= 128) <> (get_byte(float8send(b), 0) >= 128);
-  IF op = '+' THEN
-    -- An infinite operand cannot raise (Infinity + -Infinity is NaN); a tiny one cannot
-    -- carry the other past the largest number.
-    IF NOT ${finite("a")} OR NOT ${finite("b")} OR abs(a) < ${pow2(-1000)} OR abs(b) < ${pow2(-1000)} THEN RETURN a + b; END IF;
-    -- Halving both is exact here, and rounding commutes with scaling by 2: a + b overflows
-    -- exactly when a/2 + b/2 rounds to 2^1023 or more.
-    half := a * 0.5 + b * 0.5;
-    IF abs(half) >= ${huge} THEN RETURN CASE WHEN half > 0 THEN 'Infinity'::float8 ELSE '-Infinity'::float8 END; END IF;
-    RETURN a + b;
-  ELSIF op = '*' THEN
-    IF a = 0 OR b = 0 OR NOT ${finite("a")} OR NOT ${finite("b")} THEN RETURN a * b; END IF;
-    BEGIN
-      RETURN a * b;
-    EXCEPTION WHEN numeric_value_out_of_range THEN
-      -- Raised exactly when IEEE rounds to an infinity (|a b| >= 2^1024) or to a zero
-      -- (|a b| <= 2^-1075); the logarithm tells the two apart by a wide margin.
-      IF ln(abs(a)) + ln(abs(b)) > 0 THEN RETURN CASE WHEN negative THEN '-Infinity'::float8 ELSE 'Infinity'::float8 END; END IF;
-      RETURN CASE WHEN negative THEN '-0'::float8 ELSE '0'::float8 END;
-    END;
-  ELSE
-    IF b = 0 THEN RETURN CASE WHEN a = 0 THEN 'NaN'::float8 WHEN negative THEN '-Infinity'::float8 ELSE 'Infinity'::float8 END; END IF;
-    IF a = 0 OR NOT ${finite("a")} OR NOT ${finite("b")} THEN RETURN a / b; END IF;
-    BEGIN
-      RETURN a / b;
-    EXCEPTION WHEN numeric_value_out_of_range THEN
-      IF ln(abs(a)) - ln(abs(b)) > 0 THEN RETURN CASE WHEN negative THEN '-Infinity'::float8 ELSE 'Infinity'::float8 END; END IF;
-      RETURN CASE WHEN negative THEN '-0'::float8 ELSE '0'::float8 END;
-    END;
-  END IF;
-END
-$fn$`,
-    `CREATE OR REPLACE FUNCTION ${addName}(a float8, b float8) RETURNS float8 ${pure} AS
-$fn$ SELECT CASE WHEN abs(a) < ${huge} AND abs(b) < ${huge} THEN a + b ELSE ${edge}('+', a, b) END $fn$`,
-    `CREATE OR REPLACE FUNCTION ${mulName}(a float8, b float8) RETURNS float8 ${pure} AS
-$fn$ SELECT CASE WHEN (abs(a) BETWEEN ${low} AND ${high} AND abs(b) BETWEEN ${low} AND ${high}) OR a = 0 OR b = 0 THEN a * b ELSE ${edge}('*', a, b) END $fn$`,
-    `CREATE OR REPLACE FUNCTION ${divName}(a float8, b float8) RETURNS float8 ${pure} AS
-$fn$ SELECT CASE WHEN abs(b) BETWEEN ${low} AND ${high} AND (a = 0 OR abs(a) BETWEEN ${low} AND ${high}) THEN a / b ELSE ${edge}('/', a, b) END $fn$`,
-    // JavaScript's Math.min of two numbers: NaN wins, -0 is less than 0 (src/js_math.rs).
-    `CREATE OR REPLACE FUNCTION ${min}(a float8, b float8) RETURNS float8 ${pure} AS
-$fn$ SELECT CASE WHEN a = 'NaN' OR b = 'NaN' THEN 'NaN'::float8 WHEN a < b THEN a WHEN b < a THEN b
-  WHEN a = 0 AND get_byte(float8send(a), 0) >= 128 THEN a ELSE b END $fn$`,
-    // Rust's f64::max as the core's WebAssembly computes it: a NaN operand is ignored, and of two
-    // equal numbers (-0 and +0 too) the first is returned.
-    `CREATE OR REPLACE FUNCTION ${max}(a float8, b float8) RETURNS float8 ${pure} AS
-$fn$ SELECT CASE WHEN a = 'NaN' THEN b WHEN b = 'NaN' THEN a WHEN b > a THEN b ELSE a END $fn$`,
-    // Rust's f64::next_up: the least number greater than x. For y > 0 normal and at least 2^-969,
-    // y * 2^-53 is exact and lies in [ulp/2, ulp): y + y * 2^-53 rounds to y + ulp, except for a
-    // power of two (a tie, kept even), where y * 2^-52 is the ulp itself; y - y * 2^-53 rounds to
-    // the number below y (for a power of two it is that number, exactly). Below 2^-1021 numbers
-    // are 2^-1074 apart; between, scaling by 2^600 is exact both ways.
-    `CREATE OR REPLACE FUNCTION ${nextUp}(x float8) RETURNS float8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
-DECLARE
-  y float8 := abs(x);
-  scaled boolean := false;
-  step float8;
-BEGIN
-  IF x = 'NaN' OR x = 'Infinity' THEN RETURN x; END IF;
-  IF x = '-Infinity' THEN RETURN '-1.7976931348623157e308'::float8; END IF;
-  IF x = 0 THEN RETURN ${pow2(-1074)}; END IF;
-  IF x = '1.7976931348623157e308'::float8 THEN RETURN 'Infinity'; END IF;
-  -- (the number above -2^-1074 is -0, as in Rust)
-  IF y < ${pow2(-1021)} THEN RETURN CASE WHEN x > 0 THEN y + ${pow2(-1074)} ELSE -(y - ${pow2(-1074)}) END; END IF;
-  IF y < ${pow2(-900)} THEN y := y * ${pow2(600)}; scaled := true; END IF;
-  IF x > 0 THEN
-    step := y + y * ${pow2(-53)};
-    IF NOT step > y THEN step := y + y * ${pow2(-52)}; END IF;
-  ELSE
-    step := -(y - y * ${pow2(-53)});
-  END IF;
-  IF scaled THEN step := step * ${pow2(-600)}; END IF;
-  RETURN step;
-END
-$fn$`,
-    // src/token_bucket.rs and src/fixed_window.rs advance: [value, ts, retryAfter (NULL: none)].
-    `CREATE OR REPLACE FUNCTION ${advance}(kind float8, rate float8, period float8, capacity float8,
-  value float8, ts float8, now float8, count float8) RETURNS float8[]
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
-DECLARE
-  refill float8;
-  since float8;
-  windows float8;
-  x float8; -- intermediate results: one operation per statement keeps each inlined expression small
-  next_value float8;
-  next_ts float8;
-  retry float8;
-  stepped_back boolean := ts > now AND ts <> 'NaN' AND now <> 'NaN';
-BEGIN
-  IF kind = 0 THEN
-    refill := ${div("rate", "period")};
-    since := ${sub("now", "ts")};
-    IF NOT (since > 0 AND since <> 'NaN') THEN since := 0; END IF;
-    x := ${mul("since", "refill")};
-    x := ${add("value", "x")};
-    x := ${min}(x, capacity);
-    next_value := ${sub("x", "count")};
-    next_ts := CASE WHEN stepped_back THEN ts ELSE now END;
-    IF next_value < 0 THEN
-      retry := ${div("-next_value", "refill")};
-      IF stepped_back THEN
-        x := ${sub("next_ts", "now")};
-        retry := ${add("retry", "x")};
-      END IF;
-    END IF;
-  ELSE
-    x := ${sub("now", "ts")};
-    windows := floor(${div("x", "period")});
-    IF NOT (windows > 0 AND windows <> 'NaN') THEN windows := 0; END IF;
-    x := ${mul("rate", "windows")};
-    x := ${add("value", "x")};
-    x := ${min}(x, capacity);
-    next_value := ${sub("x", "count")};
-    x := ${mul("windows", "period")};
-    next_ts := ${add("ts", "x")};
-    IF next_value < 0 THEN
-      x := ceil(${div("-next_value", "rate")});
-      x := ${mul("period", "x")};
-      x := ${add("next_ts", "x")};
-      retry := ${sub("x", "now")};
-    END IF;
-  END IF;
-  RETURN ARRAY[next_value, next_ts, retry];
-END
-$fn$`,
-    // src/decision.rs: decide_as_reference, and with `honest` decide (its wait made honest by
-    // replay): [ok (1/0), retryAfter (NULL: none), value, ts].
-    `CREATE OR REPLACE FUNCTION ${shard}(kind float8, rate float8, period float8, capacity float8, max_reserved float8,
-  reserve boolean, value float8, ts float8, now float8, count float8, honest boolean) RETURNS float8[]
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
-DECLARE
-  next float8[] := ${advance}(kind, rate, period, capacity, value, ts, now, count);
-  refused boolean := false;
-  unstorable boolean;
-  wait float8 := next[3];
-  x float8;
-  then_ms float8;
-  short_by float8;
-  later float8;
-BEGIN
-  IF next[1] < 0 AND next[1] <> 'NaN' THEN
-    IF NOT reserve THEN
-      refused := true;
-    ELSIF max_reserved IS NOT NULL THEN
-      -- count > available + maxReserved, as IEEE compares (count is never NaN here: next[1] would be).
-      x := (${advance}(kind, rate, period, capacity, value, ts, now, 0))[1];
-      refused := count > ${add("x", "max_reserved")};
-    END IF;
-  END IF;
-  unstorable := NOT (${finite("next[1]")} AND ${finite("next[2]")});
-  IF unstorable AND (wait IS NULL OR wait = 'NaN') THEN wait := 'Infinity'; END IF;
-  -- decide: a wait is made honest when the next call could be granted at all.
-  IF honest AND wait IS NOT NULL AND (NOT (refused OR unstorable) OR CASE WHEN NOT reserve THEN count <= capacity
-      WHEN max_reserved IS NOT NULL THEN count <= ${add("capacity", "max_reserved")} ELSE true END) THEN
-    FOR attempt IN 1..8 LOOP
-      then_ms := ${add("now", "wait")};
-      -- What the next call computes then, with no traffic in between.
-      IF NOT (refused OR unstorable) THEN
-        short_by := -((${advance}(kind, rate, period, capacity, next[1], next[2], then_ms, 0))[1]);
-      ELSIF reserve AND max_reserved IS NOT NULL THEN
-        x := (${advance}(kind, rate, period, capacity, value, ts, then_ms, 0))[1];
-        x := ${add("x", "max_reserved")};
-        short_by := -(${sub("x", "count")});
-      ELSE
-        short_by := -((${advance}(kind, rate, period, capacity, value, ts, then_ms, count))[1]);
-      END IF;
-      IF NOT (short_by > 0 AND short_by <> 'NaN') THEN EXIT; END IF;
-      IF kind = 1 THEN
-        later := ${add("then_ms", "period")};
-      ELSE
-        x := ${div("rate", "period")};
-        x := ${div("short_by", "x")};
-        x := ${add("then_ms", "x")};
-        later := ${max}(x, ${nextUp}(then_ms));
-      END IF;
-      wait := ${sub("later", "now")};
-    END LOOP;
-  END IF;
-  RETURN ARRAY[CASE WHEN refused OR unstorable THEN 0 ELSE 1 END, wait, next[1], next[2]];
-END
-$fn$`,
-    // src/transition.rs full_at and filled_at: from when the state may be dropped (Infinity: never certain).
-    `CREATE OR REPLACE FUNCTION ${fullAt}(kind float8, rate float8, period float8, capacity float8, shards float8,
-  has_start boolean, value float8, ts float8) RETURNS float8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
-DECLARE
-  candidate float8;
-  instant float8;
-  x float8;
-BEGIN
-  IF shards >= 3 OR (kind = 1 AND NOT has_start) THEN RETURN 'Infinity'; END IF;
-  IF value >= capacity THEN
-    candidate := ts;
-  ELSIF kind = 0 THEN
-    x := ${sub("capacity", "value")};
-    candidate := ${div("rate", "period")};
-    candidate := ${div("x", "candidate")};
-    candidate := ${add("ts", "candidate")};
-  ELSE
-    x := ${sub("capacity", "value")};
-    x := ceil(${div("x", "rate")});
-    x := ${mul("x", "period")};
-    candidate := ${add("ts", "x")};
-  END IF;
-  x := ceil(candidate);
-  FOREACH instant IN ARRAY ARRAY[candidate, ${add("x", "1")}] LOOP
-    IF ${finite("instant")} AND (${advance}(kind, rate, period, capacity, value, ts, instant, 0))[1] >= capacity THEN
-      RETURN instant;
-    END IF;
-  END LOOP;
-  RETURN 'Infinity';
-END
-$fn$`,
-    decideSql(table, decide, { add, sub, div, max, shard, fullAt, finite }),
-    decideOneSql(table, decide, decideOne),
-  ];
-}
-
-/**
- * Below this magnitude (and above its inverse), or zero, every number the one-item decision reads
- * keeps every sum, product and quotient it computes between 1e-200 and 1e80 or zero: PostgreSQL's
- * operators then raise no error and give IEEE's results, so the decision needs none of the
- * helpers. A number outside goes to the general function.
- */
-export const PLAIN_RANGE = 1e20;
-
-/**
- * The one-item decision: `<table>_decide_one_v1`, the same decision as {@link decideSql}'s for a
- * batch of one call on one state (a limit with one shard), with less work: scalar arguments, no
- * arrays, the arithmetic inline in plain operators (every number it reads is zero or between
- * 1e-20 and 1e20 in magnitude, see {@link PLAIN_RANGE}, so no operation can overflow, underflow
- * or meet a NaN or an infinity), the wait never computed (a refusal writes nothing, and a wait
- * within those numbers is finite, so it never decides whether a grant is written). It locks and
- * reads exactly as the batch function does (the row `FOR UPDATE`; a missing one through the
- * advisory lock, then read again), in an exception block of its own. A stored state or argument
- * outside the range goes to the batch function, in the same statement (the locks already held are
- * its own; when it fails, its error is raised again so that the block rolls them back too).
- *
- * `<table>_decide_one_v1(p_name text, p_key text, p_shard integer, p_lock text, p_kind, p_rate,
- * p_period, p_capacity, p_max_reserved (NULL: unlimited), p_start (NULL: none), p_count,
- * p_reserve (0/1), p_write (0/1), p_now, p_fresh_value, p_fresh_ts float8) → text`: `one`, then
- * the value and ts the row held as the 16 hex digits of `float8send` (`- -`: no row), then `1`
- * when the grant was written, else `0`; or the batch function's answer (`ok …` or `error …`).
- */
-function decideOneSql(table: string, decide: string, decideOne: string): string {
-  const inRange = (x: string) => `(${x} = 0 OR abs(${x}) BETWEEN '${1 / PLAIN_RANGE}'::float8 AND '${PLAIN_RANGE}'::float8)`;
-  // JavaScript's Math.min(x, capacity) on numbers that are not NaN: -0 is less than 0.
-  const jsMin = (x: string) => `CASE WHEN ${x} < p_capacity THEN ${x} WHEN p_capacity < ${x} THEN p_capacity WHEN ${x} = 0 AND ${x}::text = '-0' THEN ${x} ELSE p_capacity END`;
-  // Whether the state (v, t) holds capacity at \`instant\` (advance with count 0; js_min(a, c) >= c exactly when a >= c).
-  const filled = (instant: string) => `(CASE WHEN p_kind = 0 THEN v + (CASE WHEN ${instant} - t > 0 THEN ${instant} - t ELSE 0 END) * (p_rate / p_period)
-          ELSE v + p_rate * (CASE WHEN floor((${instant} - t) / p_period) > 0 THEN floor((${instant} - t) / p_period) ELSE 0 END) END) >= p_capacity`;
-  const where = `name = p_name AND key = p_key AND shard = p_shard`;
-  return `CREATE OR REPLACE FUNCTION ${decideOne}(p_name text, p_key text, p_shard integer, p_lock text,
-  p_kind float8, p_rate float8, p_period float8, p_capacity float8, p_max_reserved float8, p_start float8,
-  p_count float8, p_reserve float8, p_write float8, p_now float8, p_fresh_value float8, p_fresh_ts float8) RETURNS text
-LANGUAGE plpgsql VOLATILE AS $fn$
-DECLARE
-  row_value float8;
-  row_ts float8;
-  found_row boolean;
-  s_value float8; -- the state decided on: the row's, else the fresh one
-  s_ts float8;
-  x float8;
-  t float8;
-  v float8;
-  granted boolean;
-  written boolean := false;
-  full_at_ms float8;
-  candidate float8;
-  answer text;
-BEGIN
-  BEGIN
-    SELECT value, ts INTO row_value, row_ts FROM ${table} WHERE ${where} FOR UPDATE;
-    found_row := FOUND;
-    IF NOT found_row THEN
-      -- As the batch function: only a transaction holding this lock creates the row; then read again.
-      PERFORM pg_advisory_xact_lock(hashtextextended(p_lock, 0));
-      SELECT value, ts INTO row_value, row_ts FROM ${table} WHERE ${where} FOR UPDATE;
-      found_row := FOUND;
-    END IF;
-    IF found_row THEN s_value := row_value; s_ts := row_ts; ELSE s_value := p_fresh_value; s_ts := p_fresh_ts; END IF;
-    IF NOT (p_kind IN (0, 1) AND p_rate <> 0 AND p_period <> 0 AND ${inRange("p_rate")} AND ${inRange("p_period")} AND ${inRange("p_capacity")}
-        AND ${inRange("p_count")} AND (p_max_reserved IS NULL OR ${inRange("p_max_reserved")}) AND ${inRange("p_now")}
-        AND ${inRange("s_value")} AND ${inRange("s_ts")}) THEN
-      -- Anything else: the batch function (a batch of one), in this statement.
-      answer := ${decide}(ARRAY[p_name], ARRAY[p_key], ARRAY[p_shard], ARRAY[p_lock],
-        ARRAY[p_kind, p_rate, p_period, p_capacity, p_max_reserved, 1, p_start, p_count, p_reserve, p_write, p_now, 1, 0,
-          p_fresh_value, p_fresh_ts, NULL, NULL]::float8[], true);
-      IF answer LIKE 'error %' THEN
-        -- Raised again, so that this block rolls back the locks it took too.
-        RAISE EXCEPTION USING ERRCODE = split_part(answer, ' ', 2), MESSAGE = substr(answer, 8 + length(split_part(answer, ' ', 2)));
-      END IF;
-      RETURN answer;
-    END IF;
-    -- src/token_bucket.rs and src/fixed_window.rs advance, then src/decision.rs decide_as_reference.
-    IF p_kind = 0 THEN
-      x := p_now - s_ts;
-      x := s_value + (CASE WHEN x > 0 THEN x ELSE 0 END) * (p_rate / p_period);
-      t := CASE WHEN s_ts > p_now THEN s_ts ELSE p_now END;
-    ELSE
-      v := floor((p_now - s_ts) / p_period);
-      IF NOT v > 0 THEN v := 0; END IF;
-      x := s_value + p_rate * v;
-      t := s_ts + v * p_period;
-    END IF;
-    x := ${jsMin("x")};
-    v := x - p_count;
-    granted := NOT (v < 0 AND (p_reserve = 0 OR (p_max_reserved IS NOT NULL AND p_count > x + p_max_reserved)));
-    IF granted AND p_write <> 0 THEN
-      -- src/transition.rs full_at (one shard): never certain for a fixed window with a random start.
-      IF p_kind = 1 AND p_start IS NULL THEN
-        full_at_ms := 'Infinity';
-      ELSE
-        candidate := CASE WHEN v >= p_capacity THEN t WHEN p_kind = 0 THEN t + (p_capacity - v) / (p_rate / p_period)
-          ELSE t + ceil((p_capacity - v) / p_rate) * p_period END;
-        full_at_ms := CASE WHEN ${filled("candidate")} THEN candidate
-          WHEN ${filled("(ceil(candidate) + 1)")} THEN ceil(candidate) + 1 ELSE 'Infinity' END;
-      END IF;
-      IF found_row THEN
-        UPDATE ${table} SET value = v, ts = t, full_at = full_at_ms WHERE ${where};
-      ELSE
-        INSERT INTO ${table} (name, key, shard, value, ts, full_at) VALUES (p_name, p_key, p_shard, v, t, full_at_ms)
-          ON CONFLICT (name, key, shard) DO UPDATE SET value = excluded.value, ts = excluded.ts, full_at = excluded.full_at;
-      END IF;
-      written := true;
-    END IF;
-    RETURN 'one ' || CASE WHEN found_row THEN encode(float8send(row_value), 'hex') || ' ' || encode(float8send(row_ts), 'hex') ELSE '- -' END
-      || CASE WHEN written THEN ' 1' ELSE ' 0' END;
-  EXCEPTION WHEN others OR query_canceled THEN
-    RETURN 'error ' || SQLSTATE || ' ' || SQLERRM;
-  END;
-END
-$fn$`;
-}
-
-/** The helpers' names and the SQL builders the decision function is written with. */
-interface Helpers {
-  add: (a: string, b: string) => string;
-  sub: (a: string, b: string) => string;
-  div: (a: string, b: string) => string;
-  max: string;
-  shard: string;
-  fullAt: string;
-  finite: (x: string) => string;
+  const { statements, helpers } = helperFunctionsSql(fn);
+  return [...statements, decideSql(table, decide, helpers), decideOneSql(table, decide, decideOne)];
 }
 
 /** src/batch.rs decide_batch and src/limiter.rs decide_planned, with the locks, reads and writes. */
@@ -491,7 +162,7 @@ function decideSql(table: string, decide: string, h: Helpers): string {
             wrote[item + 1] := writes;`;
   return `CREATE OR REPLACE FUNCTION ${decide}(p_names text[], p_keys text[], p_shards integer[], p_locks text[],
   p_items float8[], p_all boolean) RETURNS text
-LANGUAGE plpgsql VOLATILE SET extra_float_digits = 3 AS $fn$
+LANGUAGE plpgsql VOLATILE ${PINNED} SET extra_float_digits = 3 AS $fn$
 DECLARE
   refs integer := coalesce(cardinality(p_names), 0);
   items integer := coalesce(cardinality(p_items), 0) / ${ITEM_STRIDE};
@@ -534,15 +205,11 @@ BEGIN
         ORDER BY u.n COLLATE "C", u.k COLLATE "C", u.s);
     END IF;
     FOREACH ref IN ARRAY lock_order LOOP
+      -- The state's one lock, then its row (a statement of its own, which under READ COMMITTED
+      -- sees every commit made before the lock was ours). See the module's "Locks".
+      PERFORM pg_advisory_xact_lock(hashtextextended(p_locks[ref], 0));
       SELECT value, ts INTO row_value, row_ts FROM ${table}
         WHERE name = p_names[ref] AND key = p_keys[ref] AND shard = p_shards[ref] FOR UPDATE;
-      IF NOT FOUND THEN
-        -- No row: only a transaction holding this lock creates it; then read again (a statement
-        -- of its own, which sees every commit made before the lock was ours).
-        PERFORM pg_advisory_xact_lock(hashtextextended(p_locks[ref], 0));
-        SELECT value, ts INTO row_value, row_ts FROM ${table}
-          WHERE name = p_names[ref] AND key = p_keys[ref] AND shard = p_shards[ref] FOR UPDATE;
-      END IF;
       IF FOUND THEN
         stored_value[ref] := row_value; -- (the column is NOT NULL: NULL means no row)
         stored_ts[ref] := row_ts;
