@@ -168,7 +168,7 @@ function prismaConnection(db: PrismaLike): PostgresQueryable {
     query: async (text, given = []) => {
       const params = given.map((param) => (typeof param === "number" ? (Object.is(param, -0) ? "-0" : String(param)) : param));
       try {
-        if (/^SELECT pg_advisory_xact_lock\(/.test(text)) {
+        if (/^SELECT (?:pg_catalog\.)?pg_advisory_xact_lock\(/.test(text)) {
           await db.$executeRawUnsafe(text, ...params);
           return { rows: [] };
         }
