@@ -29,6 +29,22 @@ describe("redisStore's argument errors are TypeErrors with code INVALID_ARGUMENT
     rejects(() => redisStore(new pg.Client()), /use postgresStore/);
   });
 
+  test("a Promise (redisStore(client.connect())) is told to await it", () => {
+    const connecting = Promise.resolve(nodeRedis);
+    rejects(() => redisStore(connecting), /a Promise \(client\.connect\(\) returns one\): await it/);
+  });
+
+  test("a node-redis client never connected: the call fails closed, saying to connect it first", async () => {
+    const { RateLimiter } = await import("../../pkg/dist/node.js");
+    const unconnected = createClient({ url: "redis://127.0.0.1:1" });
+    const limiter = new RateLimiter(redisStore(unconnected), { api: { kind: "token bucket", rate: 10, period: 60_000 } });
+    await assert.rejects(limiter.limit("api", { key: "k" }), (error) => {
+      assert.equal(error.code, "REDIS_ERROR");
+      assert.match(error.message, /The client is closed; connect the client first \(await client\.connect\(\), once, at startup\)/);
+      return true;
+    });
+  });
+
   test("a rate limit store is passed to the RateLimiter as it is", () => {
     rejects(() => redisStore(new MemoryStore()), /a rate limit store already: pass it to new RateLimiter\(store, limits\)/);
   });
