@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, startRedis } from "../redis/servers.mjs";
@@ -58,13 +59,19 @@ describe("SvelteKit: examples/http/sveltekit built with vite build, served by vi
       stdio: ["ignore", "pipe", "pipe"],
     });
     preview.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk));
-    await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`vite preview did not start within 30 s: ${stderr}`)), 30_000);
-      preview.on("exit", (code) => reject(new Error(`vite preview exited with ${code}: ${stderr}`)));
-      preview.stdout.setEncoding("utf8").on("data", (chunk) => {
-        if (chunk.includes(`:${port}`)) (clearTimeout(timer), resolve());
+    // Ready when it answers: under CI=true vite prints no banner to wait for.
+    let exited;
+    preview.on("exit", (code) => (exited = code));
+    for (const deadline = Date.now() + 30_000; ; await sleep(200)) {
+      if (exited !== undefined) throw new Error(`vite preview exited with ${exited}: ${stderr}`);
+      if (Date.now() > deadline) throw new Error(`vite preview did not answer within 30 s: ${stderr}`);
+      // A TCP connection, not a request: every request takes a token of the budget under test.
+      const listening = await new Promise((resolve) => {
+        const socket = connect(port, "127.0.0.1", () => (socket.destroy(), resolve(true)));
+        socket.on("error", () => resolve(false));
       });
-    });
+      if (listening) break;
+    }
     base = `http://127.0.0.1:${port}`;
   });
 
