@@ -43,3 +43,4 @@ export { SECOND, MINUTE, HOUR, DAY, WEEK } from "./core/time.js";
 export { StoreTimeoutError, isDegraded } from "./core/failure-policy.js";
 export type { Degraded, FailureOptions, LimitConfig, StoreErrorPolicy } from "./core/failure-policy.js";
 export type { RefusalCacheOption } from "./core/refusal-cache.js";
+export type { DecisionEvent, DecisionHook } from "./core/decision-hook.js";

@@ -41,8 +41,9 @@ import { FailurePolicy, withoutPolicy, type FailureOptions, type FallbackLimiter
 import { ownField } from "./store-call.js";
 import { laneOf } from "./coalesce.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
+import { clock, observe, probe, type DecisionHook, type Probe } from "./decision-hook.js";
 
-const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache"] as const;
+const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision"] as const;
 const NO_DRAWS: readonly number[] = Object.freeze([]);
 const BATCH_FIELDS = ["name", "key", "count", "reserve", "config"];
 
@@ -145,22 +146,31 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   readonly #direct: boolean;
   /** Refusals repeated without asking the store (`refusalCache`), when asked for. */
   readonly #refusals: RefusalCache | undefined;
+  /** Told of every decided call (`onDecision`), when asked for. */
+  readonly #onDecision: DecisionHook | undefined;
 
   /**
    * @param store The host's persistence: `read(ref)` and `write(ref, state | null)` (see `RateLimitStore`).
    * @param limits Named limit configs, validated now (a bad one throws naming it and the field).
    * @param options `now` and `random`, for tests and replays; `onStoreError` and `timeout`
    *   (see {@link FailureOptions}); `refusalCache` to repeat a store's refusal locally until its
-   *   wait is over (see {@link RefusalCacheOption}).
+   *   wait is over (see {@link RefusalCacheOption}); `onDecision` to be told of every decided
+   *   call, for metrics (see {@link DecisionEvent}; `ratebound/otel` records them).
    */
-  constructor(store: RateLimitStore, limits: Limits = {} as Limits, options: RateLimiterOptions & FailureOptions & { refusalCache?: RefusalCacheOption } = {}) {
+  constructor(
+    store: RateLimitStore,
+    limits: Limits = {} as Limits,
+    options: RateLimiterOptions & FailureOptions & { refusalCache?: RefusalCacheOption; onDecision?: DecisionHook } = {},
+  ) {
     // The failure policy takes its fields off the limits and the options (own fields only).
     this.#failure = new FailurePolicy(store, limits, options, RateLimiter);
     this.#store = checkStore(store);
     this.#remote = typeof store.decide === "function";
     this.#direct = !this.#remote && typeof store.transaction !== "function";
-    const [now, random, , , refusalCache] = ownOptions("RateLimiter", options, OPTIONS);
+    const [now, random, , , refusalCache, onDecision] = ownOptions("RateLimiter", options, OPTIONS);
     this.#refusals = RefusalCache.from(refusalCache);
+    if (onDecision !== undefined && typeof onDecision !== "function") throw wrongArgument("RateLimiter", "onDecision", mustBe("onDecision", "a function", onDecision));
+    this.#onDecision = onDecision as DecisionHook | undefined;
     for (const [field, value] of [["now", now], ["random", random]] as const) {
       if (value !== undefined && typeof value !== "function") throw wrongArgument("RateLimiter", field, mustBe(field, "a function", value));
     }
@@ -218,7 +228,10 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
   limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
   limit(name: string, options?: LimitOptions): Promise<RateLimitResult | GrantResult> {
-    return this.#decide(name, options, true);
+    const hook = this.#onDecision;
+    if (hook === undefined) return this.#decide(name, options, true, undefined);
+    const recorded = probe();
+    return observe(hook, true, recorded, this.#decide(name, options, true, recorded));
   }
 
   /**
@@ -234,22 +247,25 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
   check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
   check(name: string, options?: LimitOptions): Promise<RateLimitResult> {
-    return this.#decide(name, options, false);
+    const hook = this.#onDecision;
+    if (hook === undefined) return this.#decide(name, options, false, undefined);
+    const recorded = probe();
+    return observe(hook, false, recorded, this.#decide(name, options, false, recorded));
   }
 
   /** `limit` (write) or `check`. Not an async function: a synchronous store answers with one settled Promise. */
-  #decide(name: string, options: LimitOptions | undefined, write: boolean): Promise<RateLimitResult> {
+  #decide(name: string, options: LimitOptions | undefined, write: boolean, recorded: Probe | undefined): Promise<RateLimitResult> {
     try {
       const given = limitFields(name, options);
       if (given.grant !== undefined) {
         if (!write) checkOptions(name, options, ["key", "count", "reserve", "throws", "config", "figures"]);
-        if (checkFlag(checkName(name), "grant", given.grant)) return this.#granting(name, given) as Promise<RateLimitResult>;
+        if (checkFlag(checkName(name), "grant", given.grant)) return this.#granting(name, given, recorded) as Promise<RateLimitResult>;
       }
       const figures = given.figures === undefined ? false : checkFlag(typeof name === "string" ? name : "", "figures", given.figures);
       const { config, policy } = this.#failure.limitPolicy(name, given.config);
       const call = this.#call(name, given, config, write);
       const refusals = this.#refusals;
-      if (refusals === undefined && this.#direct && this.#failure.isPlain(policy)) {
+      if (recorded === undefined && refusals === undefined && this.#direct && this.#failure.isPlain(policy)) {
         // No transaction, no policy to apply, nothing remembered: a synchronous store is decided
         // synchronously, and nothing is allocated for the answer but the result.
         const answer = runOne(this.#store, call, figures);
@@ -258,12 +274,28 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       }
       // Bad input fails here, before the store is touched or a refusal is remembered, whatever the policy.
       const planned = plan([call], true, figures);
+      if (recorded !== undefined) {
+        recorded.calls = [call];
+        recorded.policy = policy;
+      }
       if (refusals !== undefined) {
         const local = refusals.refuse(call, figures);
-        if (local !== undefined) return Promise.resolve(refusal(call.name, local, given.throws));
+        if (local !== undefined) {
+          if (recorded !== undefined) {
+            recorded.fromCache = true;
+            recorded.result = local;
+          }
+          return Promise.resolve(refusal(call.name, local, given.throws));
+        }
       }
+      if (recorded !== undefined) recorded.start = clock();
       const answered = (answer: Decided | BatchAnswer | RateLimitResult) => {
         const result = isBatchAnswer(answer) ? shaped(only(answer)) : isDecided(answer) ? shaped(answer) : answer;
+        if (recorded !== undefined) {
+          recorded.end = clock();
+          recorded.result = result;
+          if (isBatchAnswer(answer) && answer.batchSize !== undefined) recorded.batchSize = answer.batchSize;
+        }
         refusals?.remember(call, result);
         return refusal(call.name, result, given.throws);
       };
@@ -275,7 +307,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       const fallbackOptions = { key: call.key, count: given.count, reserve: given.reserve, config, ...(figures ? { figures } : {}) } as LimitOptions;
       const fallback = (limiter: FallbackLimiter) => (write ? limiter.limit(name, fallbackOptions) : limiter.check(name, fallbackOptions));
       // A store that cannot decide next to its data: the call joins its key's batch (`coalesce.ts`).
-      if (this.#failure.coalesces) return this.#failure.coalesce(call, figures, policy, fallback).then(answered);
+      if (this.#failure.coalesces) return this.#failure.coalesce(call, figures, policy, fallback, recorded).then(answered);
       const answer = this.#failure.run<Decided | BatchAnswer | RateLimitResult>(
         policy,
         (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : runOne(store, call, figures)),
@@ -289,14 +321,22 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   }
 
   /** `limit` with `grant: true`: through the store's transaction, answering with a handle. A grant always fails closed. */
-  #granting(name: string, given: LimitFields): Promise<GrantResult> {
+  #granting(name: string, given: LimitFields, recorded: Probe | undefined): Promise<GrantResult> {
     // One decided on a fallback could not settle against the store.
     const config = withoutPolicy(name, given.config);
     const figures = given.figures === undefined ? false : checkFlag(name, "figures", given.figures);
     const call = this.#call(name, given, config, true);
     plan([call], true, figures); // bad input fails before the store is touched
+    if (recorded !== undefined) recorded.calls = [call];
     const local = this.#refusals?.refuse(call, figures);
-    if (local !== undefined) return Promise.resolve(refusal(call.name, local, given.throws) as GrantResult);
+    if (local !== undefined) {
+      if (recorded !== undefined) {
+        recorded.fromCache = true;
+        recorded.result = local;
+      }
+      return Promise.resolve(refusal(call.name, local, given.throws) as GrantResult);
+    }
+    if (recorded !== undefined) recorded.start = clock();
     const idWords = [draw(this.#random), draw(this.#random)].map((unit) => Math.floor(unit * 2 ** 32));
     // Its turn on a coalescing store is taken now, in arrival order; the grants' code loads within it.
     const answer = this.#failure.transact((store) => grants().then(({ charge, engine }) => charge(engine, store, call, idWords, figures)), [laneOf(call.name, call.key)]);
@@ -304,6 +344,10 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const settler = (data: GrantData, actual: number) => this.settle(data, actual, inline);
     return answer.then((result) => {
       const { grant, ...decided } = result;
+      if (recorded !== undefined) {
+        recorded.end = clock();
+        recorded.result = decided;
+      }
       this.#refusals?.remember(call, decided.ok ? { ok: true } : decided);
       refusal(call.name, decided, given.throws);
       if (!decided.ok || grant === undefined) return decided as GrantResult;
@@ -358,7 +402,10 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
     options: { throws?: boolean; figures?: boolean } = {},
   ): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
-    return this.#batch(requests, options, true);
+    const hook = this.#onDecision;
+    if (hook === undefined) return this.#batch(requests, options, true, undefined);
+    const recorded = probe();
+    return observe(hook, true, recorded, this.#batch(requests, options, true, recorded));
   }
 
   /**
@@ -374,11 +421,19 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
     options: { throws?: boolean; figures?: boolean } = {},
   ): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
-    return this.#batch(requests, options, false);
+    const hook = this.#onDecision;
+    if (hook === undefined) return this.#batch(requests, options, false, undefined);
+    const recorded = probe();
+    return observe(hook, false, recorded, this.#batch(requests, options, false, recorded));
   }
 
   /** `limitAll` (write) or `checkAll`, under the batch's failure policy. */
-  async #batch(requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean; figures?: boolean }, write: boolean): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
+  async #batch(
+    requests: ReadonlyArray<BatchRequest>,
+    options: { throws?: boolean; figures?: boolean },
+    write: boolean,
+    recorded: Probe | undefined,
+  ): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
     const fn = write ? "limitAll" : "checkAll";
     const checked = checkedOptions(fn, options, BATCH_OPTIONS);
     const throws = own<boolean>(checked, "throws");
@@ -406,6 +461,12 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       calls.push(this.#call(field("name"), { key: field("key"), count: field("count"), reserve: field("reserve") }, field("config"), write));
     }
     const planned = plan(calls, true, figures);
+    if (recorded !== undefined) {
+      recorded.calls = calls;
+      recorded.policy = policy;
+      recorded.batchSize = calls.length;
+      recorded.start = clock();
+    }
     const answer = await this.#failure.run<BatchAnswer | RateLimitResult>(
       policy,
       (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
@@ -413,6 +474,10 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       this.#remote,
       calls.map((call) => laneOf(call.name, call.key)),
     );
+    if (recorded !== undefined) {
+      recorded.end = clock();
+      recorded.result = isBatchAnswer(answer) ? answer.batch : answer;
+    }
     const names = calls.map((call) => call.name).join(", ");
     if (!isBatchAnswer(answer)) return refusal(names, answer, throws);
     const result: RateLimitResult & { figures?: RateLimitFigures[] } = figures
