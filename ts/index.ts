@@ -44,3 +44,14 @@ export { StoreTimeoutError, isDegraded } from "./core/failure-policy.js";
 export type { Degraded, FailureOptions, LimitConfig, StoreErrorPolicy } from "./core/failure-policy.js";
 export type { RefusalCacheOption } from "./core/refusal-cache.js";
 export type { DecisionEvent, DecisionHook } from "./core/decision-hook.js";
+export type {
+  BatchAnswerOf,
+  BatchOptions,
+  CheckAnswer,
+  FiguredBatchResult,
+  FiguredResult,
+  LimitAnswer,
+  LimitCallOptions,
+  LimitName,
+  OpenAdmission,
+} from "./core/answers.js";

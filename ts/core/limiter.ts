@@ -41,6 +41,7 @@ import { FailurePolicy, withoutPolicy, type FailureOptions, type FallbackLimiter
 import { ownField } from "./store-call.js";
 import { laneOf } from "./coalesce.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
+import type { BatchAnswerOf, BatchOptions, CheckAnswer, LimitAnswer, LimitCallOptions, LimitName } from "./answers.js";
 import { clock, observe, probe, type DecisionHook, type Probe } from "./decision-hook.js";
 
 const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision"] as const;
@@ -189,6 +190,16 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     }
   }
 
+  /**
+   * The names of the limits given to the constructor, in their order (inline limits are not listed).
+   *
+   * @example
+   * if (!limiter.limitNames.includes(name)) throw new Error(`no limit ${name}`);
+   */
+  get limitNames(): readonly string[] {
+    return [...this.#limits.keys()];
+  }
+
   /** The named limit's config, or the inline one compiled now. */
   #resolve(name: string, config: unknown): Compiled {
     if (config !== undefined) return compileLimit(name, config);
@@ -222,12 +233,12 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * const status = await limiter.limit("llmTokens", { count: 500, reserve: true });
    * if (status.ok && status.retryAfter) scheduleIn(status.retryAfter);
    */
-  limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
-  limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
-  limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
-  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
-  limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
-  limit(name: string, options?: LimitOptions): Promise<RateLimitResult | GrantResult> {
+  // One generic signature, not overloads: a subclass overrides it with the same one (see docs/metrics.md).
+  limit<const Options extends LimitCallOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<LimitAnswer<Options>> {
+    return this.#limitCall(name, options) as Promise<LimitAnswer<Options>>;
+  }
+
+  #limitCall(name: string, options: LimitOptions | undefined): Promise<RateLimitResult> {
     const hook = this.#onDecision;
     if (hook === undefined) return this.#decide(name, options, true, undefined);
     const recorded = probe();
@@ -243,10 +254,11 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * const { ok } = await limiter.check("failedLogins", { key: userId });
    */
-  check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
-  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
-  check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
-  check(name: string, options?: LimitOptions): Promise<RateLimitResult> {
+  check<const Options extends LimitCallOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<CheckAnswer<Options>> {
+    return this.#checkCall(name, options) as Promise<CheckAnswer<Options>>;
+  }
+
+  #checkCall(name: string, options: LimitOptions | undefined): Promise<RateLimitResult> {
     const hook = this.#onDecision;
     if (hook === undefined) return this.#decide(name, options, false, undefined);
     const recorded = probe();
@@ -398,14 +410,14 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * await limiter.limitAll([{ name: "perUser", key: userId }, { name: "global" }], { throws: true });
    */
-  limitAll(
+  limitAll<const Options extends BatchOptions = {}>(
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
-    options: { throws?: boolean; figures?: boolean } = {},
-  ): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
+    options?: Options,
+  ): Promise<BatchAnswerOf<Options>> {
     const hook = this.#onDecision;
-    if (hook === undefined) return this.#batch(requests, options, true, undefined);
+    if (hook === undefined) return this.#batch(requests, options ?? {}, true, undefined) as Promise<BatchAnswerOf<Options>>;
     const recorded = probe();
-    return observe(hook, true, recorded, this.#batch(requests, options, true, recorded));
+    return observe(hook, true, recorded, this.#batch(requests, options ?? {}, true, recorded)) as Promise<BatchAnswerOf<Options>>;
   }
 
   /**
@@ -417,14 +429,14 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * const { ok, retryAfter } = await limiter.checkAll([{ name: "x" }, { name: "y", count: 10 }]);
    */
-  checkAll(
+  checkAll<const Options extends BatchOptions = {}>(
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
-    options: { throws?: boolean; figures?: boolean } = {},
-  ): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
+    options?: Options,
+  ): Promise<BatchAnswerOf<Options>> {
     const hook = this.#onDecision;
-    if (hook === undefined) return this.#batch(requests, options, false, undefined);
+    if (hook === undefined) return this.#batch(requests, options ?? {}, false, undefined) as Promise<BatchAnswerOf<Options>>;
     const recorded = probe();
-    return observe(hook, false, recorded, this.#batch(requests, options, false, recorded));
+    return observe(hook, false, recorded, this.#batch(requests, options ?? {}, false, recorded)) as Promise<BatchAnswerOf<Options>>;
   }
 
   /** `limitAll` (write) or `checkAll`, under the batch's failure policy. */

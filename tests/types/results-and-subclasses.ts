@@ -1,0 +1,106 @@
+// Compiled (not run) by `npm test` with tsc against the built package's types (issue 33): `figures:
+// true` narrows the answer so a decision's figures are not possibly undefined (only an "open"
+// admission, which decides nothing, has none), for limitAll/checkAll too; and a subclass can
+// override limit/check/limitAll with the base's own generic signatures under strict.
+import {
+  MemoryStore,
+  RateLimiter,
+  MINUTE,
+  isDegraded,
+  type BatchAnswerOf,
+  type BatchOptions,
+  type BatchRequest,
+  type CheckAnswer,
+  type LimitAnswer,
+  type LimitCallOptions,
+  type LimitConfig,
+  type LimitName,
+  type RateLimitFigures,
+  type RateLimitResult,
+} from "../../pkg/dist/index.js";
+
+const limiter = new RateLimiter(new MemoryStore(), {
+  login: { kind: "fixed window", rate: 5, period: 15 * MINUTE, start: 0 },
+  search: { kind: "token bucket", rate: 100, period: MINUTE, onStoreError: "open" },
+});
+
+export async function figuresNarrow(): Promise<number[]> {
+  const status = await limiter.limit("login", { key: "ip", figures: true });
+  // A refusal is always decided: its figures are there.
+  if (!status.ok) return [status.figures.remaining, status.figures.retryAfter ?? 0, status.retryAfter];
+  // An admission may be "open" (no decision, no figures): narrow on the figures, or on degraded.
+  // @ts-expect-error an admitted answer may be an open admission, without figures
+  const unchecked: number = status.figures.remaining;
+  if (status.figures !== undefined) return [status.figures.remaining, unchecked];
+  if (isDegraded(status)) return [];
+  return [];
+}
+
+export async function checkAndBatchesNarrow(): Promise<RateLimitFigures[]> {
+  const checked = await limiter.check("search", { figures: true });
+  const batch = await limiter.limitAll([{ name: "login", key: "ip" }, { name: "search" }], { figures: true });
+  const peek = await limiter.checkAll([{ name: "login", key: "ip" }], { figures: true });
+  const out: RateLimitFigures[] = [];
+  if (!checked.ok) out.push(checked.figures);
+  if (!batch.ok) out.push(...batch.figures);
+  if (peek.figures !== undefined) out.push(...peek.figures);
+  const plain = await limiter.limitAll([{ name: "login" }]);
+  // @ts-expect-error without figures: true, figures may be absent
+  out.push(...plain.figures);
+  return out;
+}
+
+export async function withoutFiguresNothingChanges(): Promise<number | undefined> {
+  const status = await limiter.limit("login", { key: "ip" });
+  // @ts-expect-error figures only when asked
+  const remaining: number = status.figures.remaining;
+  return remaining;
+}
+
+/** A subclass that counts its calls: it overrides with the base's own signatures, and calls super. */
+class CountedLimiter<Limits extends Record<string, LimitConfig>> extends RateLimiter<Limits> {
+  calls = 0;
+  override async limit<const Options extends LimitCallOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<LimitAnswer<Options>> {
+    this.calls++;
+    return super.limit(name, options);
+  }
+  override async check<const Options extends LimitCallOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<CheckAnswer<Options>> {
+    this.calls++;
+    return super.check(name, options);
+  }
+  override async limitAll<const Options extends BatchOptions = {}>(
+    requests: ReadonlyArray<BatchRequest<Extract<keyof Limits, string>> | (BatchRequest & { config: LimitConfig })>,
+    options?: Options,
+  ): Promise<BatchAnswerOf<Options>> {
+    this.calls += requests.length;
+    return super.limitAll(requests, options);
+  }
+}
+
+const counted = new CountedLimiter(new MemoryStore(), { api: { kind: "token bucket", rate: 10, period: MINUTE } });
+
+export async function subclassKeepsTheTypes(): Promise<RateLimitResult[]> {
+  const granted = await counted.limit("api", { key: "ada", grant: true });
+  if (granted.ok) await granted.grant.cancel();
+  const figured = await counted.limit("api", { figures: true });
+  const remaining: number = figured.ok ? (figured.figures?.remaining ?? 0) : figured.figures.remaining;
+  return [
+    figured,
+    await counted.check("api", { key: "ada" }),
+    await counted.limit("oneOff", { config: { kind: "fixed window", rate: 1, period: 1000 } }),
+    await counted.limitAll([{ name: "api" }], { throws: true }),
+    // @ts-expect-error the subclass still checks names
+    await counted.limit("apii"),
+    // @ts-expect-error and for check
+    await counted.check("apii", { key: "ada" }),
+  ].concat(remaining >= 0 ? [] : [figured]);
+}
+
+/** A subclass can also narrow the signature it exposes by fixing the options it accepts. */
+class KeyedOnly<Limits extends Record<string, LimitConfig>> extends RateLimiter<Limits> {
+  async limitKey(name: LimitName<Limits, {}>, key: string): Promise<LimitAnswer<{ key: string }>> {
+    return this.limit(name, { key });
+  }
+}
+
+export const keyed = new KeyedOnly(new MemoryStore(), { api: { kind: "token bucket", rate: 1, period: 1000 } }).limitKey("api", "ada");
