@@ -53,5 +53,9 @@ export type {
   LimitAnswer,
   LimitCallOptions,
   LimitName,
+  LimitResultOf,
+  CheckResultOf,
+  MayOpen,
+  DecidedWithFigures,
   OpenAdmission,
 } from "./core/answers.js";

@@ -10,8 +10,9 @@ import {
   type BatchAnswerOf,
   type BatchOptions,
   type BatchRequest,
-  type CheckAnswer,
+  type CheckResultOf,
   type LimitAnswer,
+  type LimitResultOf,
   type LimitCallOptions,
   type LimitConfig,
   type LimitName,
@@ -60,11 +61,11 @@ export async function withoutFiguresNothingChanges(): Promise<number | undefined
 /** A subclass that counts its calls: it overrides with the base's own signatures, and calls super. */
 class CountedLimiter<Limits extends Record<string, LimitConfig>> extends RateLimiter<Limits> {
   calls = 0;
-  override async limit<const Options extends LimitCallOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<LimitAnswer<Options>> {
+  override async limit<const O extends LimitCallOptions = {}, const N extends LimitName<Limits, O> = LimitName<Limits, O>>(name: N, options?: O): Promise<LimitResultOf<Limits, N, O>> {
     this.calls++;
     return super.limit(name, options);
   }
-  override async check<const Options extends LimitCallOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<CheckAnswer<Options>> {
+  override async check<const O extends LimitCallOptions = {}, const N extends LimitName<Limits, O> = LimitName<Limits, O>>(name: N, options?: O): Promise<CheckResultOf<Limits, N, O>> {
     this.calls++;
     return super.check(name, options);
   }
@@ -104,3 +105,39 @@ class KeyedOnly<Limits extends Record<string, LimitConfig>> extends RateLimiter<
 }
 
 export const keyed = new KeyedOnly(new MemoryStore(), { api: { kind: "token bucket", rate: 1, period: 1000 } }).limitKey("api", "ada");
+
+// The types know a limit's policy when it is declared (on the limit, or on the limiter): a limit
+// that cannot be "open" always has its figures; one that can, or whose policy is not declared, may not.
+const declared = new RateLimiter(
+  new MemoryStore(),
+  {
+    login: { kind: "fixed window", rate: 5, period: 15 * MINUTE, onStoreError: { fallback: "memory" } },
+    search: { kind: "token bucket", rate: 100, period: MINUTE, onStoreError: "open" },
+    plain: { kind: "token bucket", rate: 1, period: 1000 },
+  },
+  { onStoreError: "closed" },
+);
+const undeclared = new RateLimiter(new MemoryStore(), { plain: { kind: "token bucket", rate: 1, period: 1000 } });
+const openByDefault = new RateLimiter(
+  new MemoryStore(),
+  { strict: { kind: "token bucket", rate: 1, period: 1000, onStoreError: "closed" }, loose: { kind: "token bucket", rate: 1, period: 1000 } },
+  { onStoreError: "open" },
+);
+
+export async function declaredPoliciesNarrow(): Promise<number[]> {
+  const { figures } = await declared.limit("login", { key: "ip", figures: true });
+  const checked = await declared.check("plain", { figures: true });
+  const inline = await undeclared.limit("oneOff", { figures: true, config: { kind: "fixed window", rate: 1, period: 1000, onStoreError: "closed" } });
+  const strict = await openByDefault.limit("strict", { figures: true });
+  const out = [figures.remaining, checked.figures.remaining, inline.figures.remaining, strict.figures.remaining];
+  const search = await declared.limit("search", { figures: true });
+  // @ts-expect-error a limit whose own policy is "open" may answer without figures
+  out.push(search.figures.remaining);
+  const loose = await openByDefault.check("loose", { figures: true });
+  // @ts-expect-error a limit without its own policy on a limiter that is "open" may too
+  out.push(loose.figures.remaining);
+  const unknown = await undeclared.limit("plain", { figures: true });
+  // @ts-expect-error no policy declared anywhere: the types cannot rule "open" out
+  out.push(unknown.figures.remaining);
+  return out;
+}

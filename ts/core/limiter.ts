@@ -34,6 +34,7 @@ import {
   type LimitFields,
   type LimitOptions,
   type Named,
+  type StoreErrorPolicy,
   type ResetOptions,
   type SettleOptions,
 } from "./options.js";
@@ -41,7 +42,7 @@ import { FailurePolicy, withoutPolicy, type FailureOptions, type FallbackLimiter
 import { ownField } from "./store-call.js";
 import { laneOf } from "./coalesce.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
-import type { BatchAnswerOf, BatchOptions, CheckAnswer, LimitAnswer, LimitCallOptions, LimitName } from "./answers.js";
+import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
 import { clock, observe, probe, type DecisionHook, type Probe } from "./decision-hook.js";
 
 const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision"] as const;
@@ -127,13 +128,15 @@ function only(answer: BatchAnswer): Decided {
  * what a granted limit changed.
  *
  * @typeParam Limits The named limits; their names are type-checked.
+ * @typeParam Policy The limiter's `onStoreError` as declared (any policy when not): with
+ *   `figures: true`, a limit that cannot be `"open"` answers figures that are never undefined.
  * @example
  * const limiter = new RateLimiter(new MemoryStore(), {
  *   sendMessage: { kind: "token bucket", rate: 10, period: MINUTE, capacity: 3 },
  * });
  * const { ok, retryAfter } = await limiter.limit("sendMessage", { key: userId });
  */
-export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<string, never>> {
+export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<string, never>, Policy extends StoreErrorPolicy = StoreErrorPolicy> {
   /** What a call does when the store fails (`onStoreError`, `timeout`): every store call goes through it. */
   readonly #failure: FailurePolicy;
   readonly #store: RateLimitStore;
@@ -161,7 +164,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   constructor(
     store: RateLimitStore,
     limits: Limits = {} as Limits,
-    options: RateLimiterOptions & FailureOptions & { refusalCache?: RefusalCacheOption; onDecision?: DecisionHook } = {},
+    options: RateLimiterOptions & FailureOptions & { onStoreError?: Policy; refusalCache?: RefusalCacheOption; onDecision?: DecisionHook } = {},
   ) {
     // The failure policy takes its fields off the limits and the options (own fields only).
     this.#failure = new FailurePolicy(store, limits, options, RateLimiter);
@@ -234,8 +237,11 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * if (status.ok && status.retryAfter) scheduleIn(status.retryAfter);
    */
   // One generic signature, not overloads: a subclass overrides it with the same one (see docs/metrics.md).
-  limit<const Options extends LimitCallOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<LimitAnswer<Options>> {
-    return this.#limitCall(name, options) as Promise<LimitAnswer<Options>>;
+  limit<const Options extends LimitCallOptions = {}, const Name extends LimitName<Limits, Options> = LimitName<Limits, Options>>(
+    name: Name,
+    options?: Options,
+  ): Promise<LimitResultOf<Limits, Name, Options, Policy>> {
+    return this.#limitCall(name, options) as Promise<LimitResultOf<Limits, Name, Options, Policy>>;
   }
 
   #limitCall(name: string, options: LimitOptions | undefined): Promise<RateLimitResult> {
@@ -254,8 +260,11 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * const { ok } = await limiter.check("failedLogins", { key: userId });
    */
-  check<const Options extends LimitCallOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<CheckAnswer<Options>> {
-    return this.#checkCall(name, options) as Promise<CheckAnswer<Options>>;
+  check<const Options extends LimitCallOptions = {}, const Name extends LimitName<Limits, Options> = LimitName<Limits, Options>>(
+    name: Name,
+    options?: Options,
+  ): Promise<CheckResultOf<Limits, Name, Options, Policy>> {
+    return this.#checkCall(name, options) as Promise<CheckResultOf<Limits, Name, Options, Policy>>;
   }
 
   #checkCall(name: string, options: LimitOptions | undefined): Promise<RateLimitResult> {
