@@ -2,6 +2,7 @@
  * The `onDecision` option: one event per decided call, for metrics and logs.
  * A limiter without the option never reaches this module's work: no event is
  * built and no clock is read (`RateLimiter` checks the hook once per call).
+ * Loaded on a hooked call's first answer: an app without a hook never downloads it.
  * @module
  */
 import type { Degraded } from "./store-call.js";
@@ -67,13 +68,6 @@ export interface Probe {
   policy: unknown;
 }
 
-/** A fresh probe. */
-export function probe(): Probe {
-  return { start: undefined, end: undefined, result: undefined, fromCache: false, batchSize: 1, calls: [], policy: undefined };
-}
-
-/** The clock of `storeMs`. */
-export const clock = (): number => performance.now();
 
 let warned = false;
 
@@ -100,7 +94,7 @@ function hookFailed(error: unknown): void {
 /** The event of one call (or of one request of a batch), from what its path recorded and how it settled. */
 function eventOf(name: string, key: string | undefined, write: boolean, recorded: Probe, error: unknown, failed: boolean): DecisionEvent {
   const result = recorded.result;
-  const storeMs = recorded.fromCache || recorded.start === undefined ? 0 : (recorded.end ?? clock()) - recorded.start;
+  const storeMs = recorded.fromCache || recorded.start === undefined || recorded.end === undefined ? 0 : recorded.end - recorded.start;
   const event: { -readonly [K in keyof DecisionEvent]: DecisionEvent[K] } = {
     name,
     outcome: result === undefined ? "error" : result.ok ? "allowed" : "refused",
@@ -120,22 +114,10 @@ function eventOf(name: string, key: string | undefined, write: boolean, recorded
 }
 
 /**
- * `answer`, reported to `hook` when it settles: one event per call the probe recorded. A call
- * that failed before reaching the store (bad input) is not a decision and is not reported.
+ * Reports a settled call to `hook`: one event per call the probe recorded. A call that failed
+ * before reaching the store (bad input) is not a decision and is not reported.
  */
-export function observe<T>(hook: DecisionHook, write: boolean, recorded: Probe, answer: Promise<T>): Promise<T> {
-  const report = (error: unknown, failed: boolean) => {
-    if (recorded.start === undefined && !recorded.fromCache) return;
-    for (const call of recorded.calls) deliver(hook, eventOf(call.name, call.key, write, recorded, error, failed));
-  };
-  return answer.then(
-    (value) => {
-      report(undefined, false);
-      return value;
-    },
-    (error: unknown) => {
-      report(error, true);
-      throw error;
-    },
-  );
+export function report(hook: DecisionHook, write: boolean, recorded: Probe, error: unknown, failed: boolean): void {
+  if (recorded.start === undefined && !recorded.fromCache) return;
+  for (const call of recorded.calls) deliver(hook, eventOf(call.name, call.key, write, recorded, error, failed));
 }

@@ -16,6 +16,40 @@ import { Grant, type GrantResult } from "./grant-handle.js";
 // Grants also need the full module: a runtime that loaded the small one loads it then, once.
 const grants = () => Promise.all([import("./grant.js"), grantsEngine()]).then(([module, engine]) => ({ ...module, engine }));
 const values = () => import("./value.js");
+// The events of `onDecision` are built by a module loaded on a hooked call's first answer, once.
+let hooks: typeof import("./decision-hook.js") | undefined;
+/** The clock of an event's `storeMs`. */
+const clock = (): number => performance.now();
+/** What a hooked call's path records for its event. */
+const probe = (): Probe => ({ start: undefined, end: undefined, result: undefined, fromCache: false, batchSize: 1, calls: [], policy: undefined });
+
+/** Reports a settled call to `hook`: at once when the module is loaded, else once it is (a failed load reports nothing). */
+function tell(hook: DecisionHook, write: boolean, recorded: Probe, error: unknown, failed: boolean): Promise<void> | undefined {
+  if (hooks !== undefined) return void hooks.report(hook, write, recorded, error, failed);
+  return import("./decision-hook.js").then(
+    (module) => {
+      hooks = module;
+      module.report(hook, write, recorded, error, failed);
+    },
+    () => undefined,
+  );
+}
+
+/** `answer`, reported to `hook` once it settles and before the caller sees it; the report never changes the answer. */
+function observe<T>(hook: DecisionHook, write: boolean, recorded: Probe, answer: Promise<T>): Promise<T> {
+  return answer.then(
+    (value) => {
+      const told = tell(hook, write, recorded, undefined, false);
+      return told === undefined ? value : told.then(() => value);
+    },
+    (error: unknown) => {
+      if (recorded.start !== undefined) recorded.end ??= clock();
+      const told = tell(hook, write, recorded, error, true);
+      if (told === undefined) throw error;
+      return told.then(() => Promise.reject(error));
+    },
+  );
+}
 import {
   BATCH_OPTIONS,
   checkOptions,
@@ -43,7 +77,7 @@ import { ownField } from "./store-call.js";
 import { laneOf } from "./coalesce.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
 import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
-import { clock, observe, probe, type DecisionHook, type Probe } from "./decision-hook.js";
+import type { DecisionHook, Probe } from "./decision-hook.js";
 
 const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision"] as const;
 const NO_DRAWS: readonly number[] = Object.freeze([]);
