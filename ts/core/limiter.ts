@@ -532,6 +532,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     if (recorded !== undefined) {
       recorded.end = clock();
       recorded.result = isBatchAnswer(answer) ? answer.batch : answer;
+      if (isBatchAnswer(answer) && answer.batchSize !== undefined) recorded.batchSize = answer.batchSize;
     }
     const names = calls.map((call) => call.name).join(", ");
     if (!isBatchAnswer(answer)) return refusal(names, answer, throws);
