@@ -128,10 +128,18 @@ describe("onDecision", () => {
     );
   });
 
-  test("a hook that throws never breaks a call; bad input is not reported", async () => {
+  test("a hook that throws never breaks a call, and is reported once as a warning; bad input is not reported", async () => {
+    const warnings = [];
+    const onWarning = (warning) => warnings.push(warning);
+    process.on("warning", onWarning);
     const limiter = new RateLimiter(new MemoryStore(), { api: API }, { ...clock, onDecision: () => { throw new Error("broken hook"); } });
     assert.equal((await limiter.limit("api")).ok, true);
     assert.equal((await limiter.check("api")).ok, true);
+    await new Promise((resolve) => setImmediate(resolve));
+    process.off("warning", onWarning);
+    assert.equal(warnings.length, 1, "reported once");
+    assert.equal(warnings[0].name, "RateboundWarning");
+    assert.match(warnings[0].message, /onDecision hook threw \(broken hook\)/);
     const asyncHook = new RateLimiter(new MemoryStore(), { api: API }, { ...clock, onDecision: async () => { throw new Error("broken async hook"); } });
     assert.equal((await asyncHook.limit("api")).ok, true);
     const events = [];
