@@ -9,47 +9,13 @@ import { checkCount, checkFlag, checkKey, checkName, checkNow, draw, drawMany, t
 import { compileConfig, CONFIG_FIELDS, type Compiled } from "./config.js";
 import { grantsEngine } from "./engine.js";
 import { isThenable, plan, run, runOne, runRemote, type BatchAnswer, type Call, type Decided } from "./driver.js";
-import { invalidConfig, invalidRequest, mustBe, RateboundError, unknownLimit, wrongArgument, unknownField, show } from "./errors.js";
+import { invalidConfig, invalidRequest, mustBe, RateboundError, unknownLimit, wrongArgument, unknownField } from "./errors.js";
 import { Grant, type GrantResult } from "./grant-handle.js";
 
 // Grants and values are loaded on first use: an app that only limits never downloads them.
 // Grants also need the full module: a runtime that loaded the small one loads it then, once.
 const grants = () => Promise.all([import("./grant.js"), grantsEngine()]).then(([module, engine]) => ({ ...module, engine }));
 const values = () => import("./value.js");
-// The events of `onDecision` are built by a module loaded on a hooked call's first answer, once.
-let hooks: typeof import("./decision-hook.js") | undefined;
-/** The clock of an event's `storeMs`. */
-const clock = (): number => performance.now();
-/** What a hooked call's path records for its event. */
-const probe = (): Probe => ({ start: undefined, end: undefined, result: undefined, fromCache: false, batchSize: 1, calls: [], policy: undefined });
-
-/** Reports a settled call to `hook`: at once when the module is loaded, else once it is (a failed load reports nothing). */
-function tell(hook: DecisionHook, write: boolean, recorded: Probe, error: unknown, failed: boolean): Promise<void> | undefined {
-  if (hooks !== undefined) return void hooks.report(hook, write, recorded, error, failed);
-  return import("./decision-hook.js").then(
-    (module) => {
-      hooks = module;
-      module.report(hook, write, recorded, error, failed);
-    },
-    () => undefined,
-  );
-}
-
-/** `answer`, reported to `hook` once it settles and before the caller sees it; the report never changes the answer. */
-function observe<T>(hook: DecisionHook, write: boolean, recorded: Probe, answer: Promise<T>): Promise<T> {
-  return answer.then(
-    (value) => {
-      const told = tell(hook, write, recorded, undefined, false);
-      return told === undefined ? value : told.then(() => value);
-    },
-    (error: unknown) => {
-      if (recorded.start !== undefined) recorded.end ??= clock();
-      const told = tell(hook, write, recorded, error, true);
-      if (told === undefined) throw error;
-      return told.then(() => Promise.reject(error));
-    },
-  );
-}
 import {
   BATCH_OPTIONS,
   checkOptions,
@@ -78,6 +44,8 @@ import { laneOf } from "./coalesce.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
 import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
 import type { DecisionHook, Probe } from "./decision-hook.js";
+import { clock, observe, probe } from "./observe.js";
+import { checkStore } from "./store-shape.js";
 
 const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision"] as const;
 const NO_DRAWS: readonly number[] = Object.freeze([]);
@@ -106,43 +74,6 @@ function compileLimit(name: string, config: unknown): Compiled {
   return compiled;
 }
 
-/**
- * What to wrap `store` in when it is a database client passed where a store belongs (the
- * message's last part), or `""`. Read by method names only; a getter that throws reads as absent.
- */
-function storeShapeHint(store: unknown): string {
-  const has = (method: string) => {
-    try {
-      return typeof (store as Record<string, unknown>)[method] === "function";
-    } catch {
-      return false;
-    }
-  };
-  if (has("evalsha") || has("evalSha") || has("sendCommand")) return "; a Redis client: wrap it in redisStore(client) from ratebound/redis";
-  if (has("insert") && has("patch") && has("query")) return "; Convex's ctx.db: use RateLimiter from ratebound/convex, or wrap it in convexStore(ctx.db)";
-  if (has("atomic") && has("get")) return "; a Deno KV: wrap it in kvStore(kv) from ratebound/deno-kv";
-  if (has("prepare") && (has("exec") || has("batch"))) return "; a SQLite database or D1 binding: wrap it in sqliteStore(db) from ratebound/sqlite";
-  if (has("query") || has("unsafe")) return "; a PostgreSQL client: wrap it in postgresStore(db) from ratebound/postgres";
-  if (has("transaction") && has("put") && has("get")) return "; a Durable Object's storage: wrap it in durableObjectStore(ctx.storage) from ratebound/durable-object";
-  return "";
-}
-
-/** Checks that `store` has `read` and `write` methods. */
-function checkStore(store: unknown): RateLimitStore {
-  const rule = "an object with read(ref) and write(ref, state) methods";
-  // Only an object is a store; a function may be a client (postgres.js's `sql` is one), which the hint names.
-  let read: unknown;
-  let write: unknown;
-  try {
-    if (typeof store === "object" && store !== null) ({ read, write } = store as RateLimitStore);
-  } catch {
-    read = undefined;
-  }
-  if (typeof read !== "function" || typeof write !== "function") {
-    throw wrongArgument("RateLimiter", "store", `store must be ${rule} (got ${show(store)}${storeShapeHint(store)})`);
-  }
-  return store as RateLimitStore;
-}
 
 /** The result a caller sees: with its figures when asked. */
 function shaped(decided: Decided): RateLimitResult & { figures?: RateLimitFigures } {
