@@ -141,3 +141,8 @@ export async function declaredPoliciesNarrow(): Promise<number[]> {
   out.push(unknown.figures.remaining);
   return out;
 }
+
+// A limiter whose policy the types know is still a RateLimiter of its limits (the guards take
+// them too: tests/http/types/apps.ts).
+export const anyPolicy: RateLimiter<{ plain: LimitConfig }> = undeclared;
+export const widened: RateLimiter<{ strict: LimitConfig; loose: LimitConfig }> = openByDefault;
