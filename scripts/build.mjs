@@ -100,7 +100,7 @@ await build({
 // own imports left as `require("ratebound")`, so that a CommonJS app has one core and one set of
 // error classes.
 {
-  const subpaths = ["preview", "react", "convex", "durable-object", "deno-kv", "postgres", "sqlite", "redis", "http"];
+  const subpaths = ["preview", "react", "convex", "durable-object", "deno-kv", "postgres", "sqlite", "redis", "http", "otel"];
   const common = {
     bundle: true,
     packages: "external",

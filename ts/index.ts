@@ -43,3 +43,19 @@ export { SECOND, MINUTE, HOUR, DAY, WEEK } from "./core/time.js";
 export { StoreTimeoutError, isDegraded } from "./core/failure-policy.js";
 export type { Degraded, FailureOptions, LimitConfig, StoreErrorPolicy } from "./core/failure-policy.js";
 export type { RefusalCacheOption } from "./core/refusal-cache.js";
+export type { DecisionEvent, DecisionHook } from "./core/decision-hook.js";
+export type {
+  BatchAnswerOf,
+  BatchOptions,
+  CheckAnswer,
+  FiguredBatchResult,
+  FiguredResult,
+  LimitAnswer,
+  LimitCallOptions,
+  LimitName,
+  LimitResultOf,
+  CheckResultOf,
+  MayOpen,
+  DecidedWithFigures,
+  OpenAdmission,
+} from "./core/answers.js";

@@ -20,6 +20,7 @@ const limiter = new RateLimiter(redisStore(client), {
  */
 export async function mayLogIn(ip) {
   const { ok, retryAfter, figures } = await limiter.limit("login", { key: ip, figures: true });
-  // Every decision has figures, the fallback's too; only `onStoreError: "open"` admits without any.
-  return ok ? { ok, remaining: figures?.remaining } : { ok, retryAfter };
+  // Every decision has figures, the fallback's too: only `onStoreError: "open"` admits without any,
+  // and this limit declares its policy, so TypeScript knows `figures` is there.
+  return ok ? { ok, remaining: figures.remaining } : { ok, retryAfter };
 }

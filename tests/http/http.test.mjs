@@ -92,6 +92,20 @@ describe("the guard", () => {
     assert.doesNotThrow(() => http.httpGuard(limiter, "café", { headers: "draft-6" }));
   });
 
+  test("a limit the limiter does not have fails when the guard is made, in every adapter, naming it and the limiter's limits", () => {
+    const limiter = new lib.RateLimiter(new lib.MemoryStore(), { api: ALGORITHMS["token bucket"], login: ALGORITHMS["fixed window"] });
+    const guards = { httpGuard: http.httpGuard, honoRateLimit: http.honoRateLimit, expressRateLimit: http.expressRateLimit, fastifyRateLimit: http.fastifyRateLimit, koaRateLimit: http.koaRateLimit, nestRateLimit: http.nestRateLimit, sveltekitRateLimit: http.sveltekitRateLimit };
+    for (const [who, make] of Object.entries(guards)) {
+      const message = new RegExp(`^ratebound/http: ${who}: the limiter has no limit "apii" \\(its limits: "api", "login"\\)$`);
+      assert.throws(() => make(limiter, "apii"), { code: "HTTP_GUARD_CONFIG", message }, who);
+      assert.throws(() => make(limiter, ["api", { name: "apii", keyed: false }]), { code: "HTTP_GUARD_CONFIG", message }, who);
+      assert.doesNotThrow(() => make(limiter, ["api", { name: "login", keyed: false }]), who);
+    }
+    const empty = new lib.RateLimiter(new lib.MemoryStore());
+    assert.throws(() => http.httpGuard(empty, "api"), { code: "HTTP_GUARD_CONFIG", message: /the limiter has no limit "api" \(its limits: none\)/ });
+    assert.deepEqual(limiter.limitNames, ["api", "login"]);
+  });
+
   test("a limit with keyed: false is shared by every key, next to a per-key one, all consumed or none", async () => {
     const clock = { now: START };
     const limits = { api: ALGORITHMS["token bucket"], global: { kind: "fixed window", rate: 3, period: MINUTE, start: 0 } };
@@ -191,7 +205,7 @@ describe("the guard", () => {
     const onError = (error) => reported.push(error);
     await assert.rejects(http.httpGuard(limiter, "api", { key: () => 42, onError })(request), { code: "HTTP_GUARD_KEY", message: /must give a string or undefined \(got 42\)/ });
     await assert.rejects(http.httpGuard(limiter, "api", { count: () => -1, onError })(request), { code: "HTTP_GUARD_COUNT" });
-    await assert.rejects(http.httpGuard(limiter, "nope", { onError })(request), /nope/);
+    assert.throws(() => http.httpGuard(limiter, "nope", { onError }), { code: "HTTP_GUARD_CONFIG", message: /no limit "nope"/ }, "an unknown limit: when the guard is made");
     await assert.rejects(http.httpGuard(limiter, "api", { count: () => 4, onError })(request), { code: "COUNT_EXCEEDS_MAX" });
     assert.equal((await limiter.getValue("api")).value, 3, "nothing was consumed");
     assert.deepEqual(reported, [], "bugs are not store failures");

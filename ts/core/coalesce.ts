@@ -50,6 +50,8 @@ export interface Entry {
   readonly figures: boolean;
   /** Its limiter's `timeout` (ms), counted from its arrival; `undefined`: none. */
   readonly timeoutMs: number | undefined;
+  /** Where its limiter's `onDecision` hook learns the size of the batch it ran in; `undefined` without a hook. */
+  readonly recorded: { batchSize: number } | undefined;
   /** Its answer when the store failed it: its own policy's (degraded, a fallback's), or the error thrown. */
   recover(error: unknown, why: Why): Promise<RateLimitResult>;
 }
@@ -266,6 +268,7 @@ export class Lanes {
         release();
         members.forEach((waiting, index) => {
           const each = decided.each[index]!;
+          if (waiting.entry.recorded !== undefined) waiting.entry.recorded.batchSize = members.length;
           if (each instanceof RateboundError) answer(waiting, () => Promise.reject(each));
           else answer(waiting, () => (waiting.entry.figures || each.figures === undefined ? each : { result: each.result, figures: undefined }));
         });

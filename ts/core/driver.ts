@@ -225,6 +225,8 @@ function answerOf(index: number, withFigures: boolean): Decided {
 export interface BatchAnswer {
   readonly each: (Decided | RateboundError)[];
   readonly batch: RateLimitResult;
+  /** How many calls the store decided together with these (its `RemoteAnswer.batchSize`), when it says. */
+  readonly batchSize?: number;
 }
 
 /**
@@ -384,7 +386,8 @@ export async function runRemote(store: RateLimitStore & { decide: NonNullable<Ra
       );
     }
   });
-  return answer;
+  const size = remote.batchSize;
+  return typeof size === "number" && size >= 1 ? { ...answer, batchSize: size } : answer;
 }
 
 /**

@@ -175,8 +175,12 @@ export class FailurePolicy {
       this.#timeoutMs = timeout;
     }
     // The fallback limiter takes `now` and `random`; a refusal it decides is never the store's to remember.
+    // Nor is its decision reported twice: the call it answers reports it (`onDecision`).
     const [hasCache] = ownField(options, "refusalCache") ?? [false];
-    this.options = (hasPolicy || hasTimeout || hasCache ? without(options as object, ["onStoreError", "timeout", "refusalCache"]) : options) as RateLimiterOptions | undefined;
+    const [hasHook] = ownField(options, "onDecision") ?? [false];
+    this.options = (
+      hasPolicy || hasTimeout || hasCache || hasHook ? without(options as object, ["onStoreError", "timeout", "refusalCache", "onDecision"]) : options
+    ) as RateLimiterOptions | undefined;
     this.limits = limits as Record<string, RateLimitConfig>;
     let names: string[] = [];
     try {
@@ -283,10 +287,17 @@ export class FailurePolicy {
    * @param fallback The same call on the fallback limiter.
    * @returns Its decision, or its policy's answer.
    */
-  coalesce(call: Call, figures: boolean, policy: Policy, fallback: (limiter: FallbackLimiter) => Promise<RateLimitResult>): Promise<Decided | RateLimitResult> {
+  coalesce(
+    call: Call,
+    figures: boolean,
+    policy: Policy,
+    fallback: (limiter: FallbackLimiter) => Promise<RateLimitResult>,
+    recorded?: { batchSize: number },
+  ): Promise<Decided | RateLimitResult> {
     return this.#lanes!.decide(laneOf(call.name, call.key), {
       call,
       figures,
+      recorded,
       timeoutMs: this.#timeoutMs,
       recover: (error, degraded) => this.#recover(policy, error, degraded, fallback),
     });

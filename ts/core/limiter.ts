@@ -9,7 +9,7 @@ import { checkCount, checkFlag, checkKey, checkName, checkNow, draw, drawMany, t
 import { compileConfig, CONFIG_FIELDS, type Compiled } from "./config.js";
 import { grantsEngine } from "./engine.js";
 import { isThenable, plan, run, runOne, runRemote, type BatchAnswer, type Call, type Decided } from "./driver.js";
-import { invalidConfig, invalidRequest, mustBe, RateboundError, unknownLimit, wrongArgument, unknownField, show } from "./errors.js";
+import { invalidConfig, invalidRequest, mustBe, RateboundError, unknownLimit, wrongArgument, unknownField } from "./errors.js";
 import { Grant, type GrantResult } from "./grant-handle.js";
 
 // Grants and values are loaded on first use: an app that only limits never downloads them.
@@ -34,6 +34,7 @@ import {
   type LimitFields,
   type LimitOptions,
   type Named,
+  type StoreErrorPolicy,
   type ResetOptions,
   type SettleOptions,
 } from "./options.js";
@@ -41,8 +42,12 @@ import { FailurePolicy, withoutPolicy, type FailureOptions, type FallbackLimiter
 import { ownField } from "./store-call.js";
 import { laneOf } from "./coalesce.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
+import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
+import type { DecisionHook, Probe } from "./decision-hook.js";
+import { clock, observe, probe } from "./observe.js";
+import { checkStore } from "./store-shape.js";
 
-const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache"] as const;
+const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision"] as const;
 const NO_DRAWS: readonly number[] = Object.freeze([]);
 const BATCH_FIELDS = ["name", "key", "count", "reserve", "config"];
 
@@ -69,43 +74,6 @@ function compileLimit(name: string, config: unknown): Compiled {
   return compiled;
 }
 
-/**
- * What to wrap `store` in when it is a database client passed where a store belongs (the
- * message's last part), or `""`. Read by method names only; a getter that throws reads as absent.
- */
-function storeShapeHint(store: unknown): string {
-  const has = (method: string) => {
-    try {
-      return typeof (store as Record<string, unknown>)[method] === "function";
-    } catch {
-      return false;
-    }
-  };
-  if (has("evalsha") || has("evalSha") || has("sendCommand")) return "; a Redis client: wrap it in redisStore(client) from ratebound/redis";
-  if (has("insert") && has("patch") && has("query")) return "; Convex's ctx.db: use RateLimiter from ratebound/convex, or wrap it in convexStore(ctx.db)";
-  if (has("atomic") && has("get")) return "; a Deno KV: wrap it in kvStore(kv) from ratebound/deno-kv";
-  if (has("prepare") && (has("exec") || has("batch"))) return "; a SQLite database or D1 binding: wrap it in sqliteStore(db) from ratebound/sqlite";
-  if (has("query") || has("unsafe")) return "; a PostgreSQL client: wrap it in postgresStore(db) from ratebound/postgres";
-  if (has("transaction") && has("put") && has("get")) return "; a Durable Object's storage: wrap it in durableObjectStore(ctx.storage) from ratebound/durable-object";
-  return "";
-}
-
-/** Checks that `store` has `read` and `write` methods. */
-function checkStore(store: unknown): RateLimitStore {
-  const rule = "an object with read(ref) and write(ref, state) methods";
-  // Only an object is a store; a function may be a client (postgres.js's `sql` is one), which the hint names.
-  let read: unknown;
-  let write: unknown;
-  try {
-    if (typeof store === "object" && store !== null) ({ read, write } = store as RateLimitStore);
-  } catch {
-    read = undefined;
-  }
-  if (typeof read !== "function" || typeof write !== "function") {
-    throw wrongArgument("RateLimiter", "store", `store must be ${rule} (got ${show(store)}${storeShapeHint(store)})`);
-  }
-  return store as RateLimitStore;
-}
 
 /** The result a caller sees: with its figures when asked. */
 function shaped(decided: Decided): RateLimitResult & { figures?: RateLimitFigures } {
@@ -125,13 +93,15 @@ function only(answer: BatchAnswer): Decided {
  * what a granted limit changed.
  *
  * @typeParam Limits The named limits; their names are type-checked.
+ * @typeParam Policy The limiter's `onStoreError` as declared (any policy when not): with
+ *   `figures: true`, a limit that cannot be `"open"` answers figures that are never undefined.
  * @example
  * const limiter = new RateLimiter(new MemoryStore(), {
  *   sendMessage: { kind: "token bucket", rate: 10, period: MINUTE, capacity: 3 },
  * });
  * const { ok, retryAfter } = await limiter.limit("sendMessage", { key: userId });
  */
-export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<string, never>> {
+export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<string, never>, Policy extends StoreErrorPolicy = StoreErrorPolicy> {
   /** What a call does when the store fails (`onStoreError`, `timeout`): every store call goes through it. */
   readonly #failure: FailurePolicy;
   readonly #store: RateLimitStore;
@@ -145,22 +115,31 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   readonly #direct: boolean;
   /** Refusals repeated without asking the store (`refusalCache`), when asked for. */
   readonly #refusals: RefusalCache | undefined;
+  /** Told of every decided call (`onDecision`), when asked for. */
+  readonly #onDecision: DecisionHook | undefined;
 
   /**
    * @param store The host's persistence: `read(ref)` and `write(ref, state | null)` (see `RateLimitStore`).
    * @param limits Named limit configs, validated now (a bad one throws naming it and the field).
    * @param options `now` and `random`, for tests and replays; `onStoreError` and `timeout`
    *   (see {@link FailureOptions}); `refusalCache` to repeat a store's refusal locally until its
-   *   wait is over (see {@link RefusalCacheOption}).
+   *   wait is over (see {@link RefusalCacheOption}); `onDecision` to be told of every decided
+   *   call, for metrics (see {@link DecisionEvent}; `ratebound/otel` records them).
    */
-  constructor(store: RateLimitStore, limits: Limits = {} as Limits, options: RateLimiterOptions & FailureOptions & { refusalCache?: RefusalCacheOption } = {}) {
+  constructor(
+    store: RateLimitStore,
+    limits: Limits = {} as Limits,
+    options: RateLimiterOptions & FailureOptions & { onStoreError?: Policy; refusalCache?: RefusalCacheOption; onDecision?: DecisionHook } = {},
+  ) {
     // The failure policy takes its fields off the limits and the options (own fields only).
     this.#failure = new FailurePolicy(store, limits, options, RateLimiter);
     this.#store = checkStore(store);
     this.#remote = typeof store.decide === "function";
     this.#direct = !this.#remote && typeof store.transaction !== "function";
-    const [now, random, , , refusalCache] = ownOptions("RateLimiter", options, OPTIONS);
+    const [now, random, , , refusalCache, onDecision] = ownOptions("RateLimiter", options, OPTIONS);
     this.#refusals = RefusalCache.from(refusalCache);
+    if (onDecision !== undefined && typeof onDecision !== "function") throw wrongArgument("RateLimiter", "onDecision", mustBe("onDecision", "a function", onDecision));
+    this.#onDecision = onDecision as DecisionHook | undefined;
     for (const [field, value] of [["now", now], ["random", random]] as const) {
       if (value !== undefined && typeof value !== "function") throw wrongArgument("RateLimiter", field, mustBe(field, "a function", value));
     }
@@ -177,6 +156,16 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       }
       for (const name of names) this.#limits.set(checkName(name), compileLimit(name, named[name]));
     }
+  }
+
+  /**
+   * The names of the limits given to the constructor, in their order (inline limits are not listed).
+   *
+   * @example
+   * if (!limiter.limitNames.includes(name)) throw new Error(`no limit ${name}`);
+   */
+  get limitNames(): readonly string[] {
+    return [...this.#limits.keys()];
   }
 
   /** The named limit's config, or the inline one compiled now. */
@@ -212,13 +201,19 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * const status = await limiter.limit("llmTokens", { count: 500, reserve: true });
    * if (status.ok && status.retryAfter) scheduleIn(status.retryAfter);
    */
-  limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
-  limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
-  limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
-  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
-  limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
-  limit(name: string, options?: LimitOptions): Promise<RateLimitResult | GrantResult> {
-    return this.#decide(name, options, true);
+  // One generic signature, not overloads: a subclass overrides it with the same one (see docs/metrics.md).
+  limit<const Options extends LimitCallOptions = {}, const Name extends LimitName<Limits, Options> = LimitName<Limits, Options>>(
+    name: Name,
+    options?: Options,
+  ): Promise<LimitResultOf<Limits, Name, Options, Policy>> {
+    return this.#limitCall(name, options) as Promise<LimitResultOf<Limits, Name, Options, Policy>>;
+  }
+
+  #limitCall(name: string, options: LimitOptions | undefined): Promise<RateLimitResult> {
+    const hook = this.#onDecision;
+    if (hook === undefined) return this.#decide(name, options, true, undefined);
+    const recorded = probe();
+    return observe(hook, true, recorded, this.#decide(name, options, true, recorded));
   }
 
   /**
@@ -230,26 +225,33 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * const { ok } = await limiter.check("failedLogins", { key: userId });
    */
-  check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
-  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
-  check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult & { figures?: RateLimitFigures }>;
-  check(name: string, options?: LimitOptions): Promise<RateLimitResult> {
-    return this.#decide(name, options, false);
+  check<const Options extends LimitCallOptions = {}, const Name extends LimitName<Limits, Options> = LimitName<Limits, Options>>(
+    name: Name,
+    options?: Options,
+  ): Promise<CheckResultOf<Limits, Name, Options, Policy>> {
+    return this.#checkCall(name, options) as Promise<CheckResultOf<Limits, Name, Options, Policy>>;
+  }
+
+  #checkCall(name: string, options: LimitOptions | undefined): Promise<RateLimitResult> {
+    const hook = this.#onDecision;
+    if (hook === undefined) return this.#decide(name, options, false, undefined);
+    const recorded = probe();
+    return observe(hook, false, recorded, this.#decide(name, options, false, recorded));
   }
 
   /** `limit` (write) or `check`. Not an async function: a synchronous store answers with one settled Promise. */
-  #decide(name: string, options: LimitOptions | undefined, write: boolean): Promise<RateLimitResult> {
+  #decide(name: string, options: LimitOptions | undefined, write: boolean, recorded: Probe | undefined): Promise<RateLimitResult> {
     try {
       const given = limitFields(name, options);
       if (given.grant !== undefined) {
         if (!write) checkOptions(name, options, ["key", "count", "reserve", "throws", "config", "figures"]);
-        if (checkFlag(checkName(name), "grant", given.grant)) return this.#granting(name, given) as Promise<RateLimitResult>;
+        if (checkFlag(checkName(name), "grant", given.grant)) return this.#granting(name, given, recorded) as Promise<RateLimitResult>;
       }
       const figures = given.figures === undefined ? false : checkFlag(typeof name === "string" ? name : "", "figures", given.figures);
       const { config, policy } = this.#failure.limitPolicy(name, given.config);
       const call = this.#call(name, given, config, write);
       const refusals = this.#refusals;
-      if (refusals === undefined && this.#direct && this.#failure.isPlain(policy)) {
+      if (recorded === undefined && refusals === undefined && this.#direct && this.#failure.isPlain(policy)) {
         // No transaction, no policy to apply, nothing remembered: a synchronous store is decided
         // synchronously, and nothing is allocated for the answer but the result.
         const answer = runOne(this.#store, call, figures);
@@ -258,12 +260,28 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       }
       // Bad input fails here, before the store is touched or a refusal is remembered, whatever the policy.
       const planned = plan([call], true, figures);
+      if (recorded !== undefined) {
+        recorded.calls = [call];
+        recorded.policy = policy;
+      }
       if (refusals !== undefined) {
         const local = refusals.refuse(call, figures);
-        if (local !== undefined) return Promise.resolve(refusal(call.name, local, given.throws));
+        if (local !== undefined) {
+          if (recorded !== undefined) {
+            recorded.fromCache = true;
+            recorded.result = local;
+          }
+          return Promise.resolve(refusal(call.name, local, given.throws));
+        }
       }
+      if (recorded !== undefined) recorded.start = clock();
       const answered = (answer: Decided | BatchAnswer | RateLimitResult) => {
         const result = isBatchAnswer(answer) ? shaped(only(answer)) : isDecided(answer) ? shaped(answer) : answer;
+        if (recorded !== undefined) {
+          recorded.end = clock();
+          recorded.result = result;
+          if (isBatchAnswer(answer) && answer.batchSize !== undefined) recorded.batchSize = answer.batchSize;
+        }
         refusals?.remember(call, result);
         return refusal(call.name, result, given.throws);
       };
@@ -275,7 +293,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       const fallbackOptions = { key: call.key, count: given.count, reserve: given.reserve, config, ...(figures ? { figures } : {}) } as LimitOptions;
       const fallback = (limiter: FallbackLimiter) => (write ? limiter.limit(name, fallbackOptions) : limiter.check(name, fallbackOptions));
       // A store that cannot decide next to its data: the call joins its key's batch (`coalesce.ts`).
-      if (this.#failure.coalesces) return this.#failure.coalesce(call, figures, policy, fallback).then(answered);
+      if (this.#failure.coalesces) return this.#failure.coalesce(call, figures, policy, fallback, recorded).then(answered);
       const answer = this.#failure.run<Decided | BatchAnswer | RateLimitResult>(
         policy,
         (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : runOne(store, call, figures)),
@@ -289,14 +307,22 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   }
 
   /** `limit` with `grant: true`: through the store's transaction, answering with a handle. A grant always fails closed. */
-  #granting(name: string, given: LimitFields): Promise<GrantResult> {
+  #granting(name: string, given: LimitFields, recorded: Probe | undefined): Promise<GrantResult> {
     // One decided on a fallback could not settle against the store.
     const config = withoutPolicy(name, given.config);
     const figures = given.figures === undefined ? false : checkFlag(name, "figures", given.figures);
     const call = this.#call(name, given, config, true);
     plan([call], true, figures); // bad input fails before the store is touched
+    if (recorded !== undefined) recorded.calls = [call];
     const local = this.#refusals?.refuse(call, figures);
-    if (local !== undefined) return Promise.resolve(refusal(call.name, local, given.throws) as GrantResult);
+    if (local !== undefined) {
+      if (recorded !== undefined) {
+        recorded.fromCache = true;
+        recorded.result = local;
+      }
+      return Promise.resolve(refusal(call.name, local, given.throws) as GrantResult);
+    }
+    if (recorded !== undefined) recorded.start = clock();
     const idWords = [draw(this.#random), draw(this.#random)].map((unit) => Math.floor(unit * 2 ** 32));
     // Its turn on a coalescing store is taken now, in arrival order; the grants' code loads within it.
     const answer = this.#failure.transact((store) => grants().then(({ charge, engine }) => charge(engine, store, call, idWords, figures)), [laneOf(call.name, call.key)]);
@@ -304,6 +330,10 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const settler = (data: GrantData, actual: number) => this.settle(data, actual, inline);
     return answer.then((result) => {
       const { grant, ...decided } = result;
+      if (recorded !== undefined) {
+        recorded.end = clock();
+        recorded.result = decided;
+      }
       this.#refusals?.remember(call, decided.ok ? { ok: true } : decided);
       refusal(call.name, decided, given.throws);
       if (!decided.ok || grant === undefined) return decided as GrantResult;
@@ -354,11 +384,14 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * await limiter.limitAll([{ name: "perUser", key: userId }, { name: "global" }], { throws: true });
    */
-  limitAll(
+  limitAll<const Options extends BatchOptions = {}>(
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
-    options: { throws?: boolean; figures?: boolean } = {},
-  ): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
-    return this.#batch(requests, options, true);
+    options?: Options,
+  ): Promise<BatchAnswerOf<Options>> {
+    const hook = this.#onDecision;
+    if (hook === undefined) return this.#batch(requests, options ?? {}, true, undefined) as Promise<BatchAnswerOf<Options>>;
+    const recorded = probe();
+    return observe(hook, true, recorded, this.#batch(requests, options ?? {}, true, recorded)) as Promise<BatchAnswerOf<Options>>;
   }
 
   /**
@@ -370,15 +403,23 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * const { ok, retryAfter } = await limiter.checkAll([{ name: "x" }, { name: "y", count: 10 }]);
    */
-  checkAll(
+  checkAll<const Options extends BatchOptions = {}>(
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
-    options: { throws?: boolean; figures?: boolean } = {},
-  ): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
-    return this.#batch(requests, options, false);
+    options?: Options,
+  ): Promise<BatchAnswerOf<Options>> {
+    const hook = this.#onDecision;
+    if (hook === undefined) return this.#batch(requests, options ?? {}, false, undefined) as Promise<BatchAnswerOf<Options>>;
+    const recorded = probe();
+    return observe(hook, false, recorded, this.#batch(requests, options ?? {}, false, recorded)) as Promise<BatchAnswerOf<Options>>;
   }
 
   /** `limitAll` (write) or `checkAll`, under the batch's failure policy. */
-  async #batch(requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean; figures?: boolean }, write: boolean): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
+  async #batch(
+    requests: ReadonlyArray<BatchRequest>,
+    options: { throws?: boolean; figures?: boolean },
+    write: boolean,
+    recorded: Probe | undefined,
+  ): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
     const fn = write ? "limitAll" : "checkAll";
     const checked = checkedOptions(fn, options, BATCH_OPTIONS);
     const throws = own<boolean>(checked, "throws");
@@ -406,6 +447,12 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       calls.push(this.#call(field("name"), { key: field("key"), count: field("count"), reserve: field("reserve") }, field("config"), write));
     }
     const planned = plan(calls, true, figures);
+    if (recorded !== undefined) {
+      recorded.calls = calls;
+      recorded.policy = policy;
+      recorded.batchSize = calls.length;
+      recorded.start = clock();
+    }
     const answer = await this.#failure.run<BatchAnswer | RateLimitResult>(
       policy,
       (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
@@ -413,6 +460,11 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       this.#remote,
       calls.map((call) => laneOf(call.name, call.key)),
     );
+    if (recorded !== undefined) {
+      recorded.end = clock();
+      recorded.result = isBatchAnswer(answer) ? answer.batch : answer;
+      if (isBatchAnswer(answer) && answer.batchSize !== undefined) recorded.batchSize = answer.batchSize;
+    }
     const names = calls.map((call) => call.name).join(", ");
     if (!isBatchAnswer(answer)) return refusal(names, answer, throws);
     const result: RateLimitResult & { figures?: RateLimitFigures[] } = figures

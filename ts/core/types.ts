@@ -240,6 +240,12 @@ export interface RemoteAnswer {
   stored: unknown[];
   /** Per item: whether its grant was written. */
   wrote: boolean[];
+  /**
+   * Optional: how many calls the store decided in the same round trip, this batch's among them
+   * (a store that groups concurrent batches into one script call says so); reported as
+   * `batchSize` to the limiter's `onDecision` hook. Absent: the batch went alone.
+   */
+  batchSize?: number;
 }
 
 /**

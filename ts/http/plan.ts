@@ -127,6 +127,17 @@ const OPTIONS = ["key", "count", "headers", "onRefused", "onUnavailable", "unava
 const FUNCTIONS = ["key", "count", "onRefused", "onUnavailable", "onError", "successful"] as const;
 const DEFAULT_UNAVAILABLE_RETRY_AFTER = 5;
 
+/** The limiter's limit names when it can list them (a `RateLimiter`), else `undefined`. */
+function limitNamesOf(limiter: object): readonly string[] | undefined {
+  let names: unknown;
+  try {
+    names = (limiter as { limitNames?: unknown }).limitNames;
+  } catch {
+    return undefined;
+  }
+  return Array.isArray(names) && names.every((name) => typeof name === "string") ? names : undefined;
+}
+
 const config = (message: string) => new HttpGuardError("HTTP_GUARD_CONFIG", `ratebound/http: ${message}`);
 const shown = (value: unknown) => (typeof value === "string" ? JSON.stringify(value) : typeof value === "function" ? "a function" : String(value));
 
@@ -173,6 +184,13 @@ export function makePlan<R>(who: string, limiter: unknown, names: unknown, given
   const keyed = entries.map((entry) => typeof entry === "string");
   const duplicate = list.find((name, index) => list.indexOf(name) !== index);
   if (duplicate !== undefined) throw config(`${who}: the limit ${JSON.stringify(duplicate)} is named twice`);
+  // A RateLimiter lists its limits: a name it does not have would fail every request. A
+  // rateLimiterClient (a Durable Object's) cannot list them synchronously: its unknown name fails per request.
+  const known = limitNamesOf(limiter);
+  const missing = known === undefined ? undefined : list.find((name) => !known.includes(name));
+  if (missing !== undefined) {
+    throw config(`${who}: the limiter has no limit ${JSON.stringify(missing)} (its limits: ${known!.length === 0 ? "none" : known!.map((name) => JSON.stringify(name)).join(", ")})`);
+  }
   if (typeof given !== "object" || given === null) throw config(`${who}: options must be an object (got ${shown(given)})`);
   const unknown = Object.keys(given).filter((field) => !OPTIONS.includes(field));
   if (unknown.length > 0) throw config(`${who}: unknown option ${unknown.map((field) => JSON.stringify(field)).join(", ")} (known: ${OPTIONS.join(", ")})`);

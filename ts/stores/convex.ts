@@ -22,6 +22,8 @@ import {
   RateLimiter as CoreRateLimiter,
   RateboundTypeError,
   RateLimitError,
+  type BatchAnswerOf,
+  type BatchOptions,
   type BatchRequest,
   type GrantData,
   type GrantResult,
@@ -302,15 +304,15 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    * Consumes several limits together, all or none; needs a mutation's `ctx.db`.
    *
    * @param requests The limits, each with its own `key`, `count`, `reserve`.
-   * @param options `throws: true` to throw a `ConvexError` on refusal.
+   * @param options `throws: true` to throw a `ConvexError` on refusal; `figures: true` for each limit's figures.
    * @returns One result for the whole batch.
    * @example
    * await limiter.limitAll([{ name: "perUser", key: userId }, { name: "global" }], { throws: true });
    */
-  override async limitAll(
+  override async limitAll<const Options extends BatchOptions = {}>(
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
-    options: { throws?: boolean } = {},
-  ): Promise<RateLimitResult> {
+    options?: Options,
+  ): Promise<BatchAnswerOf<Options>> {
     this.#mustWrite("limitAll");
     return asConvexError(() => super.limitAll(requests, options));
   }
@@ -319,15 +321,15 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    * What `limitAll` would answer now, without writing: works in queries too.
    *
    * @param requests The limits to check together.
-   * @param options `throws: true` to throw a `ConvexError` on refusal.
+   * @param options `throws: true` to throw a `ConvexError` on refusal; `figures: true` for each limit's figures.
    * @returns One result for the whole batch.
    * @example
    * const { ok } = await limiter.checkAll([{ name: "perUser", key: userId }, { name: "global" }]);
    */
-  override async checkAll(
+  override async checkAll<const Options extends BatchOptions = {}>(
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
-    options: { throws?: boolean } = {},
-  ): Promise<RateLimitResult> {
+    options?: Options,
+  ): Promise<BatchAnswerOf<Options>> {
     return asConvexError(() => super.checkAll(requests, options));
   }
 

@@ -66,3 +66,15 @@ app.post("/typo", expressRateLimit(limiter, "login", { key: (req) => req.ipp }))
 httpGuard(limiter, "api", { key: (request) => request.ip });
 // @ts-expect-error ipKey takes options, not a number
 ipKey("::1", 64);
+
+// A limiter whose failure policy the types know (declared on a limit, or on the limiter) is guarded as any other.
+const declared = new RateLimiter(
+  new MemoryStore(),
+  { login: { kind: "fixed window", rate: 5, period: 15 * MINUTE, onStoreError: { fallback: "memory" } }, search: { kind: "token bucket", rate: 100, period: MINUTE } },
+  { onStoreError: "open" },
+);
+app.post("/declared", expressRateLimit(declared, ["login", "search"], { key: (req) => ipKey(req.ip) }));
+hono.use("/declared/*", honoRateLimit(declared, "search"));
+export const declaredGuard = httpGuard(declared, "login");
+// @ts-expect-error its names are checked too
+httpGuard(declared, "logn");
