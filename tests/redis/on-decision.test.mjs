@@ -40,6 +40,15 @@ describe("onDecision on a real redis-server", () => {
     for (const { storeMs } of events) assert.ok(storeMs > 0 && storeMs < 1_000, `storeMs ${storeMs}`);
   });
 
+  test("calls group-committed into one EVALSHA each report the group's size", async () => {
+    const events = [];
+    const limiter = new RateLimiter(redisStore(client, { prefix: "group:" }), { api: { kind: "token bucket", rate: 100, period: 60_000 } }, { now: () => NOW, onDecision: (event) => events.push(event) });
+    await limiter.limit("api", { key: "warm-up" }); // alone: the script is loaded
+    events.length = 0;
+    await Promise.all(["a", "b", "c", "d", "e"].map((key) => limiter.limit("api", { key })));
+    assert.deepEqual(events.map(({ batchSize }) => batchSize), [5, 5, 5, 5, 5]);
+  });
+
   test("a store's answer that says how many calls shared its round trip is the events' batchSize", async () => {
     const inner = redisStore(client, { prefix: "grouped:" });
     // A store whose decide answers as a grouping one would: the same answer, and the group's size.

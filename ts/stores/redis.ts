@@ -407,12 +407,18 @@ export class RedisStore extends OptimisticStore<string, string | null> {
     }
     return reply.then(
       (answer) => {
-        if (alone === undefined) return manyAnswers(answer, groups);
-        try {
-          return [decideAnswer(answer, alone.batch)];
-        } catch (error) {
-          return [error as Error];
+        let answers: (RedisAnswer | Error)[];
+        if (alone === undefined) answers = manyAnswers(answer, groups);
+        else {
+          try {
+            answers = [decideAnswer(answer, alone.batch)];
+          } catch (error) {
+            answers = [error as Error];
+          }
         }
+        // How many calls shared this EVALSHA, for the limiter's onDecision events.
+        for (const each of answers) if (!(each instanceof Error)) each.batchSize = groups.length;
+        return answers;
       },
       (error: unknown) => {
         throw storeError("the decision script", error);
