@@ -434,12 +434,12 @@ describe("the decision script against the core, on a real redis-server", () => {
     const store = redisStore(admin);
     const refs = [{ name: "hand", key: "ada", shard: 0 }];
     const answer = await store.decide({ refs, all: false, items: [{ ...bucket, reads: [0], count: 3 }, { ...bucket, reads: [0], count: 8 }, { ...bucket, reads: [0], count: 8, reserve: true }] });
-    assert.deepEqual(answer, { stored: [null], wrote: [true, false, true], decided: [{ ok: true }, { ok: false, retryAfter: 6_000 }, { ok: true, retryAfter: 6_000 }] });
+    assert.deepEqual(answer, { stored: [null], wrote: [true, false, true], decided: [{ ok: true }, { ok: false, retryAfter: 6_000 }, { ok: true, retryAfter: 6_000 }], batchSize: 1 });
     assert.equal(await admin.get("ratebound:{hand:ada}:0"), `-1,${now}`);
     for (const corrupt of ["null", '"1,1700000000000"']) {
       await admin.set("ratebound:{hand:ada}:0", corrupt);
       const refused = await store.decide({ refs, all: false, items: [{ ...bucket, reads: [0], count: 1 }] });
-      assert.deepEqual(refused, { stored: [corrupt], wrote: [false], decided: [null] });
+      assert.deepEqual(refused, { stored: [corrupt], wrote: [false], decided: [null], batchSize: 1 });
       assert.equal(await admin.get("ratebound:{hand:ada}:0"), corrupt);
     }
   });

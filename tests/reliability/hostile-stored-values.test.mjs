@@ -73,7 +73,7 @@ describe("a stored value that is not a state is CORRUPT_STATE on every Redis cli
             all: false,
             items: [{ reads: [0], kind: 0, rate: 10, period: 60_000, capacity: 10, maxReserved: null, shards: 1, start: null, count: 1, reserve: false, write: true, now: NOW, fresh: [{ value: 10, ts: NOW }] }],
           });
-          assert.deepEqual(answer, { stored: [hostile], wrote: [false], decided: [null] });
+          assert.deepEqual(answer, { stored: [hostile], wrote: [false], decided: [null], batchSize: 1 });
           // A transaction that read it and writes elsewhere commits; one that rewrites it never sees it as absent.
           await store.transaction(async (tx) => {
             await tx.read(ref);
