@@ -44,7 +44,6 @@ import { laneOf } from "./coalesce.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
 import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
 import type { DecisionHook, Probe } from "./decision-hook.js";
-import { clock, observe, probe } from "./observe.js";
 import { checkStore } from "./store-shape.js";
 
 const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision"] as const;
@@ -85,6 +84,17 @@ function only(answer: BatchAnswer): Decided {
   const decided = answer.each[0]!;
   if (decided instanceof RateboundError) throw decided;
   return decided;
+}
+
+/** The module that records a hooked call, loaded by the first one: an app without a hook never loads it. */
+let observer: Promise<typeof import("./observe.js")> | undefined;
+
+/** Runs `call` with a probe and reports it to `hook` once it settles (see observe.ts). */
+function hooked<T>(hook: DecisionHook, write: boolean, call: (recorded: Probe) => Promise<T>): Promise<T> {
+  return (observer ??= import("./observe.js")).then(({ observe, probe }) => {
+    const recorded = probe();
+    return observe(hook, write, recorded, call(recorded));
+  });
 }
 
 /**
@@ -212,8 +222,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   #limitCall(name: string, options: LimitOptions | undefined): Promise<RateLimitResult> {
     const hook = this.#onDecision;
     if (hook === undefined) return this.#decide(name, options, true, undefined);
-    const recorded = probe();
-    return observe(hook, true, recorded, this.#decide(name, options, true, recorded));
+    return hooked(hook, true, (recorded) => this.#decide(name, options, true, recorded));
   }
 
   /**
@@ -235,8 +244,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   #checkCall(name: string, options: LimitOptions | undefined): Promise<RateLimitResult> {
     const hook = this.#onDecision;
     if (hook === undefined) return this.#decide(name, options, false, undefined);
-    const recorded = probe();
-    return observe(hook, false, recorded, this.#decide(name, options, false, recorded));
+    return hooked(hook, false, (recorded) => this.#decide(name, options, false, recorded));
   }
 
   /** `limit` (write) or `check`. Not an async function: a synchronous store answers with one settled Promise. */
@@ -274,11 +282,11 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
           return Promise.resolve(refusal(call.name, local, given.throws));
         }
       }
-      if (recorded !== undefined) recorded.start = clock();
+      if (recorded !== undefined) recorded.start = performance.now();
       const answered = (answer: Decided | BatchAnswer | RateLimitResult) => {
         const result = isBatchAnswer(answer) ? shaped(only(answer)) : isDecided(answer) ? shaped(answer) : answer;
         if (recorded !== undefined) {
-          recorded.end = clock();
+          recorded.end = performance.now();
           recorded.result = result;
           if (isBatchAnswer(answer) && answer.batchSize !== undefined) recorded.batchSize = answer.batchSize;
         }
@@ -322,7 +330,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       }
       return Promise.resolve(refusal(call.name, local, given.throws) as GrantResult);
     }
-    if (recorded !== undefined) recorded.start = clock();
+    if (recorded !== undefined) recorded.start = performance.now();
     const idWords = [draw(this.#random), draw(this.#random)].map((unit) => Math.floor(unit * 2 ** 32));
     // Its turn on a coalescing store is taken now, in arrival order; the grants' code loads within it.
     const answer = this.#failure.transact((store) => grants().then(({ charge, engine }) => charge(engine, store, call, idWords, figures)), [laneOf(call.name, call.key)]);
@@ -331,7 +339,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     return answer.then((result) => {
       const { grant, ...decided } = result;
       if (recorded !== undefined) {
-        recorded.end = clock();
+        recorded.end = performance.now();
         recorded.result = decided;
       }
       this.#refusals?.remember(call, decided.ok ? { ok: true } : decided);
@@ -390,8 +398,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   ): Promise<BatchAnswerOf<Options>> {
     const hook = this.#onDecision;
     if (hook === undefined) return this.#batch(requests, options ?? {}, true, undefined) as Promise<BatchAnswerOf<Options>>;
-    const recorded = probe();
-    return observe(hook, true, recorded, this.#batch(requests, options ?? {}, true, recorded)) as Promise<BatchAnswerOf<Options>>;
+    return hooked(hook, true, (recorded) => this.#batch(requests, options ?? {}, true, recorded)) as Promise<BatchAnswerOf<Options>>;
   }
 
   /**
@@ -409,8 +416,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   ): Promise<BatchAnswerOf<Options>> {
     const hook = this.#onDecision;
     if (hook === undefined) return this.#batch(requests, options ?? {}, false, undefined) as Promise<BatchAnswerOf<Options>>;
-    const recorded = probe();
-    return observe(hook, false, recorded, this.#batch(requests, options ?? {}, false, recorded)) as Promise<BatchAnswerOf<Options>>;
+    return hooked(hook, false, (recorded) => this.#batch(requests, options ?? {}, false, recorded)) as Promise<BatchAnswerOf<Options>>;
   }
 
   /** `limitAll` (write) or `checkAll`, under the batch's failure policy. */
@@ -451,7 +457,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       recorded.calls = calls;
       recorded.policy = policy;
       recorded.batchSize = calls.length;
-      recorded.start = clock();
+      recorded.start = performance.now();
     }
     const answer = await this.#failure.run<BatchAnswer | RateLimitResult>(
       policy,
@@ -461,7 +467,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       calls.map((call) => laneOf(call.name, call.key)),
     );
     if (recorded !== undefined) {
-      recorded.end = clock();
+      recorded.end = performance.now();
       recorded.result = isBatchAnswer(answer) ? answer.batch : answer;
       if (isBatchAnswer(answer) && answer.batchSize !== undefined) recorded.batchSize = answer.batchSize;
     }
