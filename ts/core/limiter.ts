@@ -397,8 +397,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     options?: Options,
   ): Promise<BatchAnswerOf<Options>> {
     const hook = this.#onDecision;
-    if (hook === undefined) return this.#batch(requests, options ?? {}, true, undefined) as Promise<BatchAnswerOf<Options>>;
-    return hooked(hook, true, (recorded) => this.#batch(requests, options ?? {}, true, recorded)) as Promise<BatchAnswerOf<Options>>;
+    if (hook === undefined) return this.#batch(requests, options === undefined ? {} : options, true, undefined) as Promise<BatchAnswerOf<Options>>;
+    return hooked(hook, true, (recorded) => this.#batch(requests, options === undefined ? {} : options, true, recorded)) as Promise<BatchAnswerOf<Options>>;
   }
 
   /**
@@ -415,8 +415,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     options?: Options,
   ): Promise<BatchAnswerOf<Options>> {
     const hook = this.#onDecision;
-    if (hook === undefined) return this.#batch(requests, options ?? {}, false, undefined) as Promise<BatchAnswerOf<Options>>;
-    return hooked(hook, false, (recorded) => this.#batch(requests, options ?? {}, false, recorded)) as Promise<BatchAnswerOf<Options>>;
+    if (hook === undefined) return this.#batch(requests, options === undefined ? {} : options, false, undefined) as Promise<BatchAnswerOf<Options>>;
+    return hooked(hook, false, (recorded) => this.#batch(requests, options === undefined ? {} : options, false, recorded)) as Promise<BatchAnswerOf<Options>>;
   }
 
   /** `limitAll` (write) or `checkAll`, under the batch's failure policy. */
