@@ -129,15 +129,16 @@ return 1
 `;
 
 /**
- * A raw read of every key: per key, its string as `=` .. value, or `false`
- * when absent. One round trip for a transaction's reads; and the `=` keeps
- * clients that decode replies as JSON (`@upstash/redis`) from turning a
- * stored `null` or `"1,2"` into something that looks like a state.
+ * A raw read of every key: per key, its string as `=` .. value written as a
+ * JSON string literal, or `false` when absent. One round trip for a
+ * transaction's reads; the `=` keeps clients that decode replies as JSON
+ * (`@upstash/redis`) from turning a stored `null` or `"1,2"` into something
+ * that looks like a state, and the literal lets them decode it without an exception.
  */
 export const READ_SCRIPT = `local values = {}
 for i = 1, #KEYS do
   local value = redis.call('GET', KEYS[i])
-  if value then values[i] = '=' .. value else values[i] = false end
+  if value then values[i] = cjson.encode('=' .. value) else values[i] = false end
 end
 return values
 `;
