@@ -4,6 +4,7 @@
 // its own policy); through @upstash/redis one HTTP request carries the batch.
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { createClient } from "redis";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import { RateLimiter, isDegraded } from "../../pkg/dist/node.js";
@@ -158,6 +159,46 @@ describe("group commit on a real redis-server", () => {
     assert.ok(Date.now() - started < 500, "each answered at its own deadline, not at the end of the stall");
     await new Promise((resolve) => setTimeout(resolve, 650 - (Date.now() - started)));
     assert.deepEqual(await limiter.limit("closed", { key: "after" }), { ok: true });
+  });
+
+  test("a call after an idle spell keeps its own deadline: the lane's timer, kept while idle, is armed again for it", async () => {
+    const store = redisStore(client, { timeoutMs: 300 });
+    const limiter = new RateLimiter(store, LIMITS, { now: () => NOW });
+    assert.deepEqual(await limiter.limit("hits", { key: "idle" }), { ok: true }); // arms the lane's timer for 300 ms from now
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await admin.sendCommand(["CLIENT", "PAUSE", "900", "WRITE"]);
+    const started = Date.now();
+    await assert.rejects(limiter.limit("hits", { key: "idle" }), { code: "REDIS_TIMEOUT" });
+    const waited = Date.now() - started;
+    assert.ok(waited >= 290 && waited < 800, `timed out after ${waited} ms, not at its own 300 ms deadline`);
+    await new Promise((resolve) => setTimeout(resolve, 950 - waited));
+    assert.deepEqual(await limiter.limit("hits", { key: "idle-after" }), { ok: true });
+  });
+
+  test("an idle store keeps no process alive: a process whose last call was answered exits at once, not at the call's timeout", async () => {
+    const program = `
+      import { createClient } from "redis";
+      import { RateLimiter } from ${JSON.stringify(new URL("../../pkg/dist/node.js", import.meta.url).href)};
+      import { redisStore } from ${JSON.stringify(new URL("../../pkg/dist/redis.js", import.meta.url).href)};
+      const client = await createClient({ url: ${JSON.stringify(redis.url)} }).connect();
+      const limiter = new RateLimiter(redisStore(client, { timeoutMs: 60000 }), { hits: { kind: "token bucket", rate: 10, period: 1000 } });
+      const result = await limiter.limit("hits", { key: "exits" });
+      await client.quit();
+      console.log(JSON.stringify(result));`;
+    const started = Date.now();
+    const child = spawn(process.execPath, ["--input-type=module", "-e", program], { cwd: new URL(".", import.meta.url), stdio: ["ignore", "pipe", "inherit"] });
+    let output = "";
+    child.stdout.on("data", (chunk) => (output += chunk));
+    const code = await new Promise((resolve) => {
+      const kill = setTimeout(() => child.kill(), 20_000);
+      child.on("exit", (exitCode) => {
+        clearTimeout(kill);
+        resolve(exitCode);
+      });
+    });
+    assert.equal(code, 0);
+    assert.equal(output.trim(), '{"ok":true}');
+    assert.ok(Date.now() - started < 15_000, `the process took ${Date.now() - started} ms to exit`);
   });
 
   test("through @upstash/redis one HTTP request carries the batch: one EVALSHA for 16 calls", async () => {

@@ -6,7 +6,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createClient } from "redis";
 import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
-import { COMMIT_SCRIPT, READ_SCRIPT, redisKey, redisStore } from "../../pkg/dist/redis.js";
+import { COMMIT_SCRIPT, DECIDE_SCRIPT, READ_SCRIPT, redisKey, redisStore } from "../../pkg/dist/redis.js";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import { CLIENTS, startRedis, startUpstashBridge } from "./servers.mjs";
 import { redisSuite } from "./suite.mjs";
@@ -38,6 +38,43 @@ describe("ratebound/redis on a real redis-server", () => {
     await assert.rejects(upstash.evalsha("0".repeat(40), [], []), /NOSCRIPT/);
     assert.equal(await admin.get("bridge:b"), "caf\u00e9", "redis-server holds what the client wrote");
     assert.equal((bridge.forwarded.get("SET") ?? 0) - before, 1, "the MULTI's SET went through MULTI/EXEC, not the counter");
+  });
+
+  test("redisKey percent-escapes %, :, { and } in names and keys, so that no two names and keys share a Redis key", () => {
+    assert.equal(redisKey({ name: "a:b", shard: 2 }, "app:"), "app:{a%3Ab}:2");
+    assert.equal(redisKey({ name: "n%{x}", key: "user:1", shard: 0 }), "ratebound:{n%25%7Bx%7D:user%3A1}:0");
+    assert.equal(redisKey({ name: "plain", key: "caf\u00e9", shard: 0 }), "ratebound:{plain:caf\u00e9}:0");
+    const pairs = [["a:b", "c"], ["a", "b:c"], ["a%3Ab", "c"], ["a", "b%3Ac"], ["{a", "b}"], ["%", ":"], [":", "%"]];
+    const keys = pairs.map(([name, key]) => redisKey({ name, key, shard: 0 }));
+    assert.equal(new Set(keys).size, pairs.length, keys.join(" "));
+  });
+
+  test("every string the decision and read scripts answer is a JSON string literal of an =-marked text, a hostile stored value too (so @upstash/redis decodes each without an exception)", async () => {
+    await admin.flushDb();
+    const now = 1_700_000_000_000;
+    // The compact layout: kind, rate, period, capacity, maxReserved, shards, start, count, reserve, write, now, fresh value and ts.
+    const compact = (count) => ["0", "10", "60000", "10", "", "1", "", String(count), "0", "1", String(now), "10", String(now)];
+    const hostile = '"\u0001/\\caf\u00e9,1';
+    await admin.set("json:hostile", hostile);
+    await admin.set("json:state", `4,${now}`);
+    const replies = [
+      await admin.eval(DECIDE_SCRIPT, { keys: ["json:absent"], arguments: compact(1) }), // the fast path, nothing stored
+      await admin.eval(DECIDE_SCRIPT, { keys: ["json:state"], arguments: compact(1) }), // the fast path over a state
+      await admin.eval(DECIDE_SCRIPT, { keys: ["json:state"], arguments: compact(9) }), // refused with a wait: the general path
+      await admin.eval(DECIDE_SCRIPT, { keys: ["json:hostile"], arguments: compact(1) }), // not a state: nothing decided
+      await admin.eval(DECIDE_SCRIPT, { keys: ["json:absent", "json:hostile"], arguments: ["m", "2", "c", "1", ...compact(1), "c", "2", ...compact(1)] }),
+      await admin.eval(READ_SCRIPT, { keys: ["json:hostile", "json:state", "json:none"], arguments: [] }),
+    ];
+    const decoded = replies.map((reply) => reply.map((entry) => (entry === null ? null : JSON.parse(entry))));
+    for (const entries of decoded) for (const entry of entries) assert.ok(entry === null || entry.startsWith("="), JSON.stringify(entries));
+    assert.deepEqual(decoded[0], [null, "=1", "=1,"]);
+    assert.deepEqual(decoded[1], [`=4,${now}`, "=1", "=1,"]);
+    assert.equal(decoded[2][2].slice(0, 3), "=0,");
+    assert.deepEqual(decoded[3], [`=${hostile}`, "=0", "=-,"]);
+    // The many-calls layout: the first key holds what the first call wrote.
+    assert.deepEqual(decoded[4], [`=9,${now}`, "=1", "=1,", `=${hostile}`, "=0", "=-,"]);
+    assert.deepEqual(decoded[5], [`=${hostile}`, `=3,${now}`, null]);
+    assert.equal(await admin.get("json:hostile"), hostile, "left as it was");
   });
 
   for (const kind of Object.keys(CLIENTS)) redisSuite(kind, env);

@@ -91,14 +91,34 @@ export function text(reply: unknown): unknown {
   return reply instanceof Uint8Array ? new TextDecoder().decode(reply) : reply;
 }
 
-/** A script's `=`-marked string reply: the text after the `=`, or `null` for nil. */
+/**
+ * A script's `=`-marked string reply: the text after the `=`, or `null` for nil. The scripts
+ * answer each as a JSON string literal (`"=1,"`), which a client that decodes replies as JSON
+ * (`@upstash/redis`) has decoded already; a reply still in quotes is decoded here.
+ */
 export function rawText(reply: unknown, what: string): string | null {
-  const value = text(reply);
+  let value = text(reply);
   if (value === null || value === undefined) return null;
-  if (typeof value !== "string" || !value.startsWith("=")) {
+  if (typeof value === "string" && value.charCodeAt(0) === 34) value = jsonText(value); // '"'
+  if (typeof value !== "string" || value.charCodeAt(0) !== 61) { // '='
     throw new RedisStoreError("REDIS_ERROR", `ratebound/redis: ${what} answered ${JSON.stringify(value)}, not a marked string; the call failed closed`);
   }
   return value.slice(1);
+}
+
+/**
+ * A JSON string literal's text, or the literal as it is when it is not one (then not marked
+ * either). One with no escape in it (every answer but a stored value that is not a state) is
+ * its inside: a third of the time of `JSON.parse`.
+ */
+function jsonText(literal: string): unknown {
+  const end = literal.length - 1;
+  if (end > 0 && literal.indexOf('"', 1) === end && literal.indexOf("\\") === -1) return literal.slice(1, end);
+  try {
+    return JSON.parse(literal) as unknown;
+  } catch {
+    return literal;
+  }
 }
 
 /** The decision script's arguments for `batch` (see `DECIDE_SCRIPT`). */

@@ -54,8 +54,11 @@
  * case needs, with the same operations as the general path; every other
  * call, and every call the fast path turns down, takes the general path.
  *
- * Returns an array: for each key, what it held (`false`: nothing; else `=`
- * and the raw string, so no client mistakes it for JSON); then `=` and one
+ * Returns an array of strings each written as a JSON string literal (so that
+ * a client that decodes replies as JSON, `@upstash/redis`, decodes them
+ * without an exception, and no client mistakes a stored value for anything
+ * else): for each key, what it held (`false`: nothing; else `=` and the raw
+ * string, escaped with `cjson.encode` unless it is a state); then `=` and one
  * digit per item, `1` when it writes (`limit`) and its grant was written;
  * then per item its own answer, `=1,WAIT` granted or `=0,WAIT` refused (WAIT
  * `%.17g`, empty when none), `=e,` an error, `=-,` not decided (after an
@@ -193,7 +196,8 @@ if compact then
             redis.call('SET', KEYS[1], state_text(v, t))
           end
         end
-        return { raw and ('=' .. raw) or false, write and '=1' or '=0', '=1,' }
+        -- raw matched the pattern above: nothing in it needs escaping as JSON.
+        return { raw and ('"=' .. raw .. '"') or false, write and '"=1"' or '"=0"', '"=1,"' }
       end
     end
   end
@@ -518,15 +522,19 @@ end
 -- What this script will write, per key: { value, ts, PX ms (false: none), text (once formatted) }.
 local pending = {}
 
--- The text a key holds now: what an earlier call of this script wrote, or what was read.
+-- The text a key holds now, as a JSON string literal: what an earlier call of this script wrote,
+-- or what was read (a state's text has nothing to escape; anything else goes through cjson).
 local function held(r)
   local state = pending[r]
   if state then
     if not state[4] then state[4] = state_text(state[1], state[2]) end
-    return '=' .. state[4]
+    return '"=' .. state[4] .. '"'
   end
   local raw = raw_of[r]
-  if raw then return '=' .. raw end
+  if raw then
+    if bad[r] then return cjson.encode('=' .. raw) end
+    return '"=' .. raw .. '"'
+  end
   return false
 end
 
@@ -558,7 +566,7 @@ local function run_group(args, at, all, count, refs, halt)
   local wrote, answers, all_ok, any_write = {}, {}, true, false
   local saved = {} -- all or nothing: per key, what current and pending held before the group wrote it
   for i = 1, count do
-    wrote[i], answers[i] = '0', '=-,'
+    wrote[i], answers[i] = '0', '"=-,"'
     if not halt then
       local c = {
         kind = number(at), rate = number(at + 1), period = number(at + 2), capacity = number(at + 3),
@@ -570,11 +578,11 @@ local function run_group(args, at, all, count, refs, halt)
       if c.reads[1] == nil or (args[at + 12] ~= '0' and c.reads[2] == nil) then error('ratebound: item ' .. i .. ' reads no key') end
       local ok, writes, retry = decide_item(c, current)
       if ok == nil then
-        answers[i] = '=e,'
+        answers[i] = '"=e,"'
         if all then halt = true end -- an error: the batch writes nothing
       else
         -- src/result.rs caller_wait: an answer's wait is whole ms, rounded up.
-        answers[i] = '=' .. (ok and '1' or '0') .. ',' .. (retry and string.format('%.17g', ceil(retry)) or '')
+        answers[i] = (ok and '"=1,' or '"=0,') .. (retry and string.format('%.17g', ceil(retry)) or '') .. '"'
         all_ok = all_ok and ok
         any_write = any_write or c.write
         if ok and (c.write or all) then
@@ -622,8 +630,8 @@ if ARGV[1] == 'm' then
       reply[#reply + 1] = held(r)
       local handled = bad[r]
       if handled then
-        reply[#reply + 1] = '=0'
-        reply[#reply + 1] = '=-,'
+        reply[#reply + 1] = '"=0"'
+        reply[#reply + 1] = '"=-,"'
       else
         local token_bucket, start, rate, period, capacity, count, now = quick_fields(ARGV, at + 2, number)
         if token_bucket ~= nil then
@@ -644,8 +652,8 @@ if ARGV[1] == 'm' then
                   pending[r] = { v, t, ms }
                 end
               end
-              reply[#reply + 1] = write and '=1' or '=0'
-              reply[#reply + 1] = '=1,'
+              reply[#reply + 1] = write and '"=1"' or '"=0"'
+              reply[#reply + 1] = '"=1,"'
               handled = true
             end
           end
@@ -654,7 +662,7 @@ if ARGV[1] == 'm' then
           local a = at + 2
           local args = { ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], '1', '0', ARGV[a + 11], ARGV[a + 12], '0', '0' }
           local wrote, answers = run_group(args, 1, false, 1, { r }, false)
-          reply[#reply + 1] = '=' .. wrote
+          reply[#reply + 1] = '"=' .. wrote .. '"'
           reply[#reply + 1] = answers[1]
         end
       end
@@ -670,7 +678,7 @@ if ARGV[1] == 'm' then
         if bad[r] then halt = true end
       end
       local wrote, answers = run_group(ARGV, at + 4 + refs_count, all, count, refs, halt)
-      reply[#reply + 1] = '=' .. wrote
+      reply[#reply + 1] = '"=' .. wrote .. '"'
       for i = 1, count do reply[#reply + 1] = answers[i] end
       at = at + 4 + refs_count + 17 * count
     end
@@ -688,7 +696,7 @@ else
   end
   local count = tonumber(args[2])
   local wrote, answers = run_group(args, 3, args[1] == '1', count, refs, any_bad)
-  reply[#KEYS + 1] = '=' .. wrote
+  reply[#KEYS + 1] = '"=' .. wrote .. '"'
   for i = 1, count do reply[#KEYS + 1 + i] = answers[i] end
 end
 

@@ -129,15 +129,16 @@ return 1
 `;
 
 /**
- * A raw read of every key: per key, its string as `=` .. value, or `false`
- * when absent. One round trip for a transaction's reads; and the `=` keeps
- * clients that decode replies as JSON (`@upstash/redis`) from turning a
- * stored `null` or `"1,2"` into something that looks like a state.
+ * A raw read of every key: per key, its string as `=` .. value written as a
+ * JSON string literal, or `false` when absent. One round trip for a
+ * transaction's reads; the `=` keeps clients that decode replies as JSON
+ * (`@upstash/redis`) from turning a stored `null` or `"1,2"` into something
+ * that looks like a state, and the literal lets them decode it without an exception.
  */
 export const READ_SCRIPT = `local values = {}
 for i = 1, #KEYS do
   local value = redis.call('GET', KEYS[i])
-  if value then values[i] = '=' .. value else values[i] = false end
+  if value then values[i] = cjson.encode('=' .. value) else values[i] = false end
 end
 return values
 `;
@@ -148,10 +149,23 @@ async function shaOf(script: string): Promise<string> {
   return Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
-/** Escapes what the key layout uses as syntax, so that any name and key map to distinct keys. */
-const escapePart = (text: string): string =>
-  SYNTAX.test(text) ? text.replace(/[%:{}]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`) : text;
-const SYNTAX = /[%:{}]/;
+/**
+ * Escapes what the key layout uses as syntax (`%` `:` `{` `}` as `%25` `%3A` `%7B` `%7D`), so that
+ * any name and key map to distinct keys. One pass over the characters: a regular expression with
+ * a replacer cost 0.6 µs on `user:N` (4.6 µs a call in a profile), this 0.12 µs.
+ */
+function escapePart(text: string): string {
+  let escaped = "";
+  let from = 0;
+  for (let at = 0; at < text.length; at++) {
+    const char = text.charCodeAt(at);
+    if (char === 37 || char === 58 || char === 123 || char === 125) {
+      escaped += text.slice(from, at) + (char === 37 ? "%25" : char === 58 ? "%3A" : char === 123 ? "%7B" : "%7D");
+      from = at + 1;
+    }
+  }
+  return from === 0 ? text : escaped + text.slice(from);
+}
 
 /**
  * The Redis key of a ref's state: `PREFIX{NAME}:SHARD` without a key,
