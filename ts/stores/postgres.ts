@@ -5,9 +5,10 @@
  * `limit`, `check`, `limitAll` and `checkAll` are ONE statement: {@link PostgresStore.decide}
  * calls a function `createTable` installs (`<table>_decide_one_v2` or `<table>_decide_v2`, a port
  * of the core's decision, see `postgres-decide.ts`), which locks every state the call reads,
- * decides and writes inside the server. On a pool that is one round trip; inside the caller's
- * transaction the locks are held to its end, so the limit commits or rolls back with the app's
- * own writes.
+ * decides and writes inside the server. On a pool that is one round trip, shared by the calls
+ * that arrive while the store's statements are in flight (group commit: `<table>_decide_many_v2`
+ * decides them in one statement, in arrival order); inside the caller's transaction the locks are
+ * held to its end, so the limit commits or rolls back with the app's own writes.
  *
  * Grants and settles, `getValue` and `reset` run as a transaction of reads and writes (the
  * caller's own when it has one, see `postgres-attempt.ts`): each state is locked before it is
@@ -88,9 +89,11 @@ const RETRYABLE = new Set(["40001", "40P01"]);
  *   usable (the statement's function, and the transactional path's savepoint, roll back what
  *   the call did). Outside one, each call commits alone. Calls on one connection run one at a time.
  * - **A pool** (`pg.Pool`): a decision is one `pool.query` (one round trip, its own
- *   transaction); a transaction takes a connection and runs `BEGIN … COMMIT` on it.
+ *   transaction); while the pool's size of them are in flight, the calls that arrive wait and
+ *   go together in the next one (group commit, decided in arrival order exactly as one by one).
+ *   A transaction takes a connection and runs `BEGIN … COMMIT` on it.
  * - **PGlite itself**: a decision is one `db.query`; a transaction runs in `db.transaction()`.
- * - **postgres.js**: its `sql` runs a decision as one statement and a transaction in
+ * - **postgres.js**: its `sql` (a pool: group commit as above) runs a decision as one statement and a transaction in
  *   `sql.begin()`; a transaction's `sql` (the `tx` of `sql.begin(async (tx) => …)`) runs both
  *   inside the app's transaction (a transaction in `tx.savepoint()`).
  *
