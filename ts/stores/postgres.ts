@@ -264,7 +264,8 @@ export function postgresStore(client: PostgresQueryable | PostgresPoolLike | Pos
   // all run a statement of this store's go in the next one, one statement for many calls. Up to
   // the pool's size of statements in flight, so that no connection of the pool idles while calls
   // wait. A client, a transaction or PGlite decides each call alone, in the caller's order.
-  const poolSize = isPool ? (db as { options?: { max?: unknown } }).options?.max : postgresJs?.begin !== undefined ? (db as { options?: { max?: unknown } }).options?.max : undefined;
+  // (pg.Pool's size and postgres.js's are both `options.max`, 10 by default.)
+  const poolSize = (db as { options?: { max?: unknown } }).options?.max;
   const group = isPool || postgresJs?.begin !== undefined
     ? new GroupCommit<GroupCall, RemoteAnswer>({
         maxSize: GROUP_ITEMS,
