@@ -17,8 +17,9 @@ import type { Helpers } from "./postgres-helpers.js";
  *   is all or nothing (else `0`), how many refs it reads, then those refs (1-based), in the order
  *   its answer lists them.
  *
- * Every ref is locked and read first, in the batch function's one global order (the same code):
- * a statement holds every lock it needs before it decides, and waits only up that order. Then each
+ * Every ref's lock is taken first, in the batch function's one global order (the same code): a
+ * statement holds every lock it needs before it reads, and waits only up that order; then every
+ * row is read (`FOR UPDATE`) in one statement, and at the end every row written in one. Then each
  * call, in order: what each of its refs holds after the calls before it (the row as read, or what
  * an earlier call of the statement wrote there) is what it reads; a ref that is not two finite
  * numbers makes the call write nothing (the core then names it, for that call alone); else its
@@ -30,7 +31,7 @@ import type { Helpers } from "./postgres-helpers.js";
  * the whole statement, having written nothing.
  */
 export function decideManySql(table: string, many: string, h: Helpers): string {
-  const { declarations, lockAndRead, itemLoop } = decideParts(table, h);
+  const { declarations, lockOrder, itemLoop } = decideParts(table, h);
   const eachRef = (body: string) => `FOR c IN call_at + 3 .. call_at + 2 + call_refs LOOP
           call_ref := p_calls[c];
           ${body}
@@ -53,7 +54,18 @@ ${declarations}
   answers text[] := '{}';
 BEGIN
   BEGIN
-${lockAndRead}
+${lockOrder}
+    -- Every state's one lock first, in the global order; then every row in ONE statement (which,
+    -- under READ COMMITTED, sees every commit made before the last lock was ours). Only a
+    -- transaction holding a state's lock ever locks its row, so no row lock is waited for.
+    FOREACH ref IN ARRAY lock_order LOOP
+      PERFORM pg_advisory_xact_lock(hashtextextended(p_locks[ref], 0));
+    END LOOP;
+    FOR ref, row_value, row_ts IN SELECT u.o, t.value, t.ts FROM unnest(p_names, p_keys, p_shards) WITH ORDINALITY AS u(n, k, s, o)
+        JOIN ${table} t ON t.name = u.n AND t.key = u.k AND t.shard = u.s FOR UPDATE OF t LOOP
+      stored_value[ref] := row_value; -- (the column is NOT NULL: NULL means no row)
+      stored_ts[ref] := row_ts;
+    END LOOP;
 
     WHILE call_at <= calls LOOP
       call_items := p_calls[call_at];
@@ -94,12 +106,11 @@ ${itemLoop("first_item", "first_item + call_items - 1", "call_all")}
       call_at := call_at + 3 + call_refs;
     END LOOP;
 
-    FOR ref IN 1 .. refs LOOP
-      CONTINUE WHEN dirty[ref] IS NOT TRUE;
-      INSERT INTO ${table} (name, key, shard, value, ts, full_at)
-        VALUES (p_names[ref], p_keys[ref], p_shards[ref], stored_value[ref], stored_ts[ref], dirty_full_at[ref])
-        ON CONFLICT (name, key, shard) DO UPDATE SET value = excluded.value, ts = excluded.ts, full_at = excluded.full_at;
-    END LOOP;
+    -- Every row the calls wrote, in ONE statement (each ref once: its last writer's state).
+    INSERT INTO ${table} (name, key, shard, value, ts, full_at)
+      SELECT p_names[r], p_keys[r], p_shards[r], stored_value[r], stored_ts[r], dirty_full_at[r]
+      FROM generate_subscripts(p_names, 1) AS r WHERE dirty[r]
+      ON CONFLICT (name, key, shard) DO UPDATE SET value = excluded.value, ts = excluded.ts, full_at = excluded.full_at;
     RETURN array_to_string(answers, E'\\n');
   EXCEPTION WHEN others OR query_canceled THEN
     -- Everything the statement did is rolled back (the block is a subtransaction); every call fails.

@@ -150,13 +150,14 @@ export function decideFunctionSql(schema: string, table: string, decide: string,
 /**
  * The decision's pieces of PL/pgSQL, shared by the batch function (one call) and the many-calls
  * function (`postgres-decide-many.ts`): one definition of the lock order and of an item's
- * decision. `declarations`: the variables both use; `lockAndRead`: every ref locked and read, in
+ * decision. `declarations`: the variables both use; `lockOrder`: the refs in the global order
+ * (into `lock_order`); `lockAndRead`: every ref locked and read, in
  * the global order (into `stored_value`, `stored_ts`; `corrupt` set when a row is not two finite
  * numbers); `itemLoop(from, to, all)`: the items `from .. to` (0-based) decided in order on
  * `pending_*`, else `stored_*`, else each read's fresh state, as one call that is all or nothing
  * when the SQL boolean `all` is true.
  */
-export function decideParts(table: string, h: Helpers): { declarations: string; lockAndRead: string; itemLoop(from: string, to: string, all: string): string } {
+export function decideParts(table: string, h: Helpers): { declarations: string; lockOrder: string; lockAndRead: string; itemLoop(from: string, to: string, all: string): string } {
   const call = (state: string, count: string, honest: boolean) =>
     `${h.shard}(kind, rate, period, capacity, max_reserved, reserve, ${state}[1], ${state}[2], now, ${count}, ${honest})`;
   // The state a read starts from: what this batch wrote there, else what it held, else its fresh state.
@@ -195,7 +196,7 @@ export function decideParts(table: string, h: Helpers): { declarations: string; 
   state_first float8[]; state_second float8[]; fresh_first boolean;
   alone_first float8[]; alone_second float8[]; shared_first float8[]; shared_second float8[];
   balance float8; half float8; share float8; result_ok boolean; result_wait float8; write_first float8[]; write_second float8[];`;
-  const lockAndRead = `    -- Lock and read every ref in one global order: name, key (bytewise), shard. (One or two refs,
+  const lockOrder = `    -- Lock and read every ref in one global order: name, key (bytewise), shard. (One or two refs,
     -- the common case, are ordered without a query.)
     IF refs = 2 THEN
       IF p_names[2] COLLATE "C" < p_names[1] COLLATE "C"
@@ -207,7 +208,8 @@ export function decideParts(table: string, h: Helpers): { declarations: string; 
     ELSIF refs <> 1 THEN
       lock_order := ARRAY(SELECT u.o FROM unnest(p_names, p_keys, p_shards) WITH ORDINALITY AS u(n, k, s, o)
         ORDER BY u.n COLLATE "C", u.k COLLATE "C", u.s);
-    END IF;
+    END IF;`;
+  const lockAndRead = `${lockOrder}
     FOREACH ref IN ARRAY lock_order LOOP
       -- The state's one lock, then its row (a statement of its own, which under READ COMMITTED
       -- sees every commit made before the lock was ours). See the module's "Locks".
@@ -284,7 +286,7 @@ export function decideParts(table: string, h: Helpers): { declarations: string; 
           END IF;
         END IF;
       END LOOP;`;
-  return { declarations, lockAndRead, itemLoop };
+  return { declarations, lockOrder, lockAndRead, itemLoop };
 }
 
 /** src/batch.rs decide_batch and src/limiter.rs decide_planned, with the locks, reads and writes. */
