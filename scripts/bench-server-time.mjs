@@ -306,7 +306,7 @@ async function postgresRows(api) {
   await admin.query("ALTER SYSTEM SET track_functions = 'pl'");
   await admin.query("SELECT pg_reload_conf()");
   const functionTime = async () => {
-    const { rows } = await admin.query("SELECT coalesce(sum(calls), 0)::float8 AS calls, coalesce(sum(total_time), 0)::float8 AS ms FROM pg_stat_user_functions WHERE funcname IN ('ratebound_decide_v2', 'ratebound_decide_one_v2')");
+    const { rows } = await admin.query("SELECT coalesce(sum(calls), 0)::float8 AS calls, coalesce(sum(total_time), 0)::float8 AS ms FROM pg_stat_user_functions WHERE funcname IN ('ratebound_decide_v2', 'ratebound_decide_one_v2', 'ratebound_decide_many_v2')");
     return rows[0];
   };
   const contenders = [

@@ -23,6 +23,8 @@ failOnDeprecationWarnings();
 
 const SEED = process.env.PG_DIFF_SEED === undefined ? 0x9d1f_2026 : Number(process.env.PG_DIFF_SEED);
 const DECISIONS = 100_000;
+/** Decisions in groups of calls through a pool's group commit. */
+const GROUPED = 50_000;
 /** Single calls on limits with one shard: the one-item function's path. */
 const ONE_CALLS = 50_000;
 const MAX = 1.7976931348623157e308;
@@ -190,8 +192,14 @@ describe("the decision function on a real PostgreSQL server, against the core", 
     assert.ok(checked.add > 60_000);
   });
 
-  test(`${DECISIONS.toLocaleString("en")}+ random decisions from seed ${SEED} (PG_DIFF_SEED): every answer and every stored number equal the core's`, { timeout: 240_000 }, async (t) => {
-    const g = generator(SEED);
+  /**
+   * Random traffic: groups of calls (`groupSize()` of them, each a batch), sent at once through
+   * `decideGroup`, then each checked in order against the core on the states the calls before it
+   * left: what the table held (or the calls before it in its group wrote) is what it read, it
+   * wrote what the core wrote, and every stored number is the core's.
+   */
+  async function randomDecisions(t, { from, decisions, groupSize, maxItems, decideGroup }) {
+    const g = generator(from);
     const limits = [];
     while (limits.length < 24) {
       const config = g.config();
@@ -204,7 +212,7 @@ describe("the decision function on a real PostgreSQL server, against the core", 
     const idOf = (ref) => JSON.stringify([ref.name, ref.key ?? null, ref.shard]);
     const same = (a, b) => (a === null || b === null ? a === b : Object.is(a.value, b.value) && Object.is(a.ts, b.ts));
     const stats = { decisions: 0, batches: 0, all: 0, granted: 0, refused: 0, errors: 0, written: 0, corrupt: 0, seeded: 0, badInput: 0 };
-    const failure = (what, details) => `seed ${SEED}, batch ${stats.batches}: ${what}\n${show(details)}`;
+    const failure = (what, details) => `seed ${from}, batch ${stats.batches}: ${what}\n${show(details)}`;
 
     /** Writes `states` (ref → state) straight into the table, in one statement, and into the model. */
     async function seed(states) {
@@ -237,11 +245,29 @@ describe("the decision function on a real PostgreSQL server, against the core", 
     }
 
     let clock = g.clockBase();
-    while (stats.decisions < DECISIONS) {
-      stats.batches++;
+    while (stats.decisions < decisions) {
+      const group = [];
+      for (let calls = groupSize(); group.length < calls; ) {
+        const call = await nextCall();
+        if (call !== undefined) group.push(call);
+      }
+      const answers = await decideGroup(group.map((call) => call.batch));
+      const corrupted = [];
+      group.forEach((call, index) => check(call, answers[index], corrupted));
+      const repaired = new Map(corrupted.map((ref) => [idOf(ref), ref])); // (several calls can read one)
+      if (repaired.size > 0) await seed([...repaired.values()].map((ref) => [ref, { value: 1, ts: 0 }]));
+      if (stats.batches % 200 < group.length) await compareTable();
+    }
+    await compareTable();
+    t.diagnostic(`seed ${from}: ${show(stats)}`);
+    for (const outcome of ["granted", "refused", "errors", "corrupt", "all"]) assert.ok(stats[outcome] > 0, `the traffic had ${outcome}`);
+    return stats;
+
+    /** The next call: a batch planned by the core (bad input never reaches the store), its states seeded now and then. */
+    async function nextCall() {
       if (g.chance(0.05)) clock = g.clockBase();
       const all = g.chance(0.3);
-      const size = all ? g.integer(1, 4) : g.integer(1, 100);
+      const size = all ? g.integer(1, 4) : g.integer(1, maxItems);
       // The calls, planned by the core: bad input never reaches the store.
       let now = (clock += g.step(1000));
       let items = Array.from({ length: size }, () => {
@@ -262,7 +288,7 @@ describe("the decision function on a real PostgreSQL server, against the core", 
       let plans = core.plan(items);
       stats.badInput += plans.filter((plan) => plan === null).length;
       items = items.filter((_, index) => plans[index] !== null);
-      if (items.length === 0) continue;
+      if (items.length === 0) return undefined;
       plans = core.plan(items);
 
       const refs = [];
@@ -301,8 +327,13 @@ describe("the decision function on a real PostgreSQL server, against the core", 
           fresh: plans[index].fresh,
         })),
       };
+      return { batch, items, refs, slotsOfItems, all };
+    }
+
+    /** Checks one call's answer on the states the calls before it left; a corrupt ref read goes to `corrupted`. */
+    function check({ batch, items, refs, slotsOfItems, all }, answer, corrupted) {
+      stats.batches++;
       const before = refs.map((ref) => model.get(idOf(ref)) ?? null);
-      const answer = await store.decide(batch);
       before.forEach((state, slot) =>
         assert.ok(same(answer.stored[slot], state === null ? null : { value: state.value, ts: state.ts }), failure(`ref ${slot} was read as another state than the table held`, { ref: refs[slot], read: answer.stored[slot], held: state })),
       );
@@ -312,11 +343,12 @@ describe("the decision function on a real PostgreSQL server, against the core", 
       if (before.some((state) => state !== null && !(Number.isFinite(state.value) && Number.isFinite(state.ts)))) {
         stats.corrupt++;
         assert.deepEqual(answer.wrote, items.map(() => false), failure("a batch that read a corrupt row wrote", { batch, answer }));
-        const corrupt = refs.filter((ref) => !(Number.isFinite(model.get(idOf(ref))?.value ?? 0) && Number.isFinite(model.get(idOf(ref))?.ts ?? 0)));
-        await seed(corrupt.map((ref) => [ref, { value: 1, ts: 0 }]));
-        continue;
+        corrupted.push(...refs.filter((ref) => !(Number.isFinite(model.get(idOf(ref))?.value ?? 0) && Number.isFinite(model.get(idOf(ref))?.ts ?? 0))));
+        return;
       }
 
+      // The core decides on the item records its last plan wrote: this call's again (the same plan).
+      core.plan(items);
       const decided = core.decide(items, slotsOfItems, answer.stored, all);
       const anyWrite = items.some((item) => item.write);
       // As the driver checks it (runRemote): a write item of a granted batch, or a granted write item.
@@ -331,11 +363,60 @@ describe("the decision function on a real PostgreSQL server, against the core", 
         else stats.errors++;
       }
       stats.written += decided.writes.filter((write) => write !== null).length;
-      if (stats.batches % 200 === 0) await compareTable();
     }
-    await compareTable();
-    t.diagnostic(`seed ${SEED}: ${show(stats)}`);
-    for (const outcome of ["granted", "refused", "errors", "corrupt", "all"]) assert.ok(stats[outcome] > 0, `the traffic had ${outcome}`);
+  }
+
+  test(`${DECISIONS.toLocaleString("en")}+ random decisions from seed ${SEED} (PG_DIFF_SEED): every answer and every stored number equal the core's`, { timeout: 240_000 }, async (t) => {
+    // On a client: each call alone, one statement each, in order.
+    await randomDecisions(t, {
+      from: SEED,
+      decisions: DECISIONS,
+      groupSize: () => 1,
+      maxItems: 100,
+      decideGroup: async ([batch]) => [await store.decide(batch)],
+    });
+  });
+
+  test(`${GROUPED.toLocaleString("en")}+ random decisions in groups of calls on a pool (group commit: many calls in one statement) from seed ${SEED}: every answer and every stored number equal the core's deciding them one by one`, { timeout: 240_000 }, async (t) => {
+    await client.query("TRUNCATE ratebound");
+    // A pool whose statements are counted: the calls made at once go together in one.
+    const pool = new pg.Pool({ connectionString: server.connectionString, max: 4 });
+    pool.on("error", () => {});
+    const statements = { many: 0, alone: 0 };
+    const counted = Object.assign(Object.create(pool), {
+      query(text, params) {
+        if (/_decide_many_v2"\(/.test(text)) statements.many++;
+        else if (/_decide(_one)?_v2"\(/.test(text)) statements.alone++;
+        return pool.query(text, params);
+      },
+    });
+    Object.defineProperty(counted, "totalCount", { get: () => pool.totalCount });
+    const pooled = postgresStore(counted);
+    let groups = 0;
+    let calls = 0;
+    try {
+      const g = generator(SEED ^ 0x9a0);
+      const stats = await randomDecisions(t, {
+        from: SEED ^ 0x6e0,
+        decisions: GROUPED,
+        groupSize: () => g.integer(1, 12),
+        maxItems: 10,
+        decideGroup: async (batches) => {
+          const before = { ...statements };
+          // Every call at once, in one tick: they go together, in this order.
+          const answers = await Promise.all(batches.map((batch) => pooled.decide(batch)));
+          const sent = { many: statements.many - before.many, alone: statements.alone - before.alone };
+          assert.deepEqual(sent, batches.length === 1 ? { many: 0, alone: 1 } : { many: 1, alone: 0 }, `${batches.length} calls at once took ${show(sent)} statements`);
+          groups++;
+          calls += batches.length;
+          return answers;
+        },
+      });
+      t.diagnostic(`${calls} calls in ${groups} statements (${statements.many} of the many-calls function)`);
+      assert.ok(calls > 3 * groups && stats.all > 100, `the groups held ${calls} calls in ${groups} statements, ${stats.all} all or nothing`);
+    } finally {
+      await pool.end();
+    }
   });
 
   test(`${ONE_CALLS.toLocaleString("en")} single calls on limits with one shard (the one-item function, and the batch function it hands the rest to) from seed ${SEED}: every answer and every stored number equal the core's`, { timeout: 240_000 }, async (t) => {

@@ -33,6 +33,21 @@ describe("postgres.js on a real PostgreSQL server", () => {
 
   postgresScenarios({ db: () => sql, query, inTransaction });
 
+  test("120 calls at once on postgres.js's sql (a pool: group commit) admit exactly 50, in far fewer statements than calls", async () => {
+    const limits = { burst: { kind: "token bucket", rate: 50, period: 86_400_000 } };
+    const decisions = [];
+    const counted = Object.assign(Object.create(sql), {
+      unsafe: (text, params) => (/_decide_/.test(text) && decisions.push(text), sql.unsafe(text, params)),
+      begin: (...args) => sql.begin(...args),
+    });
+    const limiter = limiterOn(pgHost.postgresStore(counted), limits);
+    const outcomes = await Promise.all(Array.from({ length: 120 }, () => limiter.limit("burst", { key: "js-group" })));
+    assert.equal(outcomes.filter((outcome) => outcome.ok).length, 50);
+    assert.deepEqual(outcomes.map((outcome) => outcome.ok), Array.from({ length: 120 }, (_, index) => index < 50), "in the order they were made");
+    assert.ok(decisions.length < 10 && decisions.some((text) => /_decide_many_v2"\(/.test(text)), `${decisions.length} statements`);
+    assert.deepEqual(await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'js-group'"), [{ value: 0 }]);
+  });
+
   test("120 concurrent postgres.js transactions on one key admit exactly the capacity of 50 and leave 0", async () => {
     const limits = { burst: { kind: "token bucket", rate: 50, period: 86_400_000 } };
     const outcomes = await Promise.all(

@@ -41,6 +41,8 @@ function impostors() {
     `CREATE FUNCTION public.ratebound_decide_v1(${texts(6)}) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
     `CREATE FUNCTION public.ratebound_decide_v2(${texts(6)}) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
     `CREATE FUNCTION public.ratebound_decide_v2(text[], text[], text[], text[], text[], text) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
+    `CREATE FUNCTION public.ratebound_decide_many_v2(${texts(6)}) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
+    `CREATE FUNCTION evil.ratebound_decide_many_v2(text[], text[], integer[], text[], float8[], integer[]) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
     // Nonsense arithmetic, ahead of pg_catalog on the app's path.
     "CREATE FUNCTION evil.nonsense(float8, float8) RETURNS float8 LANGUAGE sql AS $$ SELECT 1e9::pg_catalog.float8 $$",
     "CREATE FUNCTION evil.always(text, text) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$",
@@ -126,6 +128,14 @@ describe("ratebound/postgres among hostile roles", () => {
     assert.equal(await valueOf("sharded", "batch"), 6 - sharded, "the shards hold what was not admitted");
   });
 
+  test("group commit: 10 calls at once on the pool, in one statement of the many-calls function, admit exactly 3", async () => {
+    const limiter = limiterOn(pgHost.postgresStore(app), LIMITS);
+    await limiter.check("three", { key: "group" }); // the bare name's schema, looked up before the calls
+    const outcomes = await Promise.all(Array.from({ length: 10 }, () => limiter.limit("three", { key: "group" })));
+    assert.deepEqual(outcomes.map((outcome) => outcome.ok), [true, true, true, false, false, false, false, false, false, false]);
+    assert.equal(await valueOf("three", "group"), 0);
+  });
+
   test("numbers past 1e20 (2^70), which the one-item function hands to the batch function, stay exact", async () => {
     const limiter = limiterOn(pgHost.postgresStore(app), LIMITS);
     assert.equal(await admitted(10, () => limiter.limit("huge", { key: "huge", count: 2 ** 70 })), 3);
@@ -175,7 +185,7 @@ describe("ratebound/postgres among hostile roles", () => {
     await pgHost.createTable(admin, { table: "legacy.ratebound" });
     await pgHost.createTable(admin, { table: "legacy.ratebound" }); // (idempotent)
     const functions = await rowsOf("SELECT proname FROM pg_proc WHERE pronamespace = 'legacy'::regnamespace AND proname LIKE 'ratebound_decide%' ORDER BY proname");
-    assert.deepEqual(functions.map((row) => row.proname), ["ratebound_decide_one_v2", "ratebound_decide_v1", "ratebound_decide_v2"]);
+    assert.deepEqual(functions.map((row) => row.proname), ["ratebound_decide_many_v2", "ratebound_decide_one_v2", "ratebound_decide_v1", "ratebound_decide_v2"]);
     const limiter = limiterOn(pgHost.postgresStore(app, { table: "legacy.ratebound" }), LIMITS);
     assert.equal(await admitted(3, () => limiter.limit("three", { key: "old" })), 1, "the 1 token the old row held, and no more");
     assert.deepEqual(await rowsOf("SELECT value FROM legacy.ratebound WHERE key = 'old'"), [{ value: 0 }]);

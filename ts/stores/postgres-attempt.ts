@@ -198,13 +198,28 @@ const utf8 = new TextEncoder();
  * in hex. JSON forms start `\uffff"`, so the three forms never meet.
  */
 export async function postgresColumns(ref: StateRef): Promise<[string, string, number]> {
-  return [await storable(columnText(ref.name)), ref.key === undefined ? "" : await storable(columnText(ref.key)), ref.shard];
+  return postgresColumnsNow(ref) ?? [await storable(columnText(ref.name)), ref.key === undefined ? "" : await storable(columnText(ref.key)), ref.shard];
+}
+
+/**
+ * {@link postgresColumns} at once, for a ref whose name and key need no hash (every one within
+ * {@link MAX_COLUMN_BYTES}); `undefined` for one that does. A pool's calls then join their group
+ * commit in the order they were made.
+ */
+export function postgresColumnsNow(ref: StateRef): [string, string, number] | undefined {
+  const name = asIs(columnText(ref.name));
+  const key = ref.key === undefined ? "" : asIs(columnText(ref.key));
+  return name === undefined || key === undefined ? undefined : [name, key, ref.shard];
+}
+
+/** A column value that is stored as it is, or `undefined` when it is too long (see {@link storable}). */
+function asIs(column: string): string | undefined {
+  return column.length <= SHORT_COLUMN_UNITS || utf8.encode(column).length <= MAX_COLUMN_BYTES ? column : undefined;
 }
 
 async function storable(column: string): Promise<string> {
-  if (column.length <= SHORT_COLUMN_UNITS) return column;
+  if (asIs(column) !== undefined) return column;
   const bytes = utf8.encode(column);
-  if (bytes.length <= MAX_COLUMN_BYTES) return column;
   const subtle = (globalThis as { crypto?: { subtle?: { digest(algorithm: string, data: Uint8Array): Promise<ArrayBuffer> } } }).crypto?.subtle;
   if (subtle === undefined) {
     throw new SqlStoreError("SQL_FAILED", "ratebound/postgres: a name or key this long needs crypto.subtle (Web Crypto) to be stored; nothing was written");

@@ -16,10 +16,14 @@ export interface DecideStatements {
   decide: string;
   /** The one-item function, `"schema"."name_decide_one_v2"`. */
   decideOne: string;
+  /** The many-calls function, `"schema"."name_decide_many_v2"`. */
+  decideMany: string;
   /** The statement calling the batch function with {@link batchParams}. */
   decideText: string;
   /** The statement calling the one-item function with {@link oneParams}. */
   decideOneText: string;
+  /** The statement calling the many-calls function with {@link manyParams}. */
+  decideManyText: string;
 }
 
 /**
@@ -37,15 +41,18 @@ export interface DecideStatements {
  * @returns The names and statements.
  */
 export function decideStatements(schema: string, name: string): DecideStatements {
-  const { table, decide, decideOne } = decideFunctionName(schema, name);
+  const { table, decide, decideOne, decideMany } = decideFunctionName(schema, name);
   const [text, int4, float8, bool] = ["pg_catalog.text", "pg_catalog.int4", "pg_catalog.float8", "pg_catalog.bool"];
-  const arrays = [`${text}[]`, `${text}[]`, `${int4}[]`, `${text}[]`, `${float8}[]`, bool].map((type, index) => `$${index + 1}::${text}::${type}`);
+  const cast = (types: string[]) => types.map((type, index) => `$${index + 1}::${text}::${type}`).join(", ");
+  const arrays = [`${text}[]`, `${text}[]`, `${int4}[]`, `${text}[]`, `${float8}[]`];
   const scalars = [text, text, int4, text, ...Array.from({ length: 12 }, () => float8)].map((type, index) => `$${index + 1}::${type}`);
   return {
     table,
     decide,
     decideOne,
-    decideText: `SELECT ${decide}(${arrays.join(", ")}) AS answer`,
+    decideMany,
+    decideText: `SELECT ${decide}(${cast([...arrays, bool])}) AS answer`,
+    decideManyText: `SELECT ${decideMany}(${cast([...arrays, `${int4}[]`])}) AS answer`,
     decideOneText: `SELECT ${decideOne}(${scalars.join(", ")}) AS answer`,
   };
 }
@@ -129,16 +136,22 @@ export function oneParams(item: RemoteItem, columns: [string, string, number], l
     numberText(item.count), item.reserve ? "1" : "0", item.write ? "1" : "0", numberText(item.now), numberText(fresh.value), numberText(fresh.ts)];
 }
 
+/**
+ * Appends an item's numbers of `p_items` (see `ITEM_STRIDE`) to `numbers`; `refIndex` turns one of
+ * its reads (an index into its batch's refs) into the function's 1-based ref.
+ */
+function itemNumbers(numbers: (number | null)[], item: RemoteItem, refIndex: (read: number) => number): void {
+  const [first = 0, second] = item.reads;
+  numbers.push(item.kind, item.rate, item.period, item.capacity, item.maxReserved, item.shards, item.start, item.count);
+  numbers.push(item.reserve ? 1 : 0, item.write ? 1 : 0, item.now, refIndex(first), second === undefined ? 0 : refIndex(second));
+  const [fresh = { value: Number.NaN, ts: Number.NaN }, freshSecond] = item.fresh;
+  numbers.push(fresh.value, fresh.ts, freshSecond?.value ?? null, freshSecond?.ts ?? null);
+}
+
 /** The batch function's parameters for `batch`; `lockTable` names the table in each ref's lock. */
 export function batchParams(batch: RemoteBatch, columns: [string, string, number][], lockTable: string): string[] {
   const numbers: (number | null)[] = [];
-  for (const item of batch.items) {
-    const [first = 0, second] = item.reads;
-    numbers.push(item.kind, item.rate, item.period, item.capacity, item.maxReserved, item.shards, item.start, item.count);
-    numbers.push(item.reserve ? 1 : 0, item.write ? 1 : 0, item.now, first + 1, second === undefined ? 0 : second + 1);
-    const [fresh = { value: Number.NaN, ts: Number.NaN }, freshSecond] = item.fresh;
-    numbers.push(fresh.value, fresh.ts, freshSecond?.value ?? null, freshSecond?.ts ?? null);
-  }
+  for (const item of batch.items) itemNumbers(numbers, item, (read) => read + 1);
   return [
     textArray(columns.map((column) => column[0])),
     textArray(columns.map((column) => column[1])),
@@ -147,4 +160,56 @@ export function batchParams(batch: RemoteBatch, columns: [string, string, number
     `{${numbers.map(numberText).join(",")}}`,
     batch.all ? "true" : "false",
   ];
+}
+
+/** One call of a group: its batch, and its refs' columns. */
+export interface GroupCall {
+  readonly batch: RemoteBatch;
+  readonly columns: [string, string, number][];
+}
+
+/**
+ * The many-calls function's parameters for `calls`, in order: a state two calls read is one ref
+ * (by its lock's text, which names the table and the raw ref); `p_calls` gives each call's item
+ * count, its all-or-nothing flag and its refs.
+ */
+export function manyParams(calls: readonly GroupCall[], lockTable: string): string[] {
+  const index = new Map<string, number>();
+  const refs: { columns: [string, string, number]; lock: string }[] = [];
+  const numbers: (number | null)[] = [];
+  const shape: number[] = [];
+  for (const { batch, columns } of calls) {
+    const global = batch.refs.map((ref, slot) => {
+      const lock = advisoryLockText(lockTable, ref);
+      let at = index.get(lock);
+      if (at === undefined) {
+        at = refs.push({ columns: columns[slot]!, lock });
+        index.set(lock, at);
+      }
+      return at;
+    });
+    for (const item of batch.items) itemNumbers(numbers, item, (read) => global[read]!);
+    shape.push(batch.items.length, batch.all ? 1 : 0, global.length, ...global);
+  }
+  return [
+    textArray(refs.map((ref) => ref.columns[0])),
+    textArray(refs.map((ref) => ref.columns[1])),
+    `{${refs.map((ref) => String(ref.columns[2])).join(",")}}`,
+    textArray(refs.map((ref) => ref.lock)),
+    `{${numbers.map(numberText).join(",")}}`,
+    `{${shape.join(",")}}`,
+  ];
+}
+
+/** The many-calls function's answer, per call: its own answer (see {@link parseAnswer}), or its failure. */
+export function manyAnswers(answer: string, calls: readonly GroupCall[]): (RemoteAnswer | Error)[] {
+  const lines = answer.split("\n");
+  if (lines.length !== calls.length) throw badRow("the decision function answered for another number of calls");
+  return lines.map((line, index) => {
+    try {
+      return parseAnswer(line, calls[index]!.batch);
+    } catch (error) {
+      return error as Error;
+    }
+  });
 }

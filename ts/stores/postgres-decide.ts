@@ -58,6 +58,7 @@
 
 import { helperFunctionsSql, type Helpers } from "./postgres-helpers.js";
 import { decideOneSql } from "./postgres-decide-one.js";
+import { decideManySql } from "./postgres-decide-many.js";
 
 /**
  * The version in the functions' names: a driver never calls a function of another version.
@@ -90,13 +91,14 @@ export function quoteIdentifier(name: string): string {
  * @param table The table's name, unquoted.
  * @returns The quoted names.
  */
-export function decideFunctionName(schema: string, table: string): { schema: string; table: string; decide: string; decideOne: string } {
+export function decideFunctionName(schema: string, table: string): { schema: string; table: string; decide: string; decideOne: string; decideMany: string } {
   const prefix = `${quoteIdentifier(schema)}.`;
   return {
     schema: prefix,
     table: `${prefix}${quoteIdentifier(table)}`,
     decide: `${prefix}${quoteIdentifier(`${table}_decide_v${DECIDE_VERSION}`)}`,
     decideOne: `${prefix}${quoteIdentifier(`${table}_decide_one_v${DECIDE_VERSION}`)}`,
+    decideMany: `${prefix}${quoteIdentifier(`${table}_decide_many_v${DECIDE_VERSION}`)}`,
   };
 }
 
@@ -139,14 +141,23 @@ export const ITEM_STRIDE = 17;
  * @param decide The decision function's quoted name (`"app"."limits_decide_v2"`).
  * @returns The statements.
  */
-export function decideFunctionSql(schema: string, table: string, decide: string, decideOne: string): string[] {
+export function decideFunctionSql(schema: string, table: string, decide: string, decideOne: string, decideMany: string): string[] {
   const fn = (name: string) => `${schema}"ratebound_v${DECIDE_VERSION}_${name}"`;
   const { statements, helpers } = helperFunctionsSql(fn);
-  return [...statements, decideSql(table, decide, helpers), decideOneSql(table, decide, decideOne)];
+  return [...statements, decideSql(table, decide, helpers), decideOneSql(table, decide, decideOne), decideManySql(table, decideMany, helpers)];
 }
 
-/** src/batch.rs decide_batch and src/limiter.rs decide_planned, with the locks, reads and writes. */
-function decideSql(table: string, decide: string, h: Helpers): string {
+/**
+ * The decision's pieces of PL/pgSQL, shared by the batch function (one call) and the many-calls
+ * function (`postgres-decide-many.ts`): one definition of the lock order and of an item's
+ * decision. `declarations`: the variables both use; `lockOrder`: the refs in the global order
+ * (into `lock_order`); `lockAndRead`: every ref locked and read, in
+ * the global order (into `stored_value`, `stored_ts`; `corrupt` set when a row is not two finite
+ * numbers); `itemLoop(from, to, all)`: the items `from .. to` (0-based) decided in order on
+ * `pending_*`, else `stored_*`, else each read's fresh state, as one call that is all or nothing
+ * when the SQL boolean `all` is true.
+ */
+export function decideParts(table: string, h: Helpers): { declarations: string; lockOrder: string; lockAndRead: string; itemLoop(from: string, to: string, all: string): string } {
   const call = (state: string, count: string, honest: boolean) =>
     `${h.shard}(kind, rate, period, capacity, max_reserved, reserve, ${state}[1], ${state}[2], now, ${count}, ${honest})`;
   // The state a read starts from: what this batch wrote there, else what it held, else its fresh state.
@@ -160,11 +171,7 @@ function decideSql(table: string, decide: string, h: Helpers): string {
             pending_full_at[${ref}] := CASE WHEN shards >= 3 OR (kind = 1 AND NOT has_start) THEN 'Infinity'::float8
               ELSE ${h.fullAt}(kind, rate, period, capacity, shards, has_start, ${state}[3], ${state}[4]) END;
             wrote[item + 1] := writes;`;
-  return `CREATE OR REPLACE FUNCTION ${decide}(p_names text[], p_keys text[], p_shards integer[], p_locks text[],
-  p_items float8[], p_all boolean) RETURNS text
-LANGUAGE plpgsql VOLATILE ${PINNED} SET extra_float_digits = 3 AS $fn$
-DECLARE
-  refs integer := coalesce(cardinality(p_names), 0);
+  const declarations = `  refs integer := coalesce(cardinality(p_names), 0);
   items integer := coalesce(cardinality(p_items), 0) / ${ITEM_STRIDE};
   -- Per ref (NULL: none): the state it held, and the one this batch will write there with its full_at.
   stored_value float8[] := '{}';
@@ -188,10 +195,8 @@ DECLARE
   count float8; reserve boolean; writes boolean; now float8; first_ref integer; second_ref integer;
   state_first float8[]; state_second float8[]; fresh_first boolean;
   alone_first float8[]; alone_second float8[]; shared_first float8[]; shared_second float8[];
-  balance float8; half float8; share float8; result_ok boolean; result_wait float8; write_first float8[]; write_second float8[];
-BEGIN
-  BEGIN
-    -- Lock and read every ref in one global order: name, key (bytewise), shard. (One or two refs,
+  balance float8; half float8; share float8; result_ok boolean; result_wait float8; write_first float8[]; write_second float8[];`;
+  const lockOrder = `    -- Lock and read every ref in one global order: name, key (bytewise), shard. (One or two refs,
     -- the common case, are ordered without a query.)
     IF refs = 2 THEN
       IF p_names[2] COLLATE "C" < p_names[1] COLLATE "C"
@@ -203,7 +208,8 @@ BEGIN
     ELSIF refs <> 1 THEN
       lock_order := ARRAY(SELECT u.o FROM unnest(p_names, p_keys, p_shards) WITH ORDINALITY AS u(n, k, s, o)
         ORDER BY u.n COLLATE "C", u.k COLLATE "C", u.s);
-    END IF;
+    END IF;`;
+  const lockAndRead = `${lockOrder}
     FOREACH ref IN ARRAY lock_order LOOP
       -- The state's one lock, then its row (a statement of its own, which under READ COMMITTED
       -- sees every commit made before the lock was ours). See the module's "Locks".
@@ -215,10 +221,8 @@ BEGIN
         stored_ts[ref] := row_ts;
         IF NOT (${h.finite("row_value")} AND ${h.finite("row_ts")}) THEN corrupt := true; END IF;
       END IF;
-    END LOOP;
-
-    IF NOT corrupt THEN
-      FOR item IN 0 .. items - 1 LOOP
+    END LOOP;`;
+  const itemLoop = (from: string, to: string, all: string) => `      FOR item IN ${from} .. ${to} LOOP
         at := item * ${ITEM_STRIDE};
         kind := p_items[at + 1]; rate := p_items[at + 2]; period := p_items[at + 3]; capacity := p_items[at + 4];
         max_reserved := p_items[at + 5]; shards := p_items[at + 6]; has_start := p_items[at + 7] IS NOT NULL;
@@ -268,12 +272,12 @@ BEGIN
         IF (result_wait IS NOT NULL AND NOT ${h.finite("result_wait")})
             OR (write_first IS NOT NULL AND NOT (${h.finite("write_first[3]")} AND ${h.finite("write_first[4]")}))
             OR (write_second IS NOT NULL AND NOT (${h.finite("write_second[3]")} AND ${h.finite("write_second[4]")})) THEN
-          IF p_all THEN failed := true; EXIT; END IF;
+          IF ${all} THEN failed := true; EXIT; END IF;
           CONTINUE;
         END IF;
         all_ok := all_ok AND result_ok;
         any_write := any_write OR writes;
-        IF writes OR p_all THEN
+        IF writes OR ${all} THEN
           IF write_first IS NOT NULL THEN
             ${pend("first_ref", "write_first")}
           END IF;
@@ -281,7 +285,24 @@ BEGIN
             ${pend("second_ref", "write_second")}
           END IF;
         END IF;
-      END LOOP;
+      END LOOP;`;
+  return { declarations, lockOrder, lockAndRead, itemLoop };
+}
+
+/** src/batch.rs decide_batch and src/limiter.rs decide_planned, with the locks, reads and writes. */
+function decideSql(table: string, decide: string, h: Helpers): string {
+  const { declarations, lockAndRead, itemLoop } = decideParts(table, h);
+  return `CREATE OR REPLACE FUNCTION ${decide}(p_names text[], p_keys text[], p_shards integer[], p_locks text[],
+  p_items float8[], p_all boolean) RETURNS text
+LANGUAGE plpgsql VOLATILE ${PINNED} SET extra_float_digits = 3 AS $fn$
+DECLARE
+${declarations}
+BEGIN
+  BEGIN
+${lockAndRead}
+
+    IF NOT corrupt THEN
+${itemLoop("0", "items - 1", "p_all")}
 
       -- All or nothing: writes only when every item is granted and one writes.
       IF p_all AND (failed OR NOT all_ok OR NOT any_write) THEN

@@ -71,7 +71,7 @@ function installBlock(given: PostgresTableOptions, fn: string): string {
   full_at double precision NOT NULL DEFAULT 'Infinity',
   PRIMARY KEY (name, key, shard)
 )`,
-    ...decideFunctionSql(names.schema, names.table, names.decide, names.decideOne),
+    ...decideFunctionSql(names.schema, names.table, names.decide, names.decideOne, names.decideMany),
   ];
   // (Table names are letters, digits and _: a literal needs no escaping.)
   const target = qualified

@@ -5,9 +5,10 @@
  * `limit`, `check`, `limitAll` and `checkAll` are ONE statement: {@link PostgresStore.decide}
  * calls a function `createTable` installs (`<table>_decide_one_v2` or `<table>_decide_v2`, a port
  * of the core's decision, see `postgres-decide.ts`), which locks every state the call reads,
- * decides and writes inside the server. On a pool that is one round trip; inside the caller's
- * transaction the locks are held to its end, so the limit commits or rolls back with the app's
- * own writes.
+ * decides and writes inside the server. On a pool that is one round trip, shared by the calls
+ * that arrive while the store's statements are in flight (group commit: `<table>_decide_many_v2`
+ * decides them in one statement, in arrival order); inside the caller's transaction the locks are
+ * held to its end, so the limit commits or rolls back with the app's own writes.
  *
  * Grants and settles, `getValue` and `reset` run as a transaction of reads and writes (the
  * caller's own when it has one, see `postgres-attempt.ts`): each state is locked before it is
@@ -23,8 +24,9 @@ import { withJitter, type RateLimitStore, type RemoteAnswer, type RemoteBatch } 
 import { queryableOf, tableSchema, type PostgresJsLike, type PostgresQueryable } from "./postgres-table.js";
 import { quoteIdentifier } from "./postgres-decide.js";
 import { fromOrm, type PostgresOrmClient } from "./postgres-clients.js";
-import { Attempt, LockBusy, advisoryLockText, postgresColumns } from "./postgres-attempt.js";
-import { badRow, batchParams, decideStatements, functionError, oneItem, oneParams, parseAnswer, type DecideStatements } from "./postgres-call.js";
+import { Attempt, LockBusy, advisoryLockText, postgresColumns, postgresColumnsNow } from "./postgres-attempt.js";
+import { badRow, batchParams, decideStatements, functionError, manyAnswers, manyParams, oneItem, oneParams, parseAnswer, type DecideStatements, type GroupCall } from "./postgres-call.js";
+import { GroupCommit } from "./shared/group-commit.js";
 import { NESTED, OWN, framed, listen, run, whileListening, wrapped, type Frame } from "./postgres-connection.js";
 import { SqlStoreError, codedError, describe, hasMethod, invalidOption, oneAtATime, tableParts, type WriteInfo } from "./shared/sql.js";
 import { ownCopy } from "./shared/options.js";
@@ -68,6 +70,9 @@ export interface PostgresStoreOptions {
   onRetry?: (attempt: number, reason: string) => void;
 }
 
+/** The most items one group commit's statement carries (a call with more goes alone). */
+const GROUP_ITEMS = 128;
+
 /** SQLSTATEs after which a transaction of our own is safely run again: serialization failure, deadlock. */
 const RETRYABLE = new Set(["40001", "40P01"]);
 
@@ -84,9 +89,11 @@ const RETRYABLE = new Set(["40001", "40P01"]);
  *   usable (the statement's function, and the transactional path's savepoint, roll back what
  *   the call did). Outside one, each call commits alone. Calls on one connection run one at a time.
  * - **A pool** (`pg.Pool`): a decision is one `pool.query` (one round trip, its own
- *   transaction); a transaction takes a connection and runs `BEGIN … COMMIT` on it.
+ *   transaction); while the pool's size of them are in flight, the calls that arrive wait and
+ *   go together in the next one (group commit, decided in arrival order exactly as one by one).
+ *   A transaction takes a connection and runs `BEGIN … COMMIT` on it.
  * - **PGlite itself**: a decision is one `db.query`; a transaction runs in `db.transaction()`.
- * - **postgres.js**: its `sql` runs a decision as one statement and a transaction in
+ * - **postgres.js**: its `sql` (a pool: group commit as above) runs a decision as one statement and a transaction in
  *   `sql.begin()`; a transaction's `sql` (the `tx` of `sql.begin(async (tx) => …)`) runs both
  *   inside the app's transaction (a transaction in `tx.savepoint()`).
  *
@@ -150,10 +157,12 @@ export function postgresStore(client: PostgresQueryable | PostgresPoolLike | Pos
   }
 
   let resolved: Promise<DecideStatements> | undefined;
+  /** The statements once {@link statements} has them. */
+  let known: DecideStatements | undefined;
   /** The statements, every name in them with its schema: for a bare table name, looked up at the first call (see `tableSchema`). */
   function statements(): Promise<DecideStatements> {
     resolved ??= tableSchema(db, parts, runStatement).then(
-      (schema) => decideStatements(schema, parts[parts.length - 1]!),
+      (schema) => (known = decideStatements(schema, parts[parts.length - 1]!)),
       (error: unknown) => {
         resolved = undefined;
         throw error;
@@ -224,35 +233,66 @@ export function postgresStore(client: PostgresQueryable | PostgresPoolLike | Pos
     }
   }
 
-  /** One round trip: the function locks, reads, decides and writes; see {@link PostgresStore.decide}. */
-  async function decide(batch: RemoteBatch): Promise<RemoteAnswer> {
+  /** One statement deciding `batch` alone; rejects with the function's error or the statement's. */
+  async function decideAlone({ batch, columns }: GroupCall): Promise<RemoteAnswer> {
     const one = oneItem(batch);
-    const columns = await Promise.all(batch.refs.map(postgresColumns));
     const names = await statements();
-    let text: string;
-    let params: (string | null)[];
-    if (one !== undefined) {
-      text = names.decideOneText;
-      params = oneParams(one, columns[0]!, advisoryLockText(lockTable, batch.refs[0]!));
-    } else {
-      text = names.decideText;
-      params = batchParams(batch, columns, lockTable);
-    }
+    const [text, params] = one !== undefined
+      ? [names.decideOneText, oneParams(one, columns[0]!, advisoryLockText(lockTable, batch.refs[0]!))]
+      : [names.decideText, batchParams(batch, columns, lockTable)];
+    return answerOf(await runDecide(text, params, one === undefined ? names.decide : names.decideOne), (answer) => parseAnswer(answer, batch));
+  }
+
+  /** The function's one text answer, read by `parse`; an `error …` answer rejects with its SQLSTATE. */
+  function answerOf<T>(rows: unknown[], parse: (answer: string) => T): T {
+    const answer = (rows[0] as { answer?: unknown } | undefined)?.answer;
+    if (typeof answer !== "string") throw badRow("the decision function answered with no text");
+    if (!answer.startsWith("error ")) return parse(answer);
+    const [, code = "", ...words] = answer.split(" ");
+    throw functionError(code, words.join(" "));
+  }
+
+  /** A group commit's statement: one call as it goes alone, several in one call of the many-calls function. */
+  async function decideGroup(calls: GroupCall[]): Promise<(RemoteAnswer | Error)[]> {
+    if (calls.length === 1) return [await decideAlone(calls[0]!)];
+    const names = await statements();
+    const rows = await runDecide(names.decideManyText, manyParams(calls, lockTable), names.decideMany);
+    return answerOf(rows, (answer) => manyAnswers(answer, calls));
+  }
+
+  // A pool's calls go together (group commit): the calls that arrive while the pool's connections
+  // all run a statement of this store's go in the next one, one statement for many calls. Up to
+  // the pool's size of statements in flight, so that no connection of the pool idles while calls
+  // wait. A client, a transaction or PGlite decides each call alone, in the caller's order.
+  // (pg.Pool's size and postgres.js's are both `options.max`, 10 by default.)
+  const poolSize = (db as { options?: { max?: unknown } }).options?.max;
+  const group = isPool || postgresJs?.begin !== undefined
+    ? new GroupCommit<GroupCall, RemoteAnswer>({
+        maxSize: GROUP_ITEMS,
+        size: (call) => call.batch.items.length,
+        inFlight: typeof poolSize === "number" && Number.isInteger(poolSize) && poolSize >= 1 ? poolSize : 10,
+        send: decideGroup,
+      })
+    : undefined;
+
+  /** One statement (shared with other calls on a pool): the function locks, reads, decides and writes; see {@link PostgresStore.decide}. */
+  async function decide(batch: RemoteBatch): Promise<RemoteAnswer> {
+    // At once when nothing needs waiting for (no long name to hash, the table's schema known): the
+    // calls on a pool join their group commit in the order they were made.
+    const now = batch.refs.map(postgresColumnsNow);
+    const columns = now.every((column) => column !== undefined) ? (now as [string, string, number][]) : await Promise.all(batch.refs.map(postgresColumns));
+    const call: GroupCall = { batch, columns };
+    if (known === undefined) await statements();
     // A call of its own reruns on a serialization failure or a deadlock; in the caller's
     // transaction that is the caller's to do (the function rolled its own work back).
     const retry = isPool || isPGlite || postgresJs?.begin !== undefined;
     for (let attempt = 1; ; attempt++) {
       let failure: Error;
       try {
-        const rows = await runDecide(text, params, one === undefined ? names.decide : names.decideOne);
-        const answer = (rows[0] as { answer?: unknown } | undefined)?.answer;
-        if (typeof answer !== "string") throw badRow("the decision function answered with no text");
-        if (!answer.startsWith("error ")) return parseAnswer(answer, batch);
-        const [, code = "", ...words] = answer.split(" ");
-        failure = functionError(code, words.join(" "));
+        return await (group === undefined ? decideAlone(call) : group.enqueue(call));
       } catch (error) {
-        // The statement itself failed: under SERIALIZABLE a commit can (40001, read/write
-        // dependencies found at COMMIT, after the function returned): nothing was committed.
+        // The function's error, or the statement's: under SERIALIZABLE a commit can fail (40001,
+        // read/write dependencies found at COMMIT, after the function returned): nothing was committed.
         failure = error as Error;
       }
       const code = (failure as { code?: unknown }).code;
@@ -261,7 +301,6 @@ export function postgresStore(client: PostgresQueryable | PostgresPoolLike | Pos
       await backOff(attempt, code);
     }
   }
-
 
   async function transaction<T>(body: (store: RateLimitStore) => Promise<T>): Promise<T> {
     // The table's schema first: its lookup is a statement of its own on the connection, which

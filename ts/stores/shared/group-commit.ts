@@ -8,8 +8,10 @@
  * - A call never waits for a batch to fill: when nothing of its lane is in
  *   flight, it goes at once (after the current microtask, so the calls made in
  *   one tick go together).
- * - One round trip in flight per lane (`lane(item)`: a Redis Cluster slot, say);
- *   lanes are independent.
+ * - Up to `inFlight` round trips in flight per lane (`lane(item)`: a Redis
+ *   Cluster slot, say; default 1; a pool of N connections can run N); lanes are
+ *   independent. A call goes at once while fewer are in flight; it waits for the
+ *   next batch only when they all are.
  * - A batch holds at most `maxSize` (counted with `size(item)`, 1 by default);
  *   an item larger than that goes alone.
  * - Each call keeps its own deadline (`timeoutMs` from when it was enqueued): a
@@ -33,6 +35,8 @@ export interface GroupCommitOptions<Item, Answer> {
   size?(item: Item): number;
   /** The lane of an item: only items of one lane go together (default: one lane). */
   lane?(item: Item): string | number;
+  /** How many round trips of one lane may be in flight at once (default 1). */
+  inFlight?: number;
   /** Each call's time from `enqueue` to its answer, in ms (default: unbounded). */
   timeoutMs?: number;
   /** The error of a call that reached its deadline. */
@@ -50,10 +54,10 @@ interface Entry<Item, Answer> {
   done: boolean;
 }
 
-/** The calls of one lane: at most one batch in flight, the rest queued in arrival order. */
+/** The calls of one lane: at most `inFlight` batches in flight, the rest queued in arrival order. */
 interface Lane<Item, Answer> {
   readonly id: string | number;
-  inFlight: Entry<Item, Answer>[] | undefined;
+  inFlight: Entry<Item, Answer>[][];
   queue: Entry<Item, Answer>[];
   /** A send is scheduled for the next microtask. */
   scheduled: boolean;
@@ -87,6 +91,9 @@ export class GroupCommit<Item, Answer> {
   /** @param options `send`, `maxSize`, and optionally `size`, `lane`, `timeoutMs`, `timeoutError`. */
   constructor(options: GroupCommitOptions<Item, Answer>) {
     if (!(Number.isInteger(options.maxSize) && options.maxSize >= 1)) throw new RangeError(`GroupCommit: maxSize must be a positive integer (got ${options.maxSize})`);
+    if (options.inFlight !== undefined && !(Number.isInteger(options.inFlight) && options.inFlight >= 1)) {
+      throw new RangeError(`GroupCommit: inFlight must be a positive integer (got ${options.inFlight})`);
+    }
     this.#options = options;
   }
 
@@ -102,7 +109,7 @@ export class GroupCommit<Item, Answer> {
     const id = options.lane === undefined ? 0 : options.lane(item);
     let lane = this.#lanes.get(id);
     if (lane === undefined) {
-      lane = { id, inFlight: undefined, queue: [], scheduled: false, timer: undefined, idle: false };
+      lane = { id, inFlight: [], queue: [], scheduled: false, timer: undefined, idle: false };
       this.#lanes.set(id, lane);
     } else if (lane.idle) {
       lane.idle = false;
@@ -120,7 +127,7 @@ export class GroupCommit<Item, Answer> {
       };
       lane.queue.push(entry);
       if (timeoutMs !== undefined && lane.timer === undefined) this.#arm(lane, timeoutMs);
-      if (lane.inFlight === undefined && !lane.scheduled) {
+      if (lane.inFlight.length < this.#most && !lane.scheduled) {
         lane.scheduled = true;
         queueMicrotask(() => {
           lane.scheduled = false;
@@ -130,9 +137,19 @@ export class GroupCommit<Item, Answer> {
     });
   }
 
-  /** Sends the lane's next batch, when none is in flight. */
+  /** How many batches of one lane may be in flight. */
+  get #most(): number {
+    return this.#options.inFlight ?? 1;
+  }
+
+  /** Sends the lane's next batches, while fewer than `inFlight` are in flight. */
   #next(lane: Lane<Item, Answer>): void {
-    if (lane.inFlight !== undefined) return;
+    while (lane.inFlight.length < this.#most && lane.queue.length > 0) this.#send(lane);
+    this.#settle(lane);
+  }
+
+  /** Sends one batch of the lane's queue. */
+  #send(lane: Lane<Item, Answer>): void {
     const { maxSize } = this.#options;
     const batch: Entry<Item, Answer>[] = [];
     let total = 0;
@@ -144,11 +161,8 @@ export class GroupCommit<Item, Answer> {
       batch.push(entry);
       total += entry.size;
     }
-    if (batch.length === 0) {
-      this.#settle(lane);
-      return;
-    }
-    lane.inFlight = batch;
+    if (batch.length === 0) return;
+    lane.inFlight.push(batch);
     this.sent.batches++;
     this.sent.items += batch.length;
     let sending: Promise<(Answer | Error)[]>;
@@ -182,8 +196,9 @@ export class GroupCommit<Item, Answer> {
 
   /** A batch's round trip ended (or all its calls timed out): the lane takes its next batch. */
   #finished(lane: Lane<Item, Answer>, batch: Entry<Item, Answer>[]): void {
-    if (lane.inFlight !== batch) return;
-    lane.inFlight = undefined;
+    const index = lane.inFlight.indexOf(batch);
+    if (index < 0) return;
+    lane.inFlight.splice(index, 1);
     this.#next(lane);
   }
 
@@ -194,7 +209,7 @@ export class GroupCommit<Item, Answer> {
    * 0.4 µs of the batcher's 0.8) and an idle lane still keeps no process alive.
    */
   #settle(lane: Lane<Item, Answer>): void {
-    if (lane.inFlight !== undefined || lane.queue.length > 0 || lane.scheduled || lane.idle) return;
+    if (lane.inFlight.length > 0 || lane.queue.length > 0 || lane.scheduled || lane.idle) return;
     const timer = lane.timer;
     if (canUnref(timer)) {
       lane.idle = true;
@@ -219,9 +234,9 @@ export class GroupCommit<Item, Answer> {
   #expire(lane: Lane<Item, Answer>): void {
     const now = Date.now();
     const error = () => this.#options.timeoutError?.() ?? new Error("GroupCommit: no answer within the timeout");
-    const flight = lane.inFlight;
+    const flights = [...lane.inFlight];
     let oldest = Infinity;
-    for (const entries of flight === undefined ? [lane.queue] : [flight, lane.queue]) {
+    for (const entries of [...flights, lane.queue]) {
       for (const entry of entries) {
         if (entry.done) continue;
         if (entry.deadline <= now) {
@@ -231,7 +246,7 @@ export class GroupCommit<Item, Answer> {
       }
     }
     if (lane.queue.length > 0 && lane.queue.every((entry) => entry.done)) lane.queue = [];
-    if (flight !== undefined && flight.every((entry) => entry.done)) this.#finished(lane, flight);
+    for (const flight of flights) if (flight.every((entry) => entry.done)) this.#finished(lane, flight);
     if (oldest !== Infinity && lane.timer === undefined) this.#arm(lane, oldest - now);
     else this.#settle(lane);
   }
