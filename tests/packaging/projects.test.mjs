@@ -53,6 +53,7 @@ const PREVIOUS_MAJOR_UNSUPPORTED = {
   hono: "Hono 3 is no longer maintained and untested; the middleware's types follow Hono 4",
   convex: "Convex 0.x predates the APIs the adapter and the component use (the range starts at 1.43)",
   "@upstash/redis": "@upstash/redis 0.x is untested; the adapter's suites run on 1.x",
+  "@opentelemetry/api": "@opentelemetry/api 0.x was the API's pre-1.0 draft; ratebound/otel's histogram advice needs 1.7",
 };
 
 let work;
