@@ -216,13 +216,14 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     name: Name,
     options?: Options,
   ): Promise<LimitResultOf<Limits, Name, Options, Policy>> {
-    return this.#limitCall(name, options) as Promise<LimitResultOf<Limits, Name, Options, Policy>>;
+    return this.#observed(name, options, true) as Promise<LimitResultOf<Limits, Name, Options, Policy>>;
   }
 
-  #limitCall(name: string, options: LimitOptions | undefined): Promise<RateLimitResult> {
+  /** `limit` (write) or `check`, reported to `onDecision` when there is one. */
+  #observed(name: string, options: LimitOptions | undefined, write: boolean): Promise<RateLimitResult> {
     const hook = this.#onDecision;
-    if (hook === undefined) return this.#decide(name, options, true, undefined);
-    return hooked(hook, true, (recorded) => this.#decide(name, options, true, recorded));
+    if (hook === undefined) return this.#decide(name, options, write, undefined);
+    return hooked(hook, write, (recorded) => this.#decide(name, options, write, recorded));
   }
 
   /**
@@ -238,13 +239,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     name: Name,
     options?: Options,
   ): Promise<CheckResultOf<Limits, Name, Options, Policy>> {
-    return this.#checkCall(name, options) as Promise<CheckResultOf<Limits, Name, Options, Policy>>;
-  }
-
-  #checkCall(name: string, options: LimitOptions | undefined): Promise<RateLimitResult> {
-    const hook = this.#onDecision;
-    if (hook === undefined) return this.#decide(name, options, false, undefined);
-    return hooked(hook, false, (recorded) => this.#decide(name, options, false, recorded));
+    return this.#observed(name, options, false) as Promise<CheckResultOf<Limits, Name, Options, Policy>>;
   }
 
   /** `limit` (write) or `check`. Not an async function: a synchronous store answers with one settled Promise. */
@@ -396,9 +391,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
     options?: Options,
   ): Promise<BatchAnswerOf<Options>> {
-    const hook = this.#onDecision;
-    if (hook === undefined) return this.#batch(requests, options === undefined ? {} : options, true, undefined) as Promise<BatchAnswerOf<Options>>;
-    return hooked(hook, true, (recorded) => this.#batch(requests, options === undefined ? {} : options, true, recorded)) as Promise<BatchAnswerOf<Options>>;
+    return this.#batchCall(requests, options, true) as Promise<BatchAnswerOf<Options>>;
   }
 
   /**
@@ -414,9 +407,15 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>,
     options?: Options,
   ): Promise<BatchAnswerOf<Options>> {
+    return this.#batchCall(requests, options, false) as Promise<BatchAnswerOf<Options>>;
+  }
+
+  /** `limitAll` (write) or `checkAll`, reported to `onDecision` when there is one (`null` options stay null: #batch refuses them). */
+  #batchCall(requests: ReadonlyArray<BatchRequest>, given: { throws?: boolean; figures?: boolean } | undefined, write: boolean): Promise<RateLimitResult> {
+    const options = given === undefined ? {} : given;
     const hook = this.#onDecision;
-    if (hook === undefined) return this.#batch(requests, options === undefined ? {} : options, false, undefined) as Promise<BatchAnswerOf<Options>>;
-    return hooked(hook, false, (recorded) => this.#batch(requests, options === undefined ? {} : options, false, recorded)) as Promise<BatchAnswerOf<Options>>;
+    if (hook === undefined) return this.#batch(requests, options, write, undefined);
+    return hooked(hook, write, (recorded) => this.#batch(requests, options, write, recorded));
   }
 
   /** `limitAll` (write) or `checkAll`, under the batch's failure policy. */
