@@ -31,6 +31,58 @@ pub enum Field {
     MaxJitter = 20,
 }
 
+impl Field {
+    /// Every field, in the order of their numbers (from 1).
+    pub const ALL: [Field; 20] = [
+        Field::Kind,
+        Field::Rate,
+        Field::Period,
+        Field::Capacity,
+        Field::MaxReserved,
+        Field::Shards,
+        Field::Start,
+        Field::Count,
+        Field::Reserve,
+        Field::Now,
+        Field::SampleShards,
+        Field::Actual,
+        Field::GrantCount,
+        Field::GrantChargedAt,
+        Field::GrantShards,
+        Field::GrantShardCount,
+        Field::GrantShardRefunded,
+        Field::GrantShardValue,
+        Field::RetryAfter,
+        Field::MaxJitter,
+    ];
+
+    /// The field as the package's messages and `error.field` name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::Kind => "kind",
+            Field::Rate => "rate",
+            Field::Period => "period",
+            Field::Capacity => "capacity",
+            Field::MaxReserved => "maxReserved",
+            Field::Shards => "shards",
+            Field::Start => "start",
+            Field::Count => "count",
+            Field::Reserve => "reserve",
+            Field::Now => "now",
+            Field::SampleShards => "sampleShards",
+            Field::Actual => "actual",
+            Field::GrantCount => "grant.count",
+            Field::GrantChargedAt => "grant.chargedAt",
+            Field::GrantShards => "grant.shards",
+            Field::GrantShardCount => "grant.shards.count",
+            Field::GrantShardRefunded => "grant.shards.refunded",
+            Field::GrantShardValue => "grant.shards.value",
+            Field::RetryAfter => "retryAfter",
+            Field::MaxJitter => "maxJitter",
+        }
+    }
+}
+
 /// What a field must be: each rule is one sentence of the package's messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -65,6 +117,61 @@ pub enum Rule {
     OneOrTwoShards = 14,
     /// "a finite number"
     Finite = 15,
+}
+
+/// How a rule reads in a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wording {
+    /// What the field must be: the message is "{field} must be {phrase} (got {what was given})".
+    MustBe(&'static str),
+    /// The whole problem, its numbers as `{0}`, `{1}`, `{2}` (shown as JavaScript shows numbers).
+    Sentence(&'static str),
+}
+
+impl Rule {
+    /// Every rule, in the order of their numbers (from 1).
+    pub const ALL: [Rule; 15] = [
+        Rule::Number,
+        Rule::PositiveFinite,
+        Rule::FiniteNonNegative,
+        Rule::ShardRange,
+        Rule::StartOfBucket,
+        Rule::StartOfWindow,
+        Rule::KindName,
+        Rule::RefillPerShard,
+        Rule::FiniteMs,
+        Rule::ClockResolution,
+        Rule::IntegerAtLeastOne,
+        Rule::Unstorable,
+        Rule::GrantShard,
+        Rule::OneOrTwoShards,
+        Rule::Finite,
+    ];
+
+    /// The rule's words in the package's messages (`ts/core/errors.ts` has them, generated).
+    pub fn wording(self) -> Wording {
+        match self {
+            Rule::Number => Wording::MustBe("a number"),
+            Rule::PositiveFinite => Wording::MustBe("a positive finite number"),
+            Rule::FiniteNonNegative => Wording::MustBe("a finite number >= 0"),
+            Rule::ShardRange => Wording::MustBe("an integer from 1 to 1024"),
+            Rule::StartOfBucket => Wording::MustBe("null or absent for a token bucket"),
+            Rule::StartOfWindow => Wording::MustBe("a number of ms within ±9007199254740992 (2^53)"),
+            Rule::KindName => Wording::MustBe("\"token bucket\" or \"fixed window\""),
+            Rule::RefillPerShard => {
+                Wording::Sentence("rate / period must be a positive finite number of tokens per ms for each shard (got rate {0}, period {1}, shards {2})")
+            }
+            Rule::FiniteMs => Wording::MustBe("a finite number of ms"),
+            Rule::ClockResolution => {
+                Wording::Sentence("period must be at least the clock's resolution at now (got period {0} ms, now {1}, whose resolution is {2} ms)")
+            }
+            Rule::IntegerAtLeastOne => Wording::MustBe("an integer >= 1"),
+            Rule::Unstorable => Wording::Sentence("the limit's state would leave the range of numbers (value {0}, ts {1}); nothing was written"),
+            Rule::GrantShard => Wording::Sentence("the grant names shard {0}, which is not another shard of this limit (it has {1})"),
+            Rule::OneOrTwoShards => Wording::MustBe("one or two shards"),
+            Rule::Finite => Wording::MustBe("a finite number"),
+        }
+    }
 }
 
 /// What is wrong with one field, with up to three numbers for the message.
@@ -141,17 +248,13 @@ impl Error {
     /// assert_eq!(Error::GrantSettled.code(), "GRANT_SETTLED");
     /// ```
     pub fn code(&self) -> &'static str {
-        match self {
-            Error::InvalidConfig(_) => "INVALID_CONFIG",
-            Error::InvalidRequest(_) => "INVALID_REQUEST",
-            Error::CountExceedsMax { .. } => "COUNT_EXCEEDS_MAX",
-            Error::WaitUnbounded { .. } => "WAIT_UNBOUNDED",
-            Error::InvalidRandom { .. } => "INVALID_RANDOM",
-            Error::GrantSettled => "GRANT_SETTLED",
-        }
+        Error::CODES[usize::from(self.number())]
     }
 
-    /// The error's number across the boundary (`ts/core/errors.ts` keeps the same table).
+    /// The codes by number (0: none), as `ts/core/errors.ts` has them (generated).
+    pub const CODES: [&'static str; 7] = ["", "INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "WAIT_UNBOUNDED", "INVALID_RANDOM", "GRANT_SETTLED"];
+
+    /// The error's number across the boundary (its code is `CODES[number]`).
     pub fn number(&self) -> u8 {
         match self {
             Error::InvalidConfig(_) => 1,
@@ -212,6 +315,19 @@ mod tests {
                 assert_ne!(error.number(), other.number());
             }
         }
+    }
+
+    #[test]
+    fn every_field_and_rule_is_listed_at_its_number() {
+        for (index, field) in Field::ALL.iter().enumerate() {
+            assert_eq!(*field as usize, index + 1);
+        }
+        for (index, rule) in Rule::ALL.iter().enumerate() {
+            assert_eq!(*rule as usize, index + 1);
+        }
+        // The last variants: nothing past the tables (a new variant must join them, or these fail).
+        assert_eq!(Field::ALL.len(), Field::MaxJitter as usize);
+        assert_eq!(Rule::ALL.len(), Rule::Finite as usize);
     }
 
     #[test]
