@@ -45,6 +45,9 @@ if (process.argv.includes("--if-stale") && existsSync(stamp)) {
   if (statSync(stamp).mtimeMs > sources) process.exit(0);
 }
 
+// The boundary from one source: the buffer's layout and the core's error tables, written from the
+// Rust side into ts/core/boundary.ts (when it differs) before anything compiles against them.
+run("cargo", ["run", "--quiet", "--bin", "boundary", "--", "--write"]);
 run("cargo", ["build", "--quiet", "--profile", "wasm", "--lib", "--target", "wasm32-unknown-unknown"]);
 const wasm = at("target", "wasm32-unknown-unknown", "wasm", "ratebound.optimized.wasm");
 run(bin("wasm-opt"), [

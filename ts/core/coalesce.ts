@@ -23,7 +23,7 @@
  * the lane at once (its late reads and writes are refused, as `StoreCall` does).
  * @module
  */
-import { layout } from "./engine.js";
+import { MAX_ITEMS, MAX_SLOTS } from "./boundary.js";
 import { plan, run, type Call, type Decided } from "./driver.js";
 import { RateboundError } from "./errors.js";
 import { StoreCall, StoreTimeoutError, startTimer, type Degraded } from "./store-call.js";
@@ -127,7 +127,7 @@ export class Lanes {
 
   /** The most calls one batch decides: the core's batch holds `MAX_ITEMS`, and each call reads at most two states. */
   static get maxBatch(): number {
-    return Math.max(1, Math.min(layout.MAX_ITEMS, Math.floor(layout.MAX_SLOTS / 2)));
+    return Math.max(1, Math.min(MAX_ITEMS, Math.floor(MAX_SLOTS / 2)));
   }
 
   /**

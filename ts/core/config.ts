@@ -4,7 +4,8 @@
  * result kept as the numbers calls pass.
  * @module
  */
-import { core, io, layout } from "./engine.js";
+import { COMPILE_FIELDS, COMPILE_KIND, COMPILED_CONFIG, COMPILED_DRAWS, COMPILED_SETTLE_DRAWS, CONFIG_LEN, CONFIG_SHARDS, EXTRA, OUT } from "./boundary.js";
+import { core, io } from "./engine.js";
 import { coreError, invalidConfig, mustBe, unknownField } from "./errors.js";
 import type { RateLimitConfig } from "./types.js";
 
@@ -68,20 +69,19 @@ export function compileConfig(limit: string | undefined, config: unknown, known:
       throw invalidConfig(limit, name, `${name} must be readable (reading it threw) (got an exception)`);
     }
   }
-  const { EXTRA, OUT } = layout;
-  io[EXTRA] = raw.kind === "token bucket" ? 0 : raw.kind === "fixed window" ? 1 : 2;
+  io[EXTRA + COMPILE_KIND] = raw.kind === "token bucket" ? 0 : raw.kind === "fixed window" ? 1 : 2;
   CONFIG_FIELDS.slice(1).forEach((field, index) => {
     const [tag, value] = tagged(raw[field]);
-    io[EXTRA + 1 + 2 * index] = tag;
-    io[EXTRA + 2 + 2 * index] = value;
+    io[EXTRA + COMPILE_FIELDS + 2 * index] = tag;
+    io[EXTRA + COMPILE_FIELDS + 1 + 2 * index] = value;
   });
   if (core.rb_compile() < 0) throw coreError(io, OUT, limit, (field) => raw[field]);
-  const numbers = Array.from(io.subarray(EXTRA, EXTRA + 7));
+  const numbers = Array.from(io.subarray(EXTRA + COMPILED_CONFIG, EXTRA + COMPILED_CONFIG + CONFIG_LEN));
   return {
     numbers,
-    draws: io[EXTRA + 7]!,
-    settleDraws: io[EXTRA + 8]!,
-    shards: numbers[5]!,
+    draws: io[EXTRA + COMPILED_DRAWS]!,
+    settleDraws: io[EXTRA + COMPILED_SETTLE_DRAWS]!,
+    shards: numbers[CONFIG_SHARDS]!,
     described: describe(numbers),
   };
 }

@@ -7,6 +7,8 @@
  * @module
  */
 
+import { CODES, FIELDS, OUT_FIELD, OUT_NUMBERS, OUT_RESERVE, OUT_RULE, OUT_STATUS, RULES, SENTENCES } from "./boundary.js";
+
 /** What a refused call carries when it throws: the same shape as `@convex-dev/rate-limiter`'s `ConvexError` data. */
 export type RateLimitErrorData = { kind: "RateLimited"; name: string; retryAfter: number };
 
@@ -311,71 +313,22 @@ export function grantSettled(limit: string): RateboundError {
 // ---------------------------------------------------------------------------------------------
 // The core's errors, from its numbers.
 
-/** The core's field numbers (`src/error.rs` `Field`), by name as messages say them. */
-const FIELDS = [
-  "",
-  "kind",
-  "rate",
-  "period",
-  "capacity",
-  "maxReserved",
-  "shards",
-  "start",
-  "count",
-  "reserve",
-  "now",
-  "sampleShards",
-  "actual",
-  "grant.count",
-  "grant.chargedAt",
-  "grant.shards",
-  "grant.shards.count",
-  "grant.shards.refunded",
-  "grant.shards.value",
-  "retryAfter",
-  "maxJitter",
-] as const;
-
-/** The core's rules (`src/error.rs` `Rule`): what a field must be, or how the whole problem reads. */
-const RULES: ReadonlyArray<string | ((field: string, numbers: number[], got: unknown) => string)> = [
-  "",
-  "a number",
-  "a positive finite number",
-  "a finite number >= 0",
-  "an integer from 1 to 1024",
-  "null or absent for a token bucket",
-  "a number of ms within ±9007199254740992 (2^53)",
-  '"token bucket" or "fixed window"',
-  (_, [rate, period, shards]) =>
-    `rate / period must be a positive finite number of tokens per ms for each shard (got rate ${rate}, period ${period}, shards ${shards})`,
-  "a finite number of ms",
-  (_, [period, now, resolution]) =>
-    `period must be at least the clock's resolution at now (got period ${period} ms, now ${now}, whose resolution is ${resolution} ms)`,
-  "an integer >= 1",
-  (_, [value, ts]) => `the limit's state would leave the range of numbers (value ${value}, ts ${ts}); nothing was written`,
-  (_, [shard, shards]) => `the grant names shard ${shard}, which is not another shard of this limit (it has ${shards})`,
-  "one or two shards",
-  "a finite number",
-];
-
-/** The core's error codes by number (`src/error.rs` `Error::number`). */
-const CODES = ["", "INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "WAIT_UNBOUNDED", "INVALID_RANDOM", "GRANT_SETTLED"] as const;
-
 /**
  * The core's error written at `out` (`-code`, field, rule, three numbers,
- * reserve), worded for the limit `limit`. `given` shows what the caller gave
+ * reserve: the `OUT_*` offsets), worded for the limit `limit` from the
+ * core's tables (generated from `src/error.rs`). `given` shows what the caller gave
  * for a field when it was not a number (a config's raw field, say).
  */
 export function coreError(io: Float64Array, out: number, limit: string | undefined, given?: (field: string) => unknown): RateboundError {
-  const code = CODES[-io[out]!] ?? "INVALID_REQUEST";
-  const field = FIELDS[io[out + 10]!] ?? "";
-  const rule = RULES[io[out + 11]!] ?? "";
-  const numbers = [io[out + 12]!, io[out + 13]!, io[out + 14]!];
+  const code = CODES[-io[out + OUT_STATUS]!] || "INVALID_REQUEST";
+  const field = FIELDS[io[out + OUT_FIELD]!] ?? "";
+  const rule = io[out + OUT_RULE]!;
+  const numbers = [io[out + OUT_NUMBERS]!, io[out + OUT_NUMBERS + 1]!, io[out + OUT_NUMBERS + 2]!];
   const name = limit ?? "";
   switch (code) {
     case "COUNT_EXCEEDS_MAX": {
       const [count, max, shards] = numbers as [number, number, number];
-      const bound = io[out + 15] === 1 ? max.toFixed(2) : String(max);
+      const bound = io[out + OUT_RESERVE] === 1 ? max.toFixed(2) : String(max);
       return new RateboundError(code, `Rate limit ${name} count ${count} exceeds ${bound}${shards > 1 ? ` per ${shards} shards.` : "."}`, "count");
     }
     case "WAIT_UNBOUNDED":
@@ -390,7 +343,8 @@ export function coreError(io: Float64Array, out: number, limit: string | undefin
       return grantSettled(name);
     default: {
       const got = given !== undefined && Number.isNaN(numbers[0]) ? given(field) : numbers[0];
-      const problem = typeof rule === "function" ? rule(field, numbers, got) : mustBe(field, rule, got);
+      const sentence = SENTENCES[rule];
+      const problem = sentence ? sentence.replace(/\{([012])\}/g, (_, index: string) => String(numbers[Number(index)])) : mustBe(field, RULES[rule] ?? "", got);
       return code === "INVALID_CONFIG" ? invalidConfig(limit, field, problem) : invalidRequest(name, field, problem);
     }
   }

@@ -4,6 +4,7 @@
  * The reads and writes of both are here; every number is the core's.
  * @module
  */
+import * as at from "./boundary.js";
 import { figuresAt, io as mainIo, ownItems, type Engine } from "./engine.js";
 import { coreError, invalidRequest, mustBe, RateboundError, unknownField, wrongArgument } from "./errors.js";
 import { checkKey, checkName, refId, refOf } from "./call.js";
@@ -36,11 +37,12 @@ export function grantId(now: number, words: readonly number[]): string {
 
 /** The refs of a grant's charge: the planned shards, their ledgers, the record. */
 function chargeRefs(e: Engine, call: Call, slot: number): { refs: StateRef[]; reads: number } {
-  const { core, io, layout } = e;
-  const { PLAN, EXTRA } = layout;
-  if (core.rb_plan_charge(slot) < 0) throw coreError(io, layout.OUT, call.name);
-  const reads = io[PLAN + 2]!;
-  const shards = [io[PLAN]!, io[PLAN + 1]!, io[EXTRA]!, io[EXTRA + 1]!, io[EXTRA + 2]!];
+  const { core, io } = e;
+  const { PLAN, EXTRA } = at;
+  if (core.rb_plan_charge(slot) < 0) throw coreError(io, at.OUT, call.name);
+  const reads = io[PLAN + at.PLAN_READS]!;
+  const ledgers = EXTRA + at.CHARGE_READS;
+  const shards = [io[PLAN + at.PLAN_FIRST]!, io[PLAN + at.PLAN_SECOND]!, io[ledgers]!, io[ledgers + 1]!, io[ledgers + 2]!];
   const wanted = reads === 2 ? shards : [shards[0]!, shards[2]!, shards[4]!];
   return { refs: wanted.map((shard) => refOf(call.name, call.key, shard)), reads };
 }
@@ -48,18 +50,19 @@ function chargeRefs(e: Engine, call: Call, slot: number): { refs: StateRef[]; re
 /** Writes the call as item 0 of the engine's buffer (a charge always writes; it answers figures when asked). */
 function putCall(e: Engine, call: Call, figures: boolean): void {
   if (e.io === mainIo) ownItems(undefined);
-  putItem(e.io, e.layout.ITEMS, call, figures);
+  putItem(e.io, at.ITEMS, call, figures);
 }
 
-/** Applies a core answer's writes (at `at`: count, then shard, value, ts, fullAt each) through `store`. */
-function writeBack(io: Float64Array, store: RateLimitStore, name: string, key: string | undefined, at: number, now: number): void | Promise<void> {
-  const writes: [StateRef, RateLimitState, number][] = [];
-  for (let index = 0; index < io[at]!; index++) {
-    const from = at + 1 + 4 * index;
-    writes.push([refOf(name, key, io[from]!), { value: io[from + 1]!, ts: io[from + 2]! }, io[from + 3]!]);
+/** Applies a core answer's writes (from `writes`: count, then shard, value, ts, fullAt each) through `store`. */
+function writeBack(io: Float64Array, store: RateLimitStore, name: string, key: string | undefined, writes: number, now: number): void | Promise<void> {
+  const applied: [StateRef, RateLimitState, number][] = [];
+  for (let index = 0; index < io[writes + at.WRITES_COUNT]!; index++) {
+    const from = writes + at.WRITES_FIRST + at.WRITE * index;
+    const state = from + at.WRITE_STATE;
+    applied.push([refOf(name, key, io[from + at.WRITE_SHARD]!), { value: io[state + at.STATE_VALUE]!, ts: io[state + at.STATE_TS]! }, io[from + at.WRITE_FULL_AT]!]);
   }
   let chain: Promise<void> | undefined;
-  for (const [ref, state, fullAt] of writes) {
+  for (const [ref, state, fullAt] of applied) {
     if (chain !== undefined) {
       chain = chain.then(() => store.write(ref, state, { now, fullAt }) as void);
       continue;
@@ -106,35 +109,42 @@ interface Charging {
 }
 
 function charged(e: Engine, store: RateLimitStore, call: Call, { id, slot, tag, refs, reads, figures }: Charging, stored: unknown[]): Charged | Promise<Charged> {
-  const { core, io, layout } = e;
-  const { EXTRA, OUT } = layout;
+  const { core, io } = e;
+  const { EXTRA, OUT } = at;
   putCall(e, call, figures);
   chargeRefs(e, call, slot);
   // The five states the core takes: shard a, shard b, ledger a, ledger b, record (absent ones NaN).
   const order = reads === 2 ? [0, 1, 2, 3, 4] : [0, -1, 1, -1, 2];
-  order.forEach((from, index) => putState(EXTRA + 2 * index, from < 0 ? null : stored[from], { name: call.name, key: call.key, shard: from < 0 ? 0 : refs[from]!.shard }, io));
+  order.forEach((from, index) => putState(EXTRA + at.CHARGE_STATES + 2 * index, from < 0 ? null : stored[from], { name: call.name, key: call.key, shard: from < 0 ? 0 : refs[from]!.shard }, io));
   const status = core.rb_charge(slot, tag);
   if (status < 0) throw coreError(io, OUT, call.name);
-  const ok = io[OUT] === 1;
-  const wait = io[OUT + 1]!;
+  const ok = io[OUT + at.OUT_STATUS] === 1;
+  const wait = io[OUT + at.OUT_RETRY_AFTER]!;
   // The same figures `limit` answers, read by the same reader from this engine's buffer.
-  const shown = figures ? { figures: figuresAt(OUT + 2, io) } : {};
+  const shown = figures ? { figures: figuresAt(OUT + at.OUT_FIGURES, io) } : {};
   if (!ok) return { ok: false, retryAfter: wait, ...shown };
   const shards: GrantShard[] = [];
-  for (let index = 0; index < io[EXTRA + 18]!; index++) {
-    const at = EXTRA + 19 + 5 * index;
-    shards.push({ shard: io[at]!, count: io[at + 1]!, value: io[at + 2]!, ts: io[at + 3]!, refunded: io[at + 4]! });
+  const charged = EXTRA + at.CHARGE_GRANT;
+  for (let index = 0; index < io[charged + at.GRANT_SHARD_COUNT]!; index++) {
+    const part = charged + at.GRANT_PARTS + at.GRANT_PART * index;
+    shards.push({
+      shard: io[part + at.PART_SHARD]!,
+      count: io[part + at.PART_COUNT]!,
+      value: io[part + at.PART_VALUE]!,
+      ts: io[part + at.PART_TS]!,
+      refunded: io[part + at.PART_REFUNDED]!,
+    });
   }
   const grant: GrantData = {
     name: call.name,
     ...(call.key === undefined ? {} : { key: call.key }),
     id,
-    count: io[EXTRA + 16]!,
-    chargedAt: io[EXTRA + 17]!,
+    count: io[charged + at.GRANT_COUNT]!,
+    chargedAt: io[charged + at.GRANT_CHARGED_AT]!,
     shards,
   };
   const answer: Charged = Number.isNaN(wait) ? { ok: true, grant, ...shown } : { ok: true, retryAfter: wait, grant, ...shown };
-  const written = writeBack(io, store, call.name, call.key, EXTRA + 32, call.now);
+  const written = writeBack(io, store, call.name, call.key, EXTRA + at.CHARGE_WRITES, call.now);
   return isThenable(written) ? written.then(() => answer) : answer;
 }
 
@@ -200,23 +210,27 @@ export function grantInput(data: unknown): GrantInput {
 
 /** Writes a settle's config, grant and draws into `EXTRA`. */
 function putSettle(e: Engine, grant: GrantInput, limit: Compiled, draws: readonly number[]): void {
-  const { io, layout } = e;
-  const { EXTRA } = layout;
-  limit.numbers.forEach((number, index) => (io[EXTRA + index] = number));
+  const { io } = e;
+  const { EXTRA } = at;
+  limit.numbers.forEach((number, index) => (io[EXTRA + at.SETTLE_CONFIG + index] = number));
   const { slot, tag } = recordOf(grant.id);
-  const at = EXTRA + 8;
-  io[at] = grant.count;
-  io[at + 1] = grant.chargedAt;
-  io[at + 2] = grant.shards.length;
+  const into = EXTRA + at.SETTLE_GRANT;
+  io[into + at.GRANT_COUNT] = grant.count;
+  io[into + at.GRANT_CHARGED_AT] = grant.chargedAt;
+  io[into + at.GRANT_SHARD_COUNT] = grant.shards.length;
   for (let index = 0; index < 2; index++) {
     const part = grant.shards[index];
-    const from = at + 3 + 5 * index;
-    [part?.shard ?? 0, part?.count ?? 0, part?.value ?? 0, part?.ts ?? 0, part?.refunded ?? 0].forEach((number, field) => (io[from + field] = number));
+    const from = into + at.GRANT_PARTS + at.GRANT_PART * index;
+    io[from + at.PART_SHARD] = part?.shard ?? 0;
+    io[from + at.PART_COUNT] = part?.count ?? 0;
+    io[from + at.PART_VALUE] = part?.value ?? 0;
+    io[from + at.PART_TS] = part?.ts ?? 0;
+    io[from + at.PART_REFUNDED] = part?.refunded ?? 0;
   }
-  io[at + 13] = slot;
-  io[at + 14] = tag;
-  io[EXTRA + 24] = draws[0] ?? 0;
-  io[EXTRA + 25] = draws[1] ?? 0;
+  io[into + at.GRANT_SLOT] = slot;
+  io[into + at.GRANT_TAG] = tag;
+  io[EXTRA + at.SETTLE_DRAWS] = draws[0] ?? 0;
+  io[EXTRA + at.SETTLE_DRAWS + 1] = draws[1] ?? 0;
 }
 
 /**
@@ -233,11 +247,11 @@ function putSettle(e: Engine, grant: GrantInput, limit: Compiled, draws: readonl
  * @returns What the settle did.
  */
 export function settle(e: Engine, store: RateLimitStore, grant: GrantInput, limit: Compiled, actual: number, now: number, draws: readonly number[]): SettleResult | Promise<SettleResult> {
-  const { core, io, layout } = e;
-  const { EXTRA, OUT } = layout;
+  const { core, io } = e;
+  const { EXTRA, OUT } = at;
   putSettle(e, grant, limit, draws);
   core.rb_settle_reads();
-  const shards = Array.from(io.subarray(EXTRA + 32, EXTRA + 37));
+  const shards = Array.from(io.subarray(EXTRA + at.SETTLE_READS, EXTRA + at.SETTLE_READS + 5));
   // The five reads, de-duplicated (an unsharded grant reads its shard and ledger once).
   const ids = new Map<string, number>();
   const refs: StateRef[] = [];
@@ -254,16 +268,17 @@ export function settle(e: Engine, store: RateLimitStore, grant: GrantInput, limi
   // A synchronous store is settled synchronously: nothing can run between the read and the write.
   const finish = (stored: unknown[]): SettleResult | Promise<SettleResult> => {
   putSettle(e, grant, limit, draws);
-  slots.forEach((slot, index) => putState(EXTRA + 40 + 2 * index, stored[slot], { name: grant.name, key: grant.key, shard: shards[index]! }, io));
+  slots.forEach((slot, index) => putState(EXTRA + at.SETTLE_STATES + 2 * index, stored[slot], { name: grant.name, key: grant.key, shard: shards[index]! }, io));
   if (core.rb_settle(actual, now) < 0) throw coreError(io, OUT, grant.name);
-  const retryAfter = io[EXTRA + 67]!;
+  const answer = EXTRA + at.SETTLE_ANSWER;
+  const retryAfter = io[answer + at.SETTLED_RETRY_AFTER]!;
   const settled: SettleResult = {
-    refunded: io[EXTRA + 64]!,
-    charged: io[EXTRA + 65]!,
-    unpaid: io[EXTRA + 66]!,
+    refunded: io[answer + at.SETTLED_REFUNDED]!,
+    charged: io[answer + at.SETTLED_CHARGED]!,
+    unpaid: io[answer + at.SETTLED_UNPAID]!,
     ...(Number.isNaN(retryAfter) ? {} : { retryAfter }),
   };
-  const written = writeBack(io, store, grant.name, grant.key, EXTRA + 72, now);
+  const written = writeBack(io, store, grant.name, grant.key, EXTRA + at.SETTLE_WRITES, now);
   return isThenable(written) ? written.then(() => settled) : settled;
   };
   return isThenable(read) ? Promise.resolve(read).then(finish) : finish(read);

@@ -3,7 +3,8 @@
  * and report.
  * @module
  */
-import { core, io, layout, ownItems } from "./engine.js";
+import { EXTRA, ITEMS, OUT, REPORT_SHARD, REPORT_START, REPORT_TS, REPORT_VALUE, VALUE_DRAWS, VALUE_REPORT, VALUE_SHARDS, VALUE_STATES } from "./boundary.js";
+import { core, io, ownItems } from "./engine.js";
 import { coreError } from "./errors.js";
 import { refOf, type Random, drawMany } from "./call.js";
 import { isThenable, putState, readAll } from "./driver.js";
@@ -13,7 +14,7 @@ import type { RateLimitStore, RateLimitValue } from "./types.js";
 /** Writes `limit` as item 0's config. */
 function putLimit(limit: Compiled): void {
   ownItems(undefined);
-  limit.numbers.forEach((number, index) => (io[layout.ITEMS + index] = number));
+  limit.numbers.forEach((number, index) => (io[ITEMS + index] = number));
 }
 
 /**
@@ -38,27 +39,27 @@ export function getValue(
   now: number,
   random: Random,
 ): RateLimitValue | Promise<RateLimitValue> {
-  const { EXTRA, OUT } = layout;
   const asked = wanted === undefined ? 0 : 1;
   putLimit(limit);
   const needed = core.rb_value_draws(asked, wanted ?? 0);
   if (needed < 0) throw coreError(io, OUT, name);
   const draws = drawMany(random, needed);
   putLimit(limit);
-  draws.forEach((drawn, index) => (io[EXTRA + index] = drawn));
+  draws.forEach((drawn, index) => (io[EXTRA + VALUE_DRAWS + index] = drawn));
   const count = core.rb_plan_value(asked, wanted ?? 0, now);
   if (count < 0) throw coreError(io, OUT, name);
-  const shards = Array.from(io.subarray(EXTRA + 1024, EXTRA + 1024 + count));
+  const shards = Array.from(io.subarray(EXTRA + VALUE_SHARDS, EXTRA + VALUE_SHARDS + count));
   const refs = shards.map((shard) => refOf(name, key, shard));
   const finish = (stored: unknown[]): RateLimitValue => {
     putLimit(limit);
     shards.forEach((shard, index) => {
-      io[EXTRA + 1024 + index] = shard;
-      putState(EXTRA + 2048 + 2 * index, stored[index], { name, key, shard });
+      io[EXTRA + VALUE_SHARDS + index] = shard;
+      putState(EXTRA + VALUE_STATES + 2 * index, stored[index], { name, key, shard });
     });
     core.rb_value(count, now);
-    const start = io[EXTRA + 3]!;
-    return { value: io[EXTRA]!, ts: io[EXTRA + 1]!, shard: io[EXTRA + 2]!, config: describe(limit.numbers, Number.isNaN(start) ? undefined : start) };
+    const report = EXTRA + VALUE_REPORT;
+    const start = io[report + REPORT_START]!;
+    return { value: io[report + REPORT_VALUE]!, ts: io[report + REPORT_TS]!, shard: io[report + REPORT_SHARD]!, config: describe(limit.numbers, Number.isNaN(start) ? undefined : start) };
   };
   const stored = readAll(store, refs, now);
   return isThenable(stored) ? Promise.resolve(stored).then(finish) : finish(stored);
@@ -76,7 +77,7 @@ export function getValue(
  */
 export async function reset(store: RateLimitStore, name: string, key: string | undefined, limit: Compiled, now: number): Promise<void> {
   putLimit(limit);
-  if (core.rb_check_now(now) < 0) throw coreError(io, layout.OUT, name);
+  if (core.rb_check_now(now) < 0) throw coreError(io, OUT, name);
   for (let shard = 0; shard < limit.shards; shard++) {
     const done = store.write(refOf(name, key, shard), null);
     if (isThenable(done)) await done;

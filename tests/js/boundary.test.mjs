@@ -1,0 +1,29 @@
+// The boundary from one source: ts/core/boundary.ts is generated from src/wasm/io.rs and
+// src/error.rs (`cargo test` fails while the checked-in file is stale); here, the package as
+// built: the layout its TypeScript compiled against is the one both shipped modules answer.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import * as boundary from "../../pkg/dist/core/boundary.js";
+
+const NAMES = ["ITEMS", "PLAN", "MAP", "SLOTS", "OUT", "EXTRA", "ITEM", "PLAN_STRIDE", "SLOT", "OUT_STRIDE", "MAX_ITEMS", "MAX_SLOTS", "IO_LEN"];
+
+for (const file of ["ratebound.base64.js", "ratebound-lite.base64.js"]) {
+  test(`${file.replace(".base64.js", ".wasm")} answers the generated layout, and its buffer holds IO_LEN numbers`, async () => {
+    const { base64 } = await import(`../../pkg/dist/wasm/${file}`);
+    const { exports } = new WebAssembly.Instance(new WebAssembly.Module(Buffer.from(base64, "base64")), {});
+    NAMES.forEach((name, which) => assert.equal(exports.rb_layout(which), boundary[name], name));
+    assert.ok(exports.rb_io() + boundary.IO_LEN * 8 <= exports.memory.buffer.byteLength);
+  });
+}
+
+test("the generated module declares numbers and the error tables, nothing else", () => {
+  const text = readFileSync(new URL("../../ts/core/boundary.ts", import.meta.url), "utf8");
+  assert.match(text, /^\/\/ Generated from src\/wasm\/io\.rs/);
+  for (const [name, value] of Object.entries(boundary)) {
+    if (["CODES", "FIELDS", "RULES", "SENTENCES"].includes(name)) assert.ok(Array.isArray(value) && value[0] === "", name);
+    else assert.ok(Number.isInteger(value) && value >= 0, name);
+  }
+  assert.equal(boundary.CODES.length, 7);
+  assert.equal(boundary.RULES.length, boundary.SENTENCES.length);
+});
