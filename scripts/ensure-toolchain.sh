@@ -2,8 +2,9 @@
 # Installs what building and testing ratebound needs, and only what is missing
 # (with --build, only what building the package needs: the first two): the
 # wasm32 target, the npm packages of package-lock.json (wasm-opt comes from
-# the npm package binaryen), then Debian's chromium, redis-server, g++ and
-# postgresql, cargo-fuzz, and Deno (tools/deno).
+# the npm package binaryen), then Debian's chromium, wasm-bindgen-cli and
+# chromium-driver (the wasm32 test tier), redis-server, g++ and postgresql,
+# cargo-fuzz, and Deno (tools/deno).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +33,22 @@ if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
   $sudo apt-get update -q >&2
   $sudo apt-get install -y -q chromium >&2
+fi
+
+# The wasm32 test tier (tests/wasm.rs): wasm-bindgen-test-runner at exactly the version of the
+# wasm-bindgen Cargo.toml pins (the runner refuses a module built by another), and chromedriver
+# for its Chromium run.
+WASM_BINDGEN_VERSION=0.2.130
+if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
+  echo "ratebound: installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes)" >&2
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" >&2
+fi
+if [ ! -x /usr/bin/chromedriver ]; then
+  echo "ratebound: installing chromium-driver" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -q >&2
+  $sudo apt-get install -y -q chromium-driver >&2
 fi
 
 # Debian's redis-server for the ratebound/redis tests (tests/redis/ starts and stops its own).

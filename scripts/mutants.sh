@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Mutation testing of the core's decision code (issue 24, item 12), outside
+# Mutation testing of the core's decision code (issue 24, item 12) and of its
+# WebAssembly boundary's records (src/wasm/, compiled natively since issue 30), outside
 # `npm test`: too slow for every run (about two hours on 2 busy cores).
 #
 # cargo mutants changes one operator, constant or function body at a time in
@@ -28,6 +29,7 @@ fi
 FILES=(
   src/token_bucket.rs src/fixed_window.rs src/transition.rs src/decision.rs src/shard.rs src/figures.rs
   src/settle.rs src/limiter.rs src/plan.rs src/batch.rs src/records.rs src/value.rs
+  src/wasm/io.rs src/wasm/decide.rs src/wasm/grants.rs src/wasm/value.rs src/wasm/pure.rs src/wasm/boundary.rs
 )
 file_args=()
 if [[ " $* " != *" --file "* ]]; then

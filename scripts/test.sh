@@ -10,6 +10,14 @@ bash scripts/ensure-toolchain.sh
 echo "== Rust: unit, integration, property and doc tests (native)"
 cargo test --quiet
 
+echo "== Rust on wasm32: the core's tests (tests/wasm.rs) compiled to WebAssembly, in Node and in headless Chromium (wasm-bindgen-test-runner)"
+wasm_tier() {
+  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+    cargo test --target wasm32-unknown-unknown --features test-std --test wasm "$@"
+}
+wasm_tier
+WASM_BINDGEN_USE_BROWSER=1 CHROMEDRIVER=/usr/bin/chromedriver wasm_tier
+
 echo "== Build pkg/"
 node scripts/build.mjs
 
