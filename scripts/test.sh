@@ -13,7 +13,7 @@ cargo test --quiet
 echo "== Rust on wasm32: the core's tests (tests/wasm.rs) compiled to WebAssembly, in Node and in headless Chromium (wasm-bindgen-test-runner)"
 wasm_tier() {
   CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-    cargo test --target wasm32-unknown-unknown --features test-std --test wasm "$@"
+    cargo test --target wasm32-unknown-unknown --features std --test wasm "$@"
 }
 wasm_tier
 WASM_BINDGEN_USE_BROWSER=1 CHROMEDRIVER=/usr/bin/chromedriver wasm_tier

@@ -11,8 +11,8 @@
 //! On WebAssembly the crate has no standard library: no allocator and no
 //! formatter can reach the `.wasm`. Errors are data; the package words them.
 
-// (The wasm32 test tier alone, `tests/wasm.rs`, builds it with std: the `test-std` feature.)
-#![cfg_attr(all(target_arch = "wasm32", not(feature = "test-std")), no_std)]
+// (A wasm32 binary that links std, the test tier `tests/wasm.rs`, builds it with the `std` feature.)
+#![cfg_attr(all(target_arch = "wasm32", not(feature = "std")), no_std)]
 
 mod batch;
 mod config;

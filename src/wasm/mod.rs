@@ -26,9 +26,9 @@ mod tests;
 
 /// A trap, not a message: the package turns a trapped call into an error.
 /// Nothing the exports do can panic on valid input; this keeps `core::fmt`
-/// out of the `.wasm` should anything ever try. (The wasm32 test tier links
-/// std, whose handler stands in: the `test-std` feature.)
-#[cfg(all(target_arch = "wasm32", not(feature = "test-std")))]
+/// out of the `.wasm` should anything ever try. (A wasm32 binary that links
+/// std, such as the test tier, has std's: the `std` feature.)
+#[cfg(all(target_arch = "wasm32", not(feature = "std")))]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
     core::arch::wasm32::unreachable()
