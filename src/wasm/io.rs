@@ -4,23 +4,9 @@
 //! built (a test fails when the checked-in file is stale), so the two sides
 //! cannot drift apart.
 //!
-//! - `ITEMS`: one record per decision (stride [`ITEM`]): `kind` (0 token
-//!   bucket, 1 fixed window), `rate`, `period`, `capacity`, `maxReserved`
-//!   (NaN: none), `shards`, `start` (NaN: none), `count`, `reserve`,
-//!   `write`, `now`, four random draws, and whether to answer figures.
-//! - `PLAN`: per item (stride [`PLAN_STRIDE`]): the first and second shard,
-//!   how many shards are read, the fresh state of each (value, ts), status,
-//!   and the shard's `rate`, `capacity` and `maxReserved` (NaN: none): what a
-//!   host deciding next to its data needs besides the item's own numbers.
-//! - `MAP`: per item, the slots of its two reads (the package deduplicates refs).
-//! - `SLOTS`: per slot (stride [`SLOT`]): the stored value and ts (NaN value:
-//!   none), the pending value and ts (NaN: nothing to write), its `fullAt`.
-//! - `OUT`: per item (stride [`OUT_STRIDE`]): status (1 granted, 0 refused,
-//!   -code), `retryAfter` (NaN: none), the figures (limit, remaining, reset,
-//!   window, retryAfter in seconds, sampled), the two shares taken, and an
-//!   error's field, rule, three numbers and `reserve`.
-//! - `EXTRA`: what one operation needs beyond items (configs to compile,
-//!   grants, settles, sampled shards).
+//! - `ITEMS`, `PLAN`, `MAP`, `SLOTS`, `OUT`: one record per item (per slot
+//!   for `SLOTS`), each field named below (`ITEM_*`, `PLAN_*`, `SLOT_*`, `OUT_*`).
+//! - `EXTRA`: what one operation needs beyond items, its sub-layouts named below.
 
 use crate::batch::{Item, Slot};
 use crate::limiter::Outcome;
@@ -297,6 +283,15 @@ layout! { EXTRA_PURE: "EXTRA for getValue and the pure functions (offsets from E
     /// `rb_decide_state` out: the next ts.
     DECIDED_TS = 3;
 }
+
+// Checked as the crate compiles: no region, record or sub-layout runs into the next.
+const _: () = assert!(PLAN >= ITEMS + ITEM * MAX_ITEMS && MAP >= PLAN + PLAN_STRIDE * MAX_ITEMS && SLOTS >= MAP + 2 * MAX_ITEMS);
+const _: () = assert!(OUT >= SLOTS + SLOT * MAX_SLOTS && EXTRA >= OUT + OUT_STRIDE * MAX_ITEMS);
+const _: () = assert!(ITEM_FIGURES < ITEM && PLAN_MAX_RESERVED < PLAN_STRIDE && SLOT_FULL_AT < SLOT && OUT_RESERVE < OUT_STRIDE);
+const _: () = assert!(OUT_FIGURES + FIGURE_SAMPLED < OUT_SHARES && CONFIG_LEN <= ITEM_COUNT);
+const _: () = assert!(CHARGE_STATES + 10 <= CHARGE_GRANT && CHARGE_GRANT + GRANT_PARTS + 2 * GRANT_PART <= CHARGE_WRITES);
+const _: () = assert!(SETTLE_GRANT + GRANT_TAG < SETTLE_DRAWS && SETTLE_READS + 5 <= SETTLE_STATES && SETTLE_STATES + 10 <= SETTLE_ANSWER);
+const _: () = assert!(VALUE_SHARDS + MAX_SAMPLED <= VALUE_STATES && EXTRA + VALUE_STATES + 2 * MAX_SAMPLED <= IO_LEN);
 
 /// Every table, in the order the generated module lists them.
 #[cfg(not(target_arch = "wasm32"))]
