@@ -6,9 +6,10 @@
 import { bytes as lite } from "./wasm/ratebound-lite.bytes.js";
 import { compileLatin1, useModule } from "./core/engine.js";
 useModule(compileLatin1(lite), async () => {
-  let url = "./wasm/ratebound.wasm";
+  let url = "./wasm/ratebound.wasm"; // (an IIFE bundle has no import.meta.url: the error below says so)
   try {
-    url = new URL(url, import.meta.url); // (an IIFE bundle has no import.meta.url: the error below says so)
+    // This very pattern, a literal in `new URL(…, import.meta.url)`, is what bundlers emit as an asset.
+    url = new URL("./wasm/ratebound.wasm", import.meta.url);
     // A page loads it with fetch; Node (tests that import this entry) reads the file.
     const fs = url.protocol === "file:" ? globalThis.process?.getBuiltinModule?.("fs") : undefined;
     const bytes = fs ? fs.readFileSync(url) : await fetch(url).then((response) => (response.ok ? response.arrayBuffer() : Promise.reject(new Error(`HTTP ${response.status}`))));
