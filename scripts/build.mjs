@@ -41,7 +41,7 @@ const stamp = at("pkg", "dist", "wasm", "ratebound.wasm");
 if (process.argv.includes("--if-stale") && existsSync(stamp)) {
   const sources = Math.max(
     ...["src", "ts", "pkg-template"].map((dir) => newestSource(at(dir))),
-    ...["Cargo.toml", "README.md", "LICENSE-MIT", "LICENSE-APACHE", "scripts/build.mjs", "scripts/package-readme.mjs"].map((file) => statSync(at(file)).mtimeMs),
+    ...["Cargo.toml", "README.md", "LICENSE-MIT", "LICENSE-APACHE", "scripts/build.mjs", "scripts/bench/bundle.mjs", "scripts/package-readme.mjs"].map((file) => statSync(at(file)).mtimeMs),
   );
   if (statSync(stamp).mtimeMs > sources) process.exit(0);
 }
