@@ -119,9 +119,10 @@ function exportNames(bytes) {
 
 /**
  * A module's bytes as a JavaScript string literal, one character per byte (U+0000 to U+00FF),
- * the file written in UTF-8: gzipped, a third smaller than base64 (a byte above 0x7F is two
- * bytes of UTF-8, which gzip codes nearly as well as one). Quotes, backslashes and line breaks
- * are escaped, and every control character, so that no tool reads the file as binary.
+ * the file written in UTF-8: once bundled by esbuild and gzipped, 15 % smaller than base64 (13.8
+ * against 16.2 KB for the small module; a byte above 0x7F is two bytes of UTF-8, which gzip codes
+ * nearly as well as one). Quotes, backslashes and every control character are escaped, so that
+ * no tool reads the file as binary.
  */
 function latin1Literal(bytes) {
   let text = "";
