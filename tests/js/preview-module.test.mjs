@@ -26,11 +26,15 @@ function sameAnswers(small, label) {
   }
 }
 
-test("the package's browser condition of ratebound/preview names the small preview", () => {
-  assert.equal(manifest.exports["./preview"].browser, "./dist/browser/preview-small.js");
-  for (const runtime of ["workerd", "worker", "edge-light", "convex", "deno"]) {
-    assert.equal(manifest.exports["./preview"][runtime], "./dist/preview.js", `${runtime} may not compile from bytes, or has its own entry: it keeps the preview that imports ratebound`);
+test("the package's browser condition of ratebound/preview and ratebound/react names the small preview", async () => {
+  for (const [subpath, file] of [["./preview", "preview"], ["./react", "react"]]) {
+    assert.equal(manifest.exports[subpath].browser, `./dist/browser/${file}-small.js`);
+    for (const runtime of ["workerd", "worker", "edge-light", "convex", "deno"]) {
+      assert.equal(manifest.exports[subpath][runtime], `./dist/${file}.js`, `${runtime} may not compile from bytes, or has its own entry: it keeps the ${file} that imports ratebound`);
+    }
   }
+  const react = readFileSync(new URL("../../pkg/dist/browser/react-small.js", import.meta.url), "utf8");
+  assert.match(react, /from "\.\/preview-small\.js";/, "the small React hook uses the small preview");
 });
 
 test("the preview alone compiles the tiny module, and answers as the whole package does", async () => {
