@@ -59,7 +59,7 @@ run(bin("wasm-opt"), [
 // - ratebound-lite.wasm, what a browser app compiles: everything but grants and settles (a grant
 //   fetches the full module then, once): the exports listed here, every `rb_slab_*` export
 //   (MemoryStore's one-crossing path), by prefix, and every export the modules the browser
-//   entry imports statically call (read from them below, once tsc has written them).
+//   entry imports call, but grant.js (read from them below, once tsc has written them).
 // - ratebound-preview.wasm, what `ratebound/preview` alone compiles in a browser: the exports
 //   that the preview's modules call (read the same way).
 const LITE_EXPORTS = [
