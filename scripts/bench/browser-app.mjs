@@ -1,13 +1,17 @@
 // What a browser app that uses ratebound ships: a small app importing the package, bundled and
 // minified by esbuild as a user's build would do it (platform browser, so the package's `browser`
-// export conditions resolve; code splitting on, so a dynamic `import()` becomes a chunk of its
-// own), plus every `.wasm` the bundle can load, however the package ships it:
+// export conditions resolve), two ways: code splitting on (`--splitting --format=esm`: a dynamic
+// `import()` becomes a chunk of its own), and a default bundle (no splitting, one file: what
+// wrangler does and a newcomer's first try, where every dynamic `import()` is inlined). Plus
+// every `.wasm` the bundle can load, however the package ships it:
 //
 // - imported as a module (`import wasm from "./x.wasm"`): esbuild's `file` loader emits it;
 // - fetched by URL (`new URL("./x.wasm", import.meta.url)`): Vite, webpack 5 and Parcel emit
 //   the file that pattern names, esbuild leaves the URL as it is, so the bench copies the file
-//   where that URL points, beside the chunk, as the user's server would serve it;
-// - inlined in the JavaScript (base64 or bytes): counted with the JavaScript, and flagged.
+//   where that URL points, beside the chunk, as the user's server would serve it. Such a file
+//   is counted as lazy: the package fetches by URL only the full module, on the first grant
+//   (the Chromium run of ./browser-run.mjs counts what a page really fetched);
+// - inlined in the JavaScript (base64, or one character per byte): counted with the JavaScript.
 //
 // Each file gzipped alone at level 9 (`gzip -9`), as a server sends it. ./browser-run.mjs then
 // runs the app in Chromium and counts what the page actually downloaded to decide.
@@ -16,14 +20,18 @@ import { dirname, join, relative, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
 
-/** The apps measured: the main entry (a limiter on a MemoryStore, one decision), and the preview alone. */
+/**
+ * The apps measured: the main entry (a limiter on a MemoryStore, one decision, and a
+ * `calculateRateLimit`), and the preview alone.
+ */
 export const APPS = {
   main: {
-    label: "`RateLimiter` + `MemoryStore` + one `limit()`, importing `ratebound`",
-    source: `import { RateLimiter, MemoryStore, SECOND } from "ratebound";
+    label: "`RateLimiter` + `MemoryStore` + one `limit()` + `calculateRateLimit`, importing `ratebound`",
+    source: `import { RateLimiter, MemoryStore, SECOND, calculateRateLimit } from "ratebound";
 const limiter = new RateLimiter(new MemoryStore(), { preview: { kind: "token bucket", rate: 10, period: SECOND } });
 const status = await limiter.limit("preview", { key: "button" });
-document.body.dataset.ok = String(status.ok);
+const next = calculateRateLimit({ value: 10, ts: Date.now() }, { kind: "token bucket", rate: 10, period: SECOND }, Date.now(), 1);
+document.body.dataset.ok = String(status.ok && next.value === 9);
 `,
   },
   preview: {
@@ -89,21 +97,23 @@ export function wasmSections(bytes) {
  *
  * @param {string} project A project with the built package in node_modules/ratebound (./package.mjs).
  * @param {keyof typeof APPS} name Which app.
+ * @param {{ splitting?: boolean }} [options] `splitting: false`: a default bundle, one file (default: split).
  * @returns {Promise<object>} `name`, `label`, `root` (the folder to serve), `files` (every file the
- * build made or the bundle fetches: `{ url, aliases, path, kind: "js" | "wasm", raw, gzip, eager, from }`,
- * `url` relative to `root`, `aliases` every URL that serves the same file, `eager` for the entry
- * and the chunks it imports statically),
+ * build made or the bundle fetches: `{ url, aliases, path, kind: "js" | "wasm", raw, gzip, eager, from, text }`,
+ * `text` the file's bytes as latin1,
+ * `url` relative to `root`, `aliases` every URL that serves the same file, `eager` for the entry,
+ * the chunks it imports statically and a `.wasm` it imports as a module),
  * `static` (sums over every file: `{ jsRaw, jsGzip, wasmRaw, wasmGzip, total }`), `eager` (the
  * same over the entry, its static chunks and every `.wasm`: what loads before anything lazy),
  * `inlineWasm` (JS files that carry a module's bytes), `inputs` (each bundled module's minified
  * bytes, largest first), `wasm` (per `.wasm`: its package path and `sections`), `resolvedEntry`
- * (the package file the import resolved to), `esbuildVersion`.
+ * (the package file the import resolved to), `splitting`, `esbuildVersion`.
  * @example
  * const app = await measureBrowserApp(project, "main"); // app.static.total: bytes, gzip
  */
-export async function measureBrowserApp(project, name) {
+export async function measureBrowserApp(project, name, { splitting = true } = {}) {
   const { label, source } = APPS[name];
-  const dir = join(project, `browser-${name}`);
+  const dir = join(project, `browser-${name}${splitting ? "" : "-default"}`);
   const root = join(dir, "out");
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "app.js"), source);
@@ -113,7 +123,7 @@ export async function measureBrowserApp(project, name) {
     outdir: root,
     bundle: true,
     minify: true,
-    splitting: true,
+    splitting,
     format: "esm",
     platform: "browser",
     target: "es2022",
@@ -134,9 +144,9 @@ export async function measureBrowserApp(project, name) {
   };
   visit(entry.path);
   const files = [];
-  const describe = (path, url, kind, from) => {
+  const describe = (path, url, kind, from, lazy = false) => {
     const bytes = readFileSync(path);
-    files.push({ url, aliases: [url], path, kind, raw: bytes.length, gzip: gzip(bytes), eager: kind === "wasm" || eager.has(path), from });
+    files.push({ url, aliases: [url], path, kind, raw: bytes.length, gzip: gzip(bytes), eager: !lazy && (kind === "wasm" || eager.has(path)), from, text: bytes.toString("latin1") });
   };
   for (const { path } of outputs) {
     if (path.endsWith(".js")) describe(path, relative(root, path), "js", "emitted by esbuild");
@@ -157,7 +167,7 @@ export async function measureBrowserApp(project, name) {
           if (!known.aliases.includes(relative(root, served))) known.aliases.push(relative(root, served));
           continue;
         }
-        describe(served, relative(root, served), "wasm", `fetched by URL from \`${relative(packageRoot, resolve(project, input))}\``);
+        describe(served, relative(root, served), "wasm", `fetched by URL from \`${relative(packageRoot, resolve(project, input))}\``, true);
         Object.assign(files.at(-1), { source, packagePath: relative(packageRoot, source) });
       }
     }
@@ -178,7 +188,7 @@ export async function measureBrowserApp(project, name) {
     .map(([path, { bytesInOutput }]) => ({ path: path.replace(/^node_modules\/ratebound\//, ""), bytes: bytesInOutput }))
     .filter((input) => input.bytes > 0)
     .sort((a, b) => b.bytes - a.bytes);
-  const appInput = Object.keys(metafile.inputs).find((path) => path.endsWith(join(`browser-${name}`, "app.js")));
+  const appInput = Object.keys(metafile.inputs).find((path) => path.endsWith(join(relative(project, dir), "app.js")));
   const resolvedEntry = relative(packageRoot, resolve(project, metafile.inputs[appInput].imports[0].path));
   const wasm = files.filter((file) => file.kind === "wasm").map((file) => ({ url: file.url, packagePath: file.packagePath ?? file.url, sections: wasmSections(readFileSync(file.path)) }));
   return {
@@ -192,6 +202,7 @@ export async function measureBrowserApp(project, name) {
     inputs,
     wasm,
     resolvedEntry,
+    splitting,
     esbuildVersion: (await import("esbuild")).version,
   };
 }

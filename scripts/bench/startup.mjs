@@ -2,7 +2,7 @@
 // inside fresh processes with performance.now() (process start-up itself is not counted), with
 // the probe of scripts/bench-startup.mjs; beside it, the same for the peer a Node user would pick,
 // `rate-limiter-flexible`: `import` → `new RateLimiterMemory` → first `consume()`. A third probe
-// loads ratebound step by step to show where the time goes. The probes take turns, so all three
+// loads ratebound's modules step by step, unbundled, to show where the time goes. The probes take turns, so all three
 // see the same load.
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
@@ -32,18 +32,20 @@ const decided = performance.now();
 console.log(JSON.stringify({ importMs: imported - start, totalMs: decided - start }));
 `;
 
-// The same work in steps: the glue module, reading and compiling the .wasm, instantiating it,
-// the API modules (index.js and what it imports), the first decision.
+// The same work in steps, on the package's modules one by one (the bundled entry the main probe
+// imports is these modules in one file): the module holding the .wasm as base64, decoding it,
+// compiling it, instantiating it (with the engine module), the API modules (index.js and what it
+// imports), the first decision.
 const STEPS_PROBE = `const start = performance.now();
 const dist = new URL("./node_modules/ratebound/dist/", import.meta.url);
-const glue = await import(new URL("wasm/ratebound.js", dist));
-const glueAt = performance.now();
-const { readFileSync } = await import("node:fs");
-const bytes = readFileSync(new URL("wasm/ratebound_bg.wasm", dist));
-const readAt = performance.now();
+const { base64 } = await import(new URL("wasm/ratebound.base64.js", dist));
+const wasmJsAt = performance.now();
+const bytes = Buffer.from(base64, "base64");
+const decodedAt = performance.now();
 const module = new WebAssembly.Module(bytes);
 const compiledAt = performance.now();
-glue.initSync({ module });
+const engine = await import(new URL("core/engine.js", dist));
+engine.useModule(module);
 const instantiatedAt = performance.now();
 const { RateLimiter, MemoryStore } = await import(new URL("index.js", dist));
 const apiAt = performance.now();
@@ -52,7 +54,7 @@ const result = await limiter.limit("probe");
 if (!result.ok) throw new Error("the first decision was refused");
 const decidedAt = performance.now();
 console.log(JSON.stringify({
-  glue: glueAt - start, read: readAt - glueAt, compile: compiledAt - readAt, instantiate: instantiatedAt - compiledAt,
+  wasmJs: wasmJsAt - start, decode: decodedAt - wasmJsAt, compile: compiledAt - decodedAt, instantiate: instantiatedAt - compiledAt,
   api: apiAt - instantiatedAt, firstDecision: decidedAt - apiAt, total: decidedAt - start,
 }));
 `;
@@ -74,8 +76,8 @@ const summary = (samples) => ({ medianMs: median(samples), minMs: Math.min(...sa
 /**
  * Fresh Node processes, taking turns: ratebound's probe, the peer's, the step-by-step one (the
  * first of the three rotating every run). The step-by-step probe loads the package's internal
- * glue by path: when a build has no such glue (it fails once, before the runs), it is left out
- * and `stepsSkipped` says why.
+ * modules by path: when a build has other modules (it fails once, before the runs), it is left
+ * out and `stepsSkipped` says why.
  *
  * @param {string} work A project directory with ratebound and rate-limiter-flexible in node_modules.
  * @param {number} runs Fresh processes per probe.
@@ -93,7 +95,7 @@ export async function measureStartup(work, runs) {
   try {
     await runNode(["startup-steps.mjs"], work);
   } catch (error) {
-    stepsSkipped = `the step-by-step probe cannot load this build's glue (${error.message.split("\n").slice(-1)[0].slice(0, 160)})`;
+    stepsSkipped = `the step-by-step probe cannot load this build's modules (${error.message.split("\n").slice(-1)[0].slice(0, 160)})`;
   }
   const probes = ["startup-probe.mjs", "startup-peer.mjs", ...(stepsSkipped ? [] : ["startup-steps.mjs"])];
   const results = new Map(probes.map((probe) => [probe, []]));

@@ -307,11 +307,11 @@ describe("packaging of ratebound/preview and ratebound/react", () => {
     assert.equal(manifest.dependencies?.react, undefined);
   });
 
-  it("imports react from the react module (dist/browser/react.js, and its CommonJS twin) and from no other file", () => {
+  it("imports react from the react module (dist/browser/react.js, its CommonJS twin and its browser twin on the small preview) and from no other file", () => {
     const importers = readdirSync(join(pkgDir, "dist"), { recursive: true })
       .filter((file) => /\.(c?js|mjs)$/.test(file))
       .filter((file) => /(from\s*|require\(\s*|import\(\s*)["']react(\/[^"']*)?["']/.test(readFileSync(join(pkgDir, "dist", file), "utf8")));
-    assert.deepEqual(importers.sort(), ["browser/react.cjs", "browser/react.js"]);
+    assert.deepEqual(importers.sort(), ["browser/react-small.js", "browser/react.cjs", "browser/react.js"]);
   });
 
   it("the preview module (dist/browser/preview.js) loads the core by the package's name, not a second copy of the wasm", () => {

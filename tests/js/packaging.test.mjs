@@ -138,7 +138,7 @@ describe("installed as a dependency", () => {
        process.stdout.write(JSON.stringify({ import: import.meta.resolve("ratebound"), require: require.resolve("ratebound") }));`,
     );
     const resolved = runScript("resolve.mjs");
-    assert.ok(resolved.import.endsWith("/dist/node.js"), `import resolves to ${resolved.import}`);
+    assert.ok(resolved.import.endsWith("/dist/node.bundle.js"), `import resolves to ${resolved.import} (the Node entry bundled into one module)`);
     assert.ok(resolved.require.endsWith("/dist/node.cjs"), `require resolves to ${resolved.require}`);
   });
 

@@ -1,6 +1,8 @@
 // The browser entry starts with the small .wasm (no grants, what a browser app downloads) and
-// loads the full one on the first grant, once. Run in its own process: the entry instantiates
-// the core for the whole realm.
+// loads the full one on the first grant, once, from the URL beside the entry (dist/wasm/
+// ratebound.wasm; in Node the entry reads that file). Run in its own process: the entry
+// instantiates the core for the whole realm.
+import { renameSync } from "node:fs";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { RateLimiter, MemoryStore, SECOND } from "../../pkg/dist/browser.js";
@@ -12,6 +14,22 @@ test("the browser entry decides on the small module, which has no grant exports"
   const limiter = new RateLimiter(new MemoryStore(), { send: { kind: "token bucket", rate: 2, period: SECOND } }, { now: () => 0 });
   assert.deepEqual(await limiter.limit("send"), { ok: true });
   assert.equal((await limiter.getValue("send")).value, 1);
+});
+
+test("a grant whose full module cannot be loaded is refused with where it was looked for, and the next grant tries again", async () => {
+  const limiter = new RateLimiter(new MemoryStore(), { llm: { kind: "token bucket", rate: 100, period: SECOND } }, { now: () => 0 });
+  const full = new URL("../../pkg/dist/wasm/ratebound.wasm", import.meta.url);
+  const aside = new URL("../../pkg/dist/wasm/ratebound.wasm.aside", import.meta.url);
+  renameSync(full, aside);
+  try {
+    await assert.rejects(limiter.limit("llm", { count: 40, grant: true }), (error) => {
+      assert.match(error.message, /a grant needs the full module, which could not be loaded from file:.*\/dist\/wasm\/ratebound\.wasm/);
+      return true;
+    });
+  } finally {
+    renameSync(aside, full);
+  }
+  assert.equal((await limiter.getValue("llm")).value, 100, "the refused grant took nothing");
 });
 
 test("a grant loads the full module once, and charges and settles as on the server", async () => {

@@ -351,8 +351,8 @@ test("Chromium runs the package as native ES modules from a static server", { ti
   const { seen, fetched, served } = await inChromium(dir, "index.html");
   assertScenario(seen);
   assert.ok(served.includes(`/node_modules/ratebound/${entry}`), `the page loaded ${entry}`);
-  assert.ok(served.includes("/node_modules/ratebound/dist/wasm/ratebound-lite.base64.js"), "the small .wasm (no grants) came inlined in a module");
-  assert.ok(!served.includes("/node_modules/ratebound/dist/wasm/ratebound.base64.js"), "the full .wasm is not loaded by a page that takes no grant");
+  assert.ok(served.includes("/node_modules/ratebound/dist/wasm/ratebound-lite.bytes.js"), "the small .wasm (no grants) came inlined in a module");
+  assert.ok(!served.some((path) => /\/ratebound\.(wasm|base64\.js)$/.test(path)), "the full .wasm is not loaded by a page that takes no grant");
   assert.deepEqual(fetched.filter((path) => path.endsWith(".wasm")), [], "no .wasm was fetched");
 });
 
@@ -375,6 +375,25 @@ test("Chromium runs an esbuild bundle of the package", { timeout: TEST_TIMEOUT_M
   assertScenario(seen);
   assert.deepEqual(served, ["/public/index.html", "/public/browser.js"], "the page loaded its bundle and nothing else (no .wasm)");
   assertEntry(bundledEntry(metafile), exported("browser"));
+});
+
+test("Chromium takes a grant: the page fetches the full module by URL then, natively and from an esbuild bundle that serves it beside", { timeout: TEST_TIMEOUT_MS }, async () => {
+  const { build } = await import("esbuild");
+  const dir = await project("chromium-grant", { files: ["browser-grant.mjs"] });
+  const entry = exported("browser");
+  const answer = { ok: true, refunded: 25, value: 85 };
+  writePage(dir, "index.html", { importMap: { ratebound: `/node_modules/ratebound/${entry}` }, script: "./browser-grant.mjs" });
+  const native = await inChromium(dir, "index.html");
+  assert.deepEqual({ ok: native.ok, refunded: native.refunded, value: native.value }, answer);
+  assert.ok(native.fetched.includes("/node_modules/ratebound/dist/wasm/ratebound.wasm"), "the grant fetched the full module beside the entry");
+  // esbuild leaves the URL as written, relative to the bundle: the app serves the file there (docs/browser.md).
+  await build({ entryPoints: [join(dir, "browser-grant.mjs")], outdir: join(dir, "public"), absWorkingDir: dir, bundle: true, format: "esm", platform: "browser", logLevel: "silent" });
+  mkdirSync(join(dir, "public", "wasm"));
+  copyFileSync(join(dir, "node_modules", "ratebound", "dist", "wasm", "ratebound.wasm"), join(dir, "public", "wasm", "ratebound.wasm"));
+  writePage(dir, join("public", "index.html"), { script: "./browser-grant.js" });
+  const bundled = await inChromium(dir, "public/index.html");
+  assert.deepEqual({ ok: bundled.ok, refunded: bundled.refunded, value: bundled.value }, answer);
+  assert.deepEqual(bundled.served, ["/public/index.html", "/public/browser-grant.js", "/public/wasm/ratebound.wasm"], "the bundle, then the full module on the grant");
 });
 
 test("Vite bundles the package into a Node server bundle (SSR, noExternal) that decides alone, moved away from node_modules", { timeout: TEST_TIMEOUT_MS }, async () => {
