@@ -50,7 +50,7 @@ export function throttle<Limits extends Record<string, LimitConfig>, Args extend
   limiter: RateLimiter<Limits, any>,
   name: Named<Limits>,
   fn: (this: This, ...args: Args) => Result,
-  options: ThrottleOptions<NoInfer<Args>> = {},
+  options: ThrottleOptions<Args> = {},
 ): (this: This, ...args: Args) => Promise<Awaited<Result>> {
   if (typeof limiter !== "object" || limiter === null || typeof limiter.acquire !== "function") throw invalidArgument("throttle", "limiter", "a RateLimiter", limiter);
   if (typeof fn !== "function") throw invalidArgument("throttle", "fn", "a function", fn);
