@@ -114,3 +114,21 @@ describe("throttle", () => {
     assert.throws(() => throttle(limiter, "host", () => {}, { key: 1 }), { code: "INVALID_ARGUMENT", field: "key" });
   });
 });
+
+test("a polluted Object.prototype is never read as an option of acquire, acquireAll or throttle", async () => {
+  const limiter = new RateLimiter(new MemoryStore(), { api: { kind: "token bucket", rate: 10, period: 1_000 } });
+  Object.prototype.key = "polluted";
+  Object.prototype.count = 10;
+  Object.prototype.maxWait = -1;
+  try {
+    await limiter.acquire("api", {});
+    await limiter.acquireAll([{ name: "api" }], {});
+    await throttle(limiter, "api", () => 1, {})();
+  } finally {
+    delete Object.prototype.key;
+    delete Object.prototype.count;
+    delete Object.prototype.maxWait;
+  }
+  assert.equal((await limiter.getValue("api")).value < 7.5, true, "3 tokens of the shared state were taken");
+  assert.equal((await limiter.getValue("api", { key: "polluted" })).value, 10, "nothing under the polluted key");
+});

@@ -58,7 +58,12 @@ export function throttle<Limits extends Record<string, LimitConfig>, Args extend
   for (const field of Object.keys(options)) {
     if (!THROTTLE_OPTIONS.includes(field)) throw wrongArgument("throttle", field, unknownField(field, THROTTLE_OPTIONS, "option"));
   }
-  const { key, count, maxWait, signal } = options;
+  // Own fields only: a polluted Object.prototype.key is never read.
+  const field = <T>(name: string): T | undefined => (Object.hasOwn(options, name) ? (options as Record<string, T>)[name] : undefined);
+  const key = field<ThrottleOptions<Args>["key"]>("key");
+  const count = field<ThrottleOptions<Args>["count"]>("count");
+  const maxWait = field<number>("maxWait");
+  const signal = field<AbortSignal>("signal");
   if (key !== undefined && typeof key !== "string" && typeof key !== "function") throw invalidArgument("throttle", "key", "a string or a function of the arguments", key);
   if (count !== undefined && typeof count !== "number" && typeof count !== "function") throw invalidArgument("throttle", "count", "a number or a function of the arguments", count);
   return async function throttled(this: This, ...args: Args): Promise<Awaited<Result>> {
