@@ -32,6 +32,10 @@ export type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions, SettleO
 export { Grant } from "./core/grant-handle.js";
 export type { GrantResult } from "./core/grant-handle.js";
 export { RateLimiter } from "./core/limiter.js";
+// Waiting for a turn: acquire, acquireAll and throttle (docs/outbound.md).
+export { throttle } from "./core/throttle.js";
+export type { ThrottleOptions } from "./core/throttle.js";
+export type { AcquireAllAnswer, AcquireAllOptions, AcquireAnswer, AcquireOptions, AcquireRequest } from "./core/acquire.js";
 export { calculateRateLimit, calculateRateLimits, decideRateLimit, rateLimitFigures, withJitter } from "./core/pure.js";
 export { MemoryStore } from "./stores/memory.js";
 // For adapters and the package's subpath modules: options read by their own

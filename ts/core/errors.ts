@@ -78,6 +78,8 @@ export function isRateLimitError(error: unknown): error is { data: RateLimitErro
  * - `STORE_FULL`: a MemoryStore at its `maxKeys` could not make room without handing out tokens.
  * - `GRANT_SETTLED`: a grant was settled (or cancelled) already.
  * - `STORE_MISMATCH`: a store that decides next to its data wrote other than the core decided.
+ * - `WAIT_TOO_LONG`: `acquire`'s turn would come later than its `maxWait`; nothing was charged.
+ * - `ABORTED`: `acquire`'s `signal` aborted the wait; its reservation was given back.
  * @see {@link https://github.com/ratebound/ratebound/blob/main/docs/errors.md#the-core-ratebounderror-rateboundtypeerror | docs/errors.md}: every code, what it means, what to do.
  */
 export type RateboundErrorCode =
@@ -92,7 +94,9 @@ export type RateboundErrorCode =
   | "RANDOM_UNAVAILABLE"
   | "STORE_FULL"
   | "GRANT_SETTLED"
-  | "STORE_MISMATCH";
+  | "STORE_MISMATCH"
+  | "WAIT_TOO_LONG"
+  | "ABORTED";
 
 /**
  * A call that failed, as opposed to being refused: bad input, a request that
@@ -308,6 +312,24 @@ export function storeFull(maxKeys: number): RateboundError {
 /** A grant settled twice. */
 export function grantSettled(limit: string): RateboundError {
   return new RateboundError("GRANT_SETTLED", `Rate limit ${shown(limit)}: this grant was settled already; a grant settles (or cancels) once, and nothing was written`);
+}
+
+// Waiting for a turn (`acquire`, `acquireAll`, `throttle`): codes of the TypeScript side only.
+
+/** An acquire whose turn would come `wait` ms after it began, past its `maxWait`. */
+export function waitTooLong(limit: string, wait: number, maxWait: number): RateboundError {
+  return new RateboundError(
+    "WAIT_TOO_LONG",
+    `Rate limit ${shown(limit)}: the turn would come after ${Math.ceil(wait)} ms, more than maxWait ${maxWait} ms; nothing was charged`,
+    "maxWait",
+  );
+}
+
+/** An acquire whose `signal` aborted (its `reason` as `cause`). */
+export function aborted(limit: string, reason: unknown): RateboundError {
+  const error = new RateboundError("ABORTED", `Rate limit ${shown(limit)}: the wait was aborted by its signal; its reservation was given back`, "signal");
+  error.cause = reason;
+  return error;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,6 +16,9 @@ import { Grant, type GrantResult } from "./grant-handle.js";
 // Grants also need the full module: a runtime that loaded the small one loads it then, once.
 const grants = () => Promise.all([import("./grant.js"), grantsEngine()]).then(([module, engine]) => ({ ...module, engine }));
 const values = () => import("./value.js");
+// Waiting for a turn (acquire.ts), loaded by the first acquire.
+const waits = () => import("./acquire.js");
+import type { AcquireAllAnswer, AcquireAllOptions, AcquireAnswer, AcquireOptions, AcquireRequest, Reserving } from "./acquire.js";
 import {
   BATCH_OPTIONS,
   checkOptions,
@@ -476,6 +479,42 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       ? { ...answer.batch, figures: answer.each.map((decided) => (decided as Decided).figures!) }
       : answer.batch;
     return refusal(names, result, throws);
+  }
+
+  /**
+   * Waits for the call's turn: reserves `count` tokens (within the limit's `maxReserved`; a
+   * refused reservation, or a limit without any, is decided again when the core says it can
+   * pass) and resolves once the wait the core answered is over, never earlier by the limiter's
+   * clock. With `maxWait`, a turn that would come later rejects with `WAIT_TOO_LONG` and charges
+   * nothing; with `signal`, an abort rejects with `ABORTED` and gives the reservation back (both
+   * take the reservation as a grant, to give it back). See docs/outbound.md.
+   *
+   * @param name A named limit, or any name with an inline `config`.
+   * @param options `key`, `count`, `maxWait` (ms), `signal`, `grant: true` for a grant to settle, `config`.
+   * @returns `{ waited }` (ms), with `grant` when asked.
+   * @example
+   * await limiter.acquire("github", { key: "api.github.com", maxWait: 30_000 });
+   * const response = await fetch("https://api.github.com/rate_limit");
+   */
+  acquire<const Options extends AcquireOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<AcquireAnswer<Options>> {
+    return waits().then(({ acquire }) => acquire(this as unknown as Reserving, this.#now, name, options)) as Promise<AcquireAnswer<Options>>;
+  }
+
+  /**
+   * {@link RateLimiter.acquire} on several limits, all or none: the turn comes when every limit
+   * allows it (the longest wait), and nothing is held while another limit refuses.
+   *
+   * @param requests The limits, each with its own `key` and `count`.
+   * @param options `maxWait` (ms), `signal`, `grant: true` for one grant per limit.
+   * @returns `{ waited }` (ms), with `grants` (in the order asked) when asked.
+   * @example
+   * const { grants } = await limiter.acquireAll([{ name: "requests" }, { name: "tokens", count: 2_000 }], { grant: true });
+   */
+  acquireAll<const Options extends AcquireAllOptions = {}>(
+    requests: ReadonlyArray<AcquireRequest<Named<Limits>> | (AcquireRequest & Inline)>,
+    options?: Options,
+  ): Promise<AcquireAllAnswer<Options>> {
+    return waits().then(({ acquireAll }) => acquireAll(this as unknown as Reserving, this.#now, requests, options)) as Promise<AcquireAllAnswer<Options>>;
   }
 
   /**
