@@ -137,7 +137,7 @@ pub extern "C" fn rb_plan(count: u32) -> f64 {
     first_error
 }
 
-fn put_answer(io: &mut [f64], out: usize, outcome: &Outcome, config: &Config, now: f64, commits: bool, figures: bool) {
+pub(super) fn put_answer(io: &mut [f64], out: usize, outcome: &Outcome, config: &Config, now: f64, commits: bool, figures: bool) {
     io[out] = f64::from(u8::from(outcome.result.is_ok()));
     io[out + 1] = or_nan(outcome.result.retry_after_ms());
     if figures {

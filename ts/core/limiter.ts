@@ -45,6 +45,8 @@ import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
 import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
 import type { DecisionHook, Probe } from "./decision-hook.js";
 import { checkStore } from "./store-shape.js";
+import { limitInSlab, SlabStore } from "./slab-store.js";
+import { configId } from "./slab.js";
 
 const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision"] as const;
 const NO_DRAWS: readonly number[] = Object.freeze([]);
@@ -73,6 +75,12 @@ function compileLimit(name: string, config: unknown): Compiled {
   return compiled;
 }
 
+
+/** Inline configs compiled once per config object (a config is read when first used: pass a new object to change it). */
+const inlineCompiled = new WeakMap<object, Compiled>();
+
+/** A `SlabStore`'s own `read` and `write`: a store whose are others (a subclass, a spy) takes the general path. */
+const { read: slabRead, write: slabWrite } = SlabStore.prototype;
 
 /** The result a caller sees: with its figures when asked. */
 function shaped(decided: Decided): RateLimitResult & { figures?: RateLimitFigures } {
@@ -123,6 +131,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   readonly #remote: boolean;
   /** Whether a call may go straight to the driver: the store neither decides nor has a transaction. */
   readonly #direct: boolean;
+  /** Whether the store is a `SlabStore` (a `MemoryStore`): an unsharded `limit`/`check` on it is one crossing. */
+  readonly #slab: boolean;
   /** Refusals repeated without asking the store (`refusalCache`), when asked for. */
   readonly #refusals: RefusalCache | undefined;
   /** Told of every decided call (`onDecision`), when asked for. */
@@ -146,6 +156,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     this.#store = checkStore(store);
     this.#remote = typeof store.decide === "function";
     this.#direct = !this.#remote && typeof store.transaction !== "function";
+    this.#slab = this.#direct && store instanceof SlabStore;
     const [now, random, , , refusalCache, onDecision] = ownOptions("RateLimiter", options, OPTIONS);
     this.#refusals = RefusalCache.from(refusalCache);
     if (onDecision !== undefined && typeof onDecision !== "function") throw wrongArgument("RateLimiter", "onDecision", mustBe("onDecision", "a function", onDecision));
@@ -166,6 +177,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       }
       for (const name of names) this.#limits.set(checkName(name), compileLimit(name, named[name]));
     }
+    // A named limit's config goes into the core's config table now, once.
+    if (this.#slab) for (const limit of this.#limits.values()) if (limit.shards === 1) configId(limit);
   }
 
   /**
@@ -180,7 +193,13 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
 
   /** The named limit's config, or the inline one compiled now. */
   #resolve(name: string, config: unknown): Compiled {
-    if (config !== undefined) return compileLimit(name, config);
+    if (config !== undefined) {
+      const cached = typeof config === "object" && config !== null ? inlineCompiled.get(config) : undefined;
+      if (cached !== undefined) return cached;
+      const compiled = compileLimit(name, config);
+      inlineCompiled.set(config as object, compiled);
+      return compiled;
+    }
     const limit = this.#limits.get(name);
     if (limit === undefined) throw unknownLimit(name);
     return limit;
@@ -252,6 +271,10 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       }
       const figures = given.figures === undefined ? false : checkFlag(typeof name === "string" ? name : "", "figures", given.figures);
       const { config, policy } = this.#failure.limitPolicy(name, given.config);
+      if (this.#slab && recorded === undefined && this.#failure.isPlain(policy)) {
+        const answer = this.#inSlab(name, given, config, write, figures);
+        if (answer !== undefined) return answer;
+      }
       const call = this.#call(name, given, config, write);
       const refusals = this.#refusals;
       if (recorded === undefined && refusals === undefined && this.#direct && this.#failure.isPlain(policy)) {
@@ -307,6 +330,36 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * `limit`/`check` of an unsharded limit on a `SlabStore`, in one crossing: the call checked as
+   * `#call` checks it, then decided and written in the slab (`limitInSlab`); with a refusal
+   * cache, asked first and told after, as on the general path. `undefined` (before the clock is
+   * read or anything drawn) sends the call down the general path.
+   */
+  #inSlab(name: string, given: LimitFields, config: unknown, write: boolean, figures: boolean): Promise<RateLimitResult> | undefined {
+    const store = this.#store as SlabStore;
+    if (store.read !== slabRead || store.write !== slabWrite) return undefined;
+    const checked = config === undefined && typeof name === "string" && this.#limits.has(name) ? name : checkName(name);
+    const key = checkKey(checked, given.key);
+    const count = checkCount(checked, given.count);
+    const reserve = checkFlag(checked, "reserve", given.reserve);
+    const limit = this.#resolve(checked, config);
+    const refusals = this.#refusals;
+    // A draw is checked by the core: with a refusal cache, which answers before the core, it takes the general path.
+    if (limit.shards !== 1 || (refusals !== undefined && limit.draws !== 0)) return undefined;
+    const id = configId(limit);
+    if (id < 0) return undefined;
+    const now = checkNow(checked, this.#now());
+    const drawn = limit.draws === 0 ? 0 : draw(this.#random);
+    if (refusals === undefined) return Promise.resolve(refusal(checked, limitInSlab(store, id, checked, key, count, reserve, write, now, drawn, figures), given.throws));
+    const call: Call = { name: checked, key, limit, count, reserve, write, now, draws: NO_DRAWS };
+    const local = refusals.refuse(call, figures);
+    if (local !== undefined) return Promise.resolve(refusal(checked, local, given.throws));
+    const result = limitInSlab(store, id, checked, key, count, reserve, write, now, drawn, figures);
+    refusals.remember(call, result);
+    return Promise.resolve(refusal(checked, result, given.throws));
   }
 
   /** `limit` with `grant: true`: through the store's transaction, answering with a handle. A grant always fails closed. */

@@ -1,0 +1,56 @@
+// The headline row of `npm run bench` alone: awaited `limit()` on a MemoryStore (1,000 keys, token
+// bucket, unsharded, every call granted and every call refused) against rate-limiter-flexible's
+// RateLimiterMemory, timed as ./timing.mjs times it (the same loops, each contender compiled from
+// a source text of its own, each with its own install of the package, interleaved rounds), in a
+// few seconds instead of the whole bench. Compare the ratios of one run, never ns across runs.
+//
+//   node scripts/bench/memory-limit.mjs [--pkg DIR] [--rounds 15]
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fresh, interleave } from "./interleave.mjs";
+import { installPackage, packageDir } from "./package.mjs";
+import { KEY_COUNT, LOOPS } from "./timing.mjs";
+
+const at = process.argv.indexOf("--rounds");
+const rounds = at > 0 ? Number(process.argv[at + 1]) : 15;
+const pkg = packageDir();
+const work = mkdtempSync(join(tmpdir(), "ratebound-memory-limit-"));
+try {
+  const { project } = installPackage(pkg, join(work, "project"));
+  let made = 0;
+  const copy = (id, copies) => installPackage(pkg, join(project, "contenders", `${made++}-${id.replace(/[^a-z0-9]+/gi, "-")}`), { copies, link: false });
+  const keys = Array.from({ length: KEY_COUNT }, (_, index) => `user:${index}`);
+  const contenders = [];
+  for (const path of ["allowed", "refused"]) {
+    const id = `limit ${path} 1k`;
+    const { RateLimiter, MemoryStore } = await copy(`${id} ratebound`, []).load("ratebound");
+    const flexible = copy(`${id} flexible`, ["rate-limiter-flexible"]).require("rate-limiter-flexible");
+    const config = path === "allowed" ? { kind: "token bucket", rate: 1e12, period: 1_000 } : { kind: "token bucket", rate: 10, period: 3_600_000 };
+    const rb = new RateLimiter(new MemoryStore(), { bench: config });
+    const rlm = new flexible.RateLimiterMemory(path === "allowed" ? { points: 1e12, duration: 3_600 } : { points: 10, duration: 3_600 });
+    for (const key of keys) {
+      for (let taken = 0; taken < (path === "allowed" ? 1 : 10); taken++) {
+        await rb.limit("bench", { key });
+        await rlm.consume(key).catch(() => {});
+      }
+    }
+    const verify = (granted, n) => {
+      if (granted !== (path === "allowed" ? n : 0)) throw new Error(`${id}: ${granted} of ${n} granted`);
+    };
+    const loop = (name, context) => ({ id: `${id} ${name}`, run: ((body) => (n) => body(context, n))(fresh(LOOPS[name === "ratebound" ? "rateboundLimit" : "flexibleConsume"], `${id} ${name}`)), verify });
+    contenders.push(loop("ratebound", { limiter: rb, name: "bench", keys, cursor: 0 }));
+    contenders.push(loop("flexible", { limiter: rlm, keys, cursor: 0, RateLimiterRes: flexible.RateLimiterRes }));
+  }
+  const timing = await interleave(contenders, { rounds, batchMs: 20, warmupMs: 300 });
+  for (const path of ["allowed", "refused"]) {
+    const ours = timing.get(`limit ${path} 1k ratebound`);
+    const theirs = timing.get(`limit ${path} 1k flexible`);
+    console.log(
+      `limit() ${path}, ${KEY_COUNT} keys: ratebound ${ours.median.toFixed(0)} ns, RateLimiterMemory ${theirs.median.toFixed(0)} ns: ` +
+        `${(theirs.median / ours.median).toFixed(2)}x its speed`,
+    );
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
