@@ -8,12 +8,31 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { fresh, interleave } from "./interleave.mjs";
 import { installPackage, packageDir } from "./package.mjs";
 import { KEY_COUNT, LOOPS } from "./timing.mjs";
 
+/**
+ * The floor: what an awaited one-crossing decision costs with nothing around it (a Map from key
+ * to slot, the clock, one numbers-only call into the package's own core, an answer, an await).
+ */
+const FLOOR = async (context, n) => {
+  const { core, slots, keys, config } = context;
+  let cursor = context.cursor;
+  let granted = 0;
+  for (let i = 0; i < n; i++) {
+    const status = core.rb_slab_limit(config, slots.get(keys[cursor]), 1, 2, Date.now(), 0);
+    const result = await Promise.resolve(status === 1 ? { ok: true } : { ok: false, retryAfter: 1 });
+    if (result.ok) granted++;
+    if (++cursor === keys.length) cursor = 0;
+  }
+  context.cursor = cursor;
+  return granted;
+};
+
 const at = process.argv.indexOf("--rounds");
-const rounds = at > 0 ? Number(process.argv[at + 1]) : 15;
+const rounds = at > 0 ? Number(process.argv[at + 1]) : 31;
 const pkg = packageDir();
 const work = mkdtempSync(join(tmpdir(), "ratebound-memory-limit-"));
 try {
@@ -24,7 +43,8 @@ try {
   const contenders = [];
   for (const path of ["allowed", "refused"]) {
     const id = `limit ${path} 1k`;
-    const { RateLimiter, MemoryStore } = await copy(`${id} ratebound`, []).load("ratebound");
+    const install = copy(`${id} ratebound`, []);
+    const { RateLimiter, MemoryStore } = await install.load("ratebound");
     const flexible = copy(`${id} flexible`, ["rate-limiter-flexible"]).require("rate-limiter-flexible");
     const config = path === "allowed" ? { kind: "token bucket", rate: 1e12, period: 1_000 } : { kind: "token bucket", rate: 10, period: 3_600_000 };
     const rb = new RateLimiter(new MemoryStore(), { bench: config });
@@ -40,6 +60,18 @@ try {
     };
     const loop = (name, context) => ({ id: `${id} ${name}`, run: ((body) => (n) => body(context, n))(fresh(LOOPS[name === "ratebound" ? "rateboundLimit" : "flexibleConsume"], `${id} ${name}`)), verify });
     contenders.push(loop("ratebound", { limiter: rb, name: "bench", keys, cursor: 0 }));
+    // The floor, on the same install's core and slab (its own slots; the config is the limiter's, id 0).
+    const floorInstall = copy(`${id} floor`, []);
+    await floorInstall.load("ratebound");
+    const { core } = await import(pathToFileURL(join(floorInstall.dist, "core", "engine.js")).href);
+    const slab = await import(pathToFileURL(join(floorInstall.dist, "core", "slab.js")).href);
+    const { compileConfig } = await import(pathToFileURL(join(floorInstall.dist, "core", "config.js")).href);
+    const floorConfig = slab.configId(compileConfig("bench", config));
+    const slots = new Map(keys.map((key) => [key, slab.allocate(1)]));
+    for (const key of keys) for (let taken = 0; taken < (path === "allowed" ? 1 : 10); taken++) core.rb_slab_limit(floorConfig, slots.get(key), 1, 2, Date.now(), 0);
+    const floorBody = fresh(FLOOR, `${id} floor`);
+    const floorContext = { core, slots, keys, config: floorConfig, cursor: 0 };
+    contenders.push({ id: `${id} floor`, run: (n) => floorBody(floorContext, n), verify });
     contenders.push(loop("flexible", { limiter: rlm, keys, cursor: 0, RateLimiterRes: flexible.RateLimiterRes }));
   }
   const timing = await interleave(contenders, { rounds, batchMs: 20, warmupMs: 300 });
@@ -48,7 +80,8 @@ try {
     const theirs = timing.get(`limit ${path} 1k flexible`);
     console.log(
       `limit() ${path}, ${KEY_COUNT} keys: ratebound ${ours.median.toFixed(0)} ns, RateLimiterMemory ${theirs.median.toFixed(0)} ns: ` +
-        `${(theirs.median / ours.median).toFixed(2)}x its speed`,
+        `${(theirs.median / ours.median).toFixed(2)}x its speed; the floor ${timing.get(`limit ${path} 1k floor`).median.toFixed(0)} ns, ` +
+        `${(theirs.median / timing.get(`limit ${path} 1k floor`).median).toFixed(2)}x`,
     );
   }
 } finally {

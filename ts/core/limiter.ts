@@ -133,6 +133,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   readonly #direct: boolean;
   /** Whether the store is a `SlabStore` (a `MemoryStore`): an unsharded `limit`/`check` on it is one crossing. */
   readonly #slab: boolean;
+  /** On a `SlabStore`, each unsharded named limit's config and its id in the core's config table (one lookup a call). */
+  readonly #inTable = new Map<string, { readonly limit: Compiled; readonly id: number }>();
   /** Refusals repeated without asking the store (`refusalCache`), when asked for. */
   readonly #refusals: RefusalCache | undefined;
   /** Told of every decided call (`onDecision`), when asked for. */
@@ -178,7 +180,12 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       for (const name of names) this.#limits.set(checkName(name), compileLimit(name, named[name]));
     }
     // A named limit's config goes into the core's config table now, once.
-    if (this.#slab) for (const limit of this.#limits.values()) if (limit.shards === 1) configId(limit);
+    if (this.#slab) {
+      for (const [name, limit] of this.#limits) {
+        const id = limit.shards === 1 ? configId(limit) : -1;
+        if (id >= 0) this.#inTable.set(name, { limit, id });
+      }
+    }
   }
 
   /**
@@ -341,15 +348,17 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   #inSlab(name: string, given: LimitFields, config: unknown, write: boolean, figures: boolean): Promise<RateLimitResult> | undefined {
     const store = this.#store as SlabStore;
     if (store.read !== slabRead || store.write !== slabWrite) return undefined;
-    const checked = config === undefined && typeof name === "string" && this.#limits.has(name) ? name : checkName(name);
+    // A named limit (its name checked when the limiter was made) is one lookup; an inline one is compiled once per object.
+    const named = config === undefined ? this.#inTable.get(name) : undefined;
+    const checked = named !== undefined ? name : checkName(name);
     const key = checkKey(checked, given.key);
     const count = checkCount(checked, given.count);
     const reserve = checkFlag(checked, "reserve", given.reserve);
-    const limit = this.#resolve(checked, config);
+    const limit = named !== undefined ? named.limit : this.#resolve(checked, config);
     const refusals = this.#refusals;
     // A draw is checked by the core: with a refusal cache, which answers before the core, it takes the general path.
     if (limit.shards !== 1 || (refusals !== undefined && limit.draws !== 0)) return undefined;
-    const id = configId(limit);
+    const id = named !== undefined ? named.id : configId(limit);
     if (id < 0) return undefined;
     const now = checkNow(checked, this.#now());
     const drawn = limit.draws === 0 ? 0 : draw(this.#random);
