@@ -41,6 +41,9 @@ pub const FIGURES: u32 = 4;
 /// A missing state cannot be read as full (the store dropped states that were not full yet at
 /// `now`): the call answers [`UNREADABLE`] instead of deciding.
 pub const MISSING_UNREADABLE: u32 = 8;
+/// The store never drops states (it has no `maxKeys`), so nothing reads a slot's fullAt: it is
+/// written `Infinity` without being computed.
+pub const NO_FULL_AT: u32 = 16;
 /// `rb_slab_limit`'s status when its state is missing and [`MISSING_UNREADABLE`] was set.
 pub const UNREADABLE: f64 = 2.0;
 
@@ -95,7 +98,7 @@ fn slab() -> &'static mut [f64] {
 /// `limit` (flag [`WRITE`]) or `check` of an unsharded limit whose config is `config` in the
 /// table, on the state in slot `slot` (-1: the key has no slot yet): checks the call as `rb_plan`
 /// does, decides as `rb_decide_one` does, and writes a granted `limit`'s state to the slot
-/// (value, ts, fullAt; fullAt `Infinity` when the core says none). Answers in `OUT` as
+/// (value, ts, fullAt; fullAt `Infinity` when the core says none, or under [`NO_FULL_AT`]). Answers in `OUT` as
 /// `rb_decide_one` does (with the figures under [`FIGURES`]); with no slot, the state to write
 /// goes to slot 0 of `SLOTS` as `rb_decide_one` leaves it (pending value and ts, fullAt; a NaN
 /// value: nothing to write), for the package to place. Returns 1 granted, 0 refused,
@@ -123,7 +126,7 @@ pub extern "C" fn rb_slab_limit(config: u32, slot: f64, count: f64, flags: u32, 
     let commits = flags & WRITE != 0 && outcome.result.is_ok();
     put_answer(io, OUT, &outcome, &config, now, commits, flags & FIGURES != 0);
     let written = outcome.writes[0].filter(|_| commits).map(|(_, state)| {
-        let full_at = write_info(&config, state, now).full_at_ms;
+        let full_at = if flags & NO_FULL_AT != 0 { f64::INFINITY } else { write_info(&config, state, now).full_at_ms };
         [state.value, state.ts, if full_at.is_nan() { f64::INFINITY } else { full_at }]
     });
     match (at, written) {

@@ -34,7 +34,7 @@ import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, Limi
 import type { DecisionHook, Probe } from "./decision-hook.js";
 import { checkStore } from "./store-shape.js";
 import { SlabStore } from "./slab-store.js";
-import { inSlab, intoTable, type InTable } from "./slab-road.js";
+import { inSlab, InTable, intoTable } from "./slab-road.js";
 import { compileInline, compileLimit, type Internals } from "./limits.js";
 import { hooked, isBatchAnswer, isDecided, only, shaped } from "./decided.js";
 import { batchCall } from "./batch-call.js";
@@ -73,7 +73,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   /** Whether the store is a `SlabStore` (a `MemoryStore`): an unsharded `limit`/`check` on it is one crossing. */
   readonly #slab: boolean;
   /** On a `SlabStore`, each unsharded named limit's config and its id in the core's config table. */
-  readonly #inTable: InTable = new Map();
+  readonly #inTable = new InTable();
   /** Refusals repeated without asking the store (`refusalCache`), when asked for. */
   readonly #refusals: RefusalCache | undefined;
   /** Told of every decided call (`onDecision`), when asked for. */

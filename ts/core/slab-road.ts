@@ -21,8 +21,29 @@ const NO_DRAWS: readonly number[] = Object.freeze([]);
 /** A `SlabStore`'s own `read` and `write`: a store whose are others (a subclass, a spy) takes the general path. */
 const { read: slabRead, write: slabWrite } = SlabStore.prototype;
 
-/** Each unsharded named limit's config and its id in the core's config table: one lookup a call. */
-export type InTable = Map<string, { readonly limit: Compiled; readonly id: number }>;
+/** An unsharded named limit's config and its id in the core's config table. */
+interface Entry {
+  readonly limit: Compiled;
+  readonly id: number;
+}
+
+/** Each unsharded named limit's entry, and the last one asked for (most calls repeat a name): at most one lookup a call. */
+export class InTable {
+  readonly byName = new Map<string, Entry>();
+  lastName: string | undefined = undefined;
+  last: Entry | undefined = undefined;
+
+  /** The entry of the limit `name`, if it is one. */
+  get(name: string): Entry | undefined {
+    if (name === this.lastName) return this.last;
+    const entry = this.byName.get(name);
+    if (entry !== undefined) {
+      this.lastName = name;
+      this.last = entry;
+    }
+    return entry;
+  }
+}
 
 /**
  * Compiles the unsharded named limits into the core's config table (when the limiter is made).
@@ -33,7 +54,7 @@ export type InTable = Map<string, { readonly limit: Compiled; readonly id: numbe
 export function intoTable(limits: ReadonlyMap<string, Compiled>, table: InTable): void {
   for (const [name, limit] of limits) {
     const id = limit.shards === 1 ? configId(limit) : -1;
-    if (id >= 0) table.set(name, { limit, id });
+    if (id >= 0) table.byName.set(name, { limit, id });
   }
 }
 

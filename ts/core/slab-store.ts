@@ -22,6 +22,7 @@ const RESERVE = 1;
 const WRITE = 2;
 const FIGURES = 4;
 const MISSING_UNREADABLE = 8;
+const NO_FULL_AT = 16;
 const UNREADABLE = 2;
 
 /** A ref's key, own field only: a polluted `Object.prototype.key` never redirects a keyless ref. */
@@ -68,6 +69,9 @@ export let limitInSlab: (
  */
 export class SlabStore implements RateLimitStore {
   readonly #blocks: Blocks = new Map();
+  /** The last name decided in the slab and its keys (`undefined`: none): most calls repeat a name. Cleared whenever `#blocks` gains or loses a name. */
+  #lastName: string | undefined = undefined;
+  #lastKeys: Map<string | undefined, number> | undefined = undefined;
   /** name → key → shard → [value, ts, fullAt]: the library's records. */
   readonly #records = new Map<string, Map<string | undefined, Map<number, [number, number, number]>>>();
   #keys = 0;
@@ -77,16 +81,28 @@ export class SlabStore implements RateLimitStore {
   /** Until this instant a missing key may be one that was dropped: a clock that steps back before it would find it full. */
   #droppedUntil = Number.NEGATIVE_INFINITY;
 
+  /** `rb_slab_limit`'s flags every call of this store takes: a store with no `maxKeys` never drops a state, so never reads its fullAt. */
+  readonly #flags: number;
+
   /** @param maxKeys The most names-and-keys to hold (checked by the caller). */
   constructor(maxKeys: number = Number.POSITIVE_INFINITY) {
     this.#maxKeys = maxKeys;
+    this.#flags = maxKeys === Number.POSITIVE_INFINITY ? NO_FULL_AT : 0;
     collected?.register(this, this.#blocks);
   }
 
   static {
     limitInSlab = (store, configId, name, key, count, reserve, write, now, drawn, figures) => {
-      const base = store.#blocks.get(name)?.get(key);
-      const flags = (reserve ? RESERVE : 0) | (write ? WRITE : 0) | (figures ? FIGURES : 0) | (now < store.#droppedUntil ? MISSING_UNREADABLE : 0);
+      let keys = store.#lastKeys;
+      if (name !== store.#lastName || keys === undefined) {
+        keys = store.#blocks.get(name);
+        if (keys !== undefined) {
+          store.#lastName = name;
+          store.#lastKeys = keys;
+        }
+      }
+      const base = keys?.get(key);
+      const flags = store.#flags | (reserve ? RESERVE : 0) | (write ? WRITE : 0) | (figures ? FIGURES : 0) | (now < store.#droppedUntil ? MISSING_UNREADABLE : 0);
       const status = core.rb_slab_limit(configId, base ?? -1, count, flags, now, drawn);
       if (status < 0) throw coreError(io, layout.OUT, name);
       if (status === UNREADABLE) throw storeFull(store.#maxKeys);
@@ -206,7 +222,10 @@ export class SlabStore implements RateLimitStore {
 
   #adopt(name: string, key: string | undefined, base: number): void {
     let byKey = this.#blocks.get(name);
-    if (byKey === undefined) this.#blocks.set(name, (byKey = new Map()));
+    if (byKey === undefined) {
+      this.#blocks.set(name, (byKey = new Map()));
+      this.#lastKeys = undefined;
+    }
     byKey.set(key, base);
   }
 
@@ -214,7 +233,10 @@ export class SlabStore implements RateLimitStore {
     this.#release(base);
     const byKey = this.#blocks.get(name);
     byKey?.delete(key);
-    if (byKey?.size === 0) this.#blocks.delete(name);
+    if (byKey?.size === 0) {
+      this.#blocks.delete(name);
+      this.#lastKeys = undefined;
+    }
   }
 
   /** `name` and `key`'s block moved to one of `length` slots (a limit with more shards than the writes that made it). */
@@ -250,7 +272,10 @@ export class SlabStore implements RateLimitStore {
             byKey.delete(key);
           } else next = Math.min(next, fullFrom);
         }
-        if (byKey.size === 0) this.#blocks.delete(name);
+        if (byKey.size === 0) {
+          this.#blocks.delete(name);
+          this.#lastKeys = undefined;
+        }
       }
       this.#nextDroppable = next;
       // Records are kept while some grant may still read them, and no longer.
@@ -279,6 +304,7 @@ export class SlabStore implements RateLimitStore {
   clear(): void {
     for (const byKey of this.#blocks.values()) for (const base of byKey.values()) release(base);
     this.#blocks.clear();
+    this.#lastKeys = undefined;
     this.#records.clear();
     this.#keys = 0;
     this.#nextDroppable = Number.POSITIVE_INFINITY;
