@@ -62,15 +62,16 @@ function states(store) {
   return seen;
 }
 
-for (const maxKeys of [undefined, 5]) {
-  test(`limit and check decide alike on both roads, with ${maxKeys === undefined ? "no maxKeys" : `maxKeys ${maxKeys}`}: every answer and every stored number`, async () => {
+for (const [maxKeys, refusalCache] of [[undefined, false], [5, false], [undefined, true]]) {
+  const named = `${maxKeys === undefined ? "no maxKeys" : `maxKeys ${maxKeys}`}${refusalCache ? ", a refusal cache" : ""}`;
+  test(`limit and check decide alike on both roads, with ${named}: every answer and every stored number`, async () => {
     const direct = new MemoryStore(maxKeys === undefined ? {} : { maxKeys });
     const inner = new MemoryStore(maxKeys === undefined ? {} : { maxKeys });
     let now = 1_700_000_000_000;
-    const options = (seed) => ({ now: () => now, random: seeded(seed) });
+    const options = (seed) => ({ now: () => now, random: seeded(seed), ...(refusalCache ? { refusalCache } : {}) });
     const fast = new RateLimiter(direct, LIMITS, options(7));
     const general = new RateLimiter(hidden(inner), LIMITS, options(7));
-    const traffic = seeded(maxKeys ?? 11);
+    const traffic = seeded((maxKeys ?? 11) + (refusalCache ? 100 : 0));
     const pick = (list) => list[Math.floor(traffic() * list.length)];
     calls.clear();
     let unsharded = 0;
@@ -82,7 +83,7 @@ for (const maxKeys of [undefined, 5]) {
       const name = pick(NAMES);
       const request = {
         key: pick(KEYS),
-        ...(traffic() < 0.7 ? {} : { count: pick([0, 1, 2, 2.5, 3, 5, 9]) }),
+        ...(traffic() < 0.7 ? {} : { count: pick([0, 1, 2, 2.5, 3, 5, 9, -1, Number.NaN, Number.POSITIVE_INFINITY, 1e308]) }),
         ...(traffic() < 0.8 ? {} : { reserve: true }),
         ...(traffic() < 0.8 ? {} : { figures: true }),
         ...(name === "inline" ? { config: INLINE } : name === "inlineFresh" ? { config: inlineFresh() } : {}),
@@ -98,7 +99,8 @@ for (const maxKeys of [undefined, 5]) {
       assert.equal(direct.size, inner.size, `step ${step}: size`);
     }
     // Each road was the one taken: every unsharded call on the MemoryStore crossed once, planned nothing.
-    assert.equal(calls.get("rb_slab_limit"), unsharded);
+    if (refusalCache) assert.ok(calls.get("rb_slab_limit") > unsharded / 2, `${calls.get("rb_slab_limit")} of ${unsharded} crossed once`);
+    else assert.equal(calls.get("rb_slab_limit"), unsharded);
     if (maxKeys !== undefined) assert.ok(full > 10, `STORE_FULL came ${full} times`);
   });
 }
