@@ -4,7 +4,10 @@
 // a source text of its own, each with its own install of the package, interleaved rounds), in a
 // few seconds instead of the whole bench. Compare the ratios of one run, never ns across runs.
 //
-//   node scripts/bench/memory-limit.mjs [--pkg DIR] [--rounds 15]
+//   node scripts/bench/memory-limit.mjs [--pkg DIR] [--also OTHER_PKG_DIR] [--rounds 31]
+//
+// `--also` times another built package beside it in the same run (say, one built from an older
+// commit), as the contender "other".
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -34,11 +37,13 @@ const FLOOR = async (context, n) => {
 const at = process.argv.indexOf("--rounds");
 const rounds = at > 0 ? Number(process.argv[at + 1]) : 31;
 const pkg = packageDir();
+const alsoAt = process.argv.indexOf("--also");
+const other = alsoAt > 0 ? packageDir(["", "", "--pkg", process.argv[alsoAt + 1]]) : undefined;
 const work = mkdtempSync(join(tmpdir(), "ratebound-memory-limit-"));
 try {
   const { project } = installPackage(pkg, join(work, "project"));
   let made = 0;
-  const copy = (id, copies) => installPackage(pkg, join(project, "contenders", `${made++}-${id.replace(/[^a-z0-9]+/gi, "-")}`), { copies, link: false });
+  const copy = (id, copies, from = pkg) => installPackage(from, join(project, "contenders", `${made++}-${id.replace(/[^a-z0-9]+/gi, "-")}`), { copies, link: false });
   const keys = Array.from({ length: KEY_COUNT }, (_, index) => `user:${index}`);
   const contenders = [];
   for (const path of ["allowed", "refused"]) {
@@ -58,8 +63,14 @@ try {
     const verify = (granted, n) => {
       if (granted !== (path === "allowed" ? n : 0)) throw new Error(`${id}: ${granted} of ${n} granted`);
     };
-    const loop = (name, context) => ({ id: `${id} ${name}`, run: ((body) => (n) => body(context, n))(fresh(LOOPS[name === "ratebound" ? "rateboundLimit" : "flexibleConsume"], `${id} ${name}`)), verify });
+    const loop = (name, context) => ({ id: `${id} ${name}`, run: ((body) => (n) => body(context, n))(fresh(LOOPS[name === "flexible" ? "flexibleConsume" : "rateboundLimit"], `${id} ${name}`)), verify });
     contenders.push(loop("ratebound", { limiter: rb, name: "bench", keys, cursor: 0 }));
+    if (other !== undefined) {
+      const api = await copy(`${id} other`, [], other).load("ratebound");
+      const limiter = new api.RateLimiter(new api.MemoryStore(), { bench: config });
+      for (const key of keys) for (let taken = 0; taken < (path === "allowed" ? 1 : 10); taken++) await limiter.limit("bench", { key });
+      contenders.push(loop("other", { limiter, name: "bench", keys, cursor: 0 }));
+    }
     contenders.push(loop("flexible", { limiter: rlm, keys, cursor: 0, RateLimiterRes: flexible.RateLimiterRes }));
     // The floor, on the same install's core and slab (its own slots), when the build has the slab.
     const floorInstall = copy(`${id} floor`, []);
@@ -104,6 +115,13 @@ try {
       `limit() ${path}, CPU time: ratebound ${oursCpu.toFixed(0)} ns, RateLimiterMemory ${theirsCpu.toFixed(0)} ns: ${(theirsCpu / oursCpu).toFixed(2)}x its speed; ` +
         floorText(floorCpu, theirsCpu),
     );
+    if (other !== undefined) {
+      const [otherCpu, otherWall] = [cpuMedian(`limit ${path} 1k other`), timing.get(`limit ${path} 1k other`).median];
+      console.log(
+        `limit() ${path}, ${other}: CPU time ${otherCpu.toFixed(0)} ns, ${(theirsCpu / otherCpu).toFixed(2)}x RateLimiterMemory's speed; ` +
+          `wall clock ${otherWall.toFixed(0)} ns, ${(timing.get(`limit ${path} 1k flexible`).median / otherWall).toFixed(2)}x`,
+      );
+    }
     const ours = timing.get(`limit ${path} 1k ratebound`);
     const theirs = timing.get(`limit ${path} 1k flexible`);
     console.log(
