@@ -17,6 +17,8 @@ pub mod decide;
 pub mod grants;
 pub mod io;
 pub mod pure;
+#[cfg(target_arch = "wasm32")]
+pub mod slab;
 pub mod value;
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -5,14 +5,15 @@
  * the core decides synchronously, and the writes go back in one batch — or,
  * for a store that decides next to its data, the plan is sent instead and
  * the core replays the answer. A synchronous store is driven synchronously:
- * no Promise until the caller's.
+ * no Promise until the caller's. A store that decides next to its data is
+ * driven by `./remote.ts`, one call alone by `./run-one.ts`.
  * @module
  */
-import { core, figuresAt, io, itemsOwner, layout, ownItems, ownPlan, planOwner } from "./engine.js";
+import { core, figuresAt, io, itemsOwner, layout, ownItems, ownPlan } from "./engine.js";
 import { coreError, corruptState, mustBe, RateboundError, wrongArgument, type Place } from "./errors.js";
 import { refId, refOf } from "./call.js";
 import type { Compiled } from "./config.js";
-import type { RateLimitFigures, RateLimitResult, RateLimitState, RateLimitStore, RemoteAnswer, RemoteItem, StateRef } from "./types.js";
+import type { RateLimitFigures, RateLimitResult, RateLimitState, RateLimitStore, RemoteAnswer, StateRef } from "./types.js";
 
 /** One decision: a limit's call, checked, with its random numbers drawn. */
 export interface Call {
@@ -88,7 +89,7 @@ function putMap(planned: Planned): void {
 }
 
 /** Writes the calls into the buffer and has the core plan them; the core's status. */
-function planInBuffer(calls: readonly Call[], figures: boolean): number {
+export function planInBuffer(calls: readonly Call[], figures: boolean): number {
   putItems(calls, figures);
   // Until a plan succeeds, the items are no batch's: one waiting on its reads must write its own again.
   ownItems(undefined);
@@ -212,7 +213,7 @@ export function putState(at: number, answer: unknown, place: Place, target: Floa
 }
 
 /** The answer of call `index`, from the buffer. */
-function answerOf(index: number, withFigures: boolean): Decided {
+export function answerOf(index: number, withFigures: boolean): Decided {
   const { OUT, OUT_STRIDE } = layout;
   const out = OUT + index * OUT_STRIDE;
   const ok = io[out] === 1;
@@ -234,7 +235,7 @@ export interface BatchAnswer {
  * buffer. Returns the answers; the states to write stay in the buffer's
  * slots (pending) for {@link writeAll}.
  */
-function decideOn(planned: Planned, stored: unknown[]): BatchAnswer {
+export function decideOn(planned: Planned, stored: unknown[]): BatchAnswer {
   const { SLOTS, SLOT, OUT, OUT_STRIDE, EXTRA } = layout;
   // The buffer may have served other calls since the plan: write this batch again.
   if (itemsOwner !== planned) {
@@ -269,7 +270,7 @@ function decideOn(planned: Planned, stored: unknown[]): BatchAnswer {
  *
  * @returns The chain of pending writes, or `undefined` when every write so far was synchronous.
  */
-function writeSlot(store: RateLimitStore, at: number, ref: StateRef, now: number, chain: Promise<void> | undefined): Promise<void> | undefined {
+export function writeSlot(store: RateLimitStore, at: number, ref: StateRef, now: number, chain: Promise<void> | undefined): Promise<void> | undefined {
   const value = io[at + 2]!;
   if (Number.isNaN(value)) return chain;
   const state = { value, ts: io[at + 3]! };
@@ -324,132 +325,3 @@ export function run(store: RateLimitStore, planned: Planned): BatchAnswer | Prom
   };
   return isThenable(stored) ? Promise.resolve(stored).then(finish) : finish(stored);
 }
-
-/**
- * The batch as a store that decides next to its data takes it (see
- * `docs/internals.md`): the plan's numbers, per shard.
- */
-export function remoteItems(planned: Planned): RemoteItem[] {
-  const { PLAN, PLAN_STRIDE } = layout;
-  // Plan again when the buffer has served other calls since.
-  if (planOwner !== planned) {
-    planInBuffer(planned.calls, planned.figures);
-    ownPlan(planned);
-  }
-  const items: RemoteItem[] = new Array(planned.calls.length);
-  for (let index = 0; index < planned.calls.length; index++) {
-    const call = planned.calls[index]!;
-    const at = PLAN + index * PLAN_STRIDE;
-    const numbers = call.limit.numbers;
-    const start = numbers[6]!;
-    const maxReserved = io[at + 10]!;
-    const two = planned.reads[index] === 2;
-    const fresh = { value: io[at + 3]!, ts: io[at + 4]! };
-    items[index] = {
-      reads: two ? [planned.slots[2 * index]!, planned.slots[2 * index + 1]!] : [planned.slots[2 * index]!],
-      kind: numbers[0] as 0 | 1,
-      rate: io[at + 8]!,
-      period: numbers[2]!,
-      capacity: io[at + 9]!,
-      maxReserved: Number.isNaN(maxReserved) ? null : maxReserved,
-      shards: numbers[5]!,
-      start: Number.isNaN(start) ? null : start,
-      count: call.count,
-      reserve: call.reserve,
-      write: call.write,
-      now: call.now,
-      fresh: two ? [fresh, { value: io[at + 5]!, ts: io[at + 6]! }] : [fresh],
-    };
-  }
-  return items;
-}
-
-/**
- * Runs a planned batch on a store that decides next to its data: one round
- * trip. The core then replays the decision on what the store read, and its
- * answer is the call's; when the store wrote other than the core decided,
- * the call fails closed (`STORE_MISMATCH`).
- */
-export async function runRemote(store: RateLimitStore & { decide: NonNullable<RateLimitStore["decide"]> }, planned: Planned): Promise<BatchAnswer> {
-  for (const error of planned.errors) if (error !== undefined) throw error;
-  const remote: RemoteAnswer = await store.decide({ refs: planned.refs, items: remoteItems(planned), all: planned.all });
-  const answer = decideOn(planned, remote.stored);
-  let writes = 0;
-  for (let slot = 0; slot < planned.refs.length; slot++) if (!Number.isNaN(io[layout.SLOTS + slot * layout.SLOT + 2]!)) writes++;
-  planned.calls.forEach((call, index) => {
-    const decided = answer.each[index];
-    const core = !(decided instanceof RateboundError) && call.write && (planned.all ? answer.batch.ok : decided!.result.ok);
-    if (Boolean(remote.wrote[index]) !== core || (planned.all && core && writes === 0)) {
-      throw new RateboundError(
-        "STORE_MISMATCH",
-        `Rate limit ${JSON.stringify(call.name)}: the store ${remote.wrote[index] ? "wrote" : "did not write"} where the core decided otherwise; the call failed closed`,
-      );
-    }
-  });
-  const size = remote.batchSize;
-  return typeof size === "number" && size >= 1 ? { ...answer, batchSize: size } : answer;
-}
-
-/**
- * One call, decided where its states are read (no `decide` of the store's
- * own): the common case, with nothing allocated beyond the refs, the states
- * and the answer. A synchronous store is read, decided and written with
- * nothing run in between.
- *
- * @param store Where the states live (inside its transaction when it has one).
- * @param call The call, checked.
- * @param figures Whether the answer carries its figures.
- * @returns The decision, or a Promise of it.
- */
-export function runOne(store: RateLimitStore, call: Call, figures: boolean): Decided | Promise<Decided> {
-  const { ITEMS, PLAN, OUT } = layout;
-  putItem(io, ITEMS, call, figures);
-  ownItems(call);
-  if (core.rb_plan(1) < 0) throw coreError(io, OUT, call.name);
-  const reads = io[PLAN + 2]!;
-  const info = { now: call.now };
-  const first = refOf(call.name, call.key, io[PLAN]!);
-  const second = reads === 2 ? refOf(call.name, call.key, io[PLAN + 1]!) : undefined;
-  const readFirst = store.read(first, info);
-  let readSecond: unknown;
-  if (second !== undefined) {
-    try {
-      readSecond = store.read(second, info);
-    } catch (error) {
-      if (isThenable(readFirst)) readFirst.then(undefined, () => {});
-      throw error;
-    }
-  }
-  if (isThenable(readFirst) || isThenable(readSecond)) {
-    return Promise.all([readFirst, readSecond]).then(([stateFirst, stateSecond]) => decideOne(store, call, figures, first, second, stateFirst, stateSecond));
-  }
-  return decideOne(store, call, figures, first, second, readFirst, readSecond);
-}
-
-/** {@link runOne}'s decision on the states read, and its writes; the item is in the buffer. */
-function decideOne(
-  store: RateLimitStore,
-  call: Call,
-  figures: boolean,
-  first: StateRef,
-  second: StateRef | undefined,
-  stateFirst: unknown,
-  stateSecond: unknown,
-): Decided | Promise<Decided> {
-  const { ITEMS, OUT, SLOTS, SLOT } = layout;
-  // Other calls may have used the buffer while the store answered (even a synchronous
-  // store's read may call a limiter): then write the item again. Every writer of the items
-  // owns them (`ownItems`), and each call is its own owner.
-  if (itemsOwner !== call) {
-    putItem(io, ITEMS, call, figures);
-    ownItems(call);
-  }
-  putState(SLOTS, stateFirst, first);
-  if (second !== undefined) putState(SLOTS + SLOT, stateSecond, second);
-  if (core.rb_decide_one() < 0) throw coreError(io, OUT, call.name);
-  const decided = answerOf(0, figures);
-  let chain = writeSlot(store, SLOTS, first, call.now, undefined);
-  if (second !== undefined) chain = writeSlot(store, SLOTS + SLOT, second, call.now, chain);
-  return chain === undefined ? decided : chain.then(() => decided);
-}
-

@@ -30,6 +30,11 @@ export interface CoreExports {
   rb_decide_state(value: number, ts: number, now: number, count: number, reserve: number, phase: number): number;
   rb_figures(value: number, ts: number, now: number, retryAfter: number, sampled: number): number;
   rb_jitter(retryAfter: number, maxJitter: number, random: number): number;
+  /** `MemoryStore`'s slab and config table (`src/wasm/slab.rs`). */
+  rb_slab_config(): number;
+  rb_slab_grow(slots: number): number;
+  rb_slab_slots(): number;
+  rb_slab_limit(config: number, slot: number, count: number, flags: number, now: number, draw: number): number;
 }
 
 // The globals, typed here so that no declaration the package ships names the WebAssembly namespace.
@@ -180,8 +185,14 @@ export function useModule(module: object, full?: () => Promise<object>): void {
   core = engine.core;
   io = engine.io;
   layout = engine.layout;
-  grants = typeof core.rb_charge === "function" ? Promise.resolve(engine) : undefined;
+  // The buffer's view is read through `io` (remade when the slab grows the memory: `memoryGrew`).
+  grants = typeof core.rb_charge === "function" ? Promise.resolve({ core, layout, get io() { return io; } }) : undefined;
   loadFull = full;
+}
+
+/** The slab (`ts/core/slab.ts`) grew the module's memory, which detaches every view of it: the buffer's is made again. */
+export function memoryGrew(): void {
+  io = new Float64Array(core.memory.buffer, core.rb_io(), core.rb_layout(12));
 }
 
 /** An instance of a compiled module, with its buffer and layout. */
@@ -202,7 +213,7 @@ function instantiate(module: object): Engine {
     MAX_ITEMS: at(10),
     MAX_SLOTS: at(11),
   };
-  // The module never grows its memory (it allocates nothing), so the view stays valid.
+  // The module allocates nothing; only the slab grows its memory (`memoryGrew` then makes this view again).
   return { core: exports, io: new Float64Array(exports.memory.buffer, exports.rb_io(), at(12)), layout };
 }
 

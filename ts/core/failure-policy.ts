@@ -9,7 +9,7 @@
 import { invalidArgument, invalidConfig, mustBe, unknownField, wrongArgument } from "./errors.js";
 import { isPlainObject } from "./options.js";
 import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore } from "./types.js";
-import { MemoryStore } from "../stores/memory.js";
+import { SlabStore } from "./slab-store.js";
 import type { BatchRequest, LimitConfig, StoreErrorPolicy } from "./options.js";
 export type { LimitConfig, StoreErrorPolicy } from "./options.js";
 import { StoreCall, ownField, plainCall, type Degraded } from "./store-call.js";
@@ -356,10 +356,15 @@ export class FailurePolicy {
     );
   }
 
-  /** The one fallback limiter of this limiter, made at the first fallback decision (so a limit's outage state is never split). */
+  /**
+   * The one fallback limiter of this limiter, made at the first fallback decision (so a limit's
+   * outage state is never split). Its store is core's `SlabStore` (what `MemoryStore` is, with
+   * its options checked; `maxKeys` was checked here): core never imports `ts/stores/`, and the
+   * fallback decides with one crossing as a `MemoryStore` does.
+   */
   #fallbackLimiter(maxKeys: number): FallbackLimiter {
     this.#fallback ??= new this.#Fallback(
-      new MemoryStore({ maxKeys: Math.max(maxKeys, this.#declaredMaxKeys ?? 0) }),
+      new SlabStore(Math.max(maxKeys, this.#declaredMaxKeys ?? 0)),
       this.limits,
       this.options,
     ) as FallbackLimiter;

@@ -4,28 +4,19 @@
  * then run by the driver under the limit's failure policy.
  * @module
  */
-import type { RateLimitConfig, RateLimiterOptions, RateLimitFigures, RateLimitResult, RateLimitStore, RateLimitValue, GrantData, SettleResult } from "./types.js";
-import { checkCount, checkFlag, checkKey, checkName, checkNow, draw, drawMany, type Random } from "./call.js";
-import { compileConfig, CONFIG_FIELDS, type Compiled } from "./config.js";
-import { grantsEngine } from "./engine.js";
-import { isThenable, plan, run, runOne, runRemote, type BatchAnswer, type Call, type Decided } from "./driver.js";
-import { invalidConfig, invalidRequest, mustBe, RateboundError, unknownLimit, wrongArgument, unknownField } from "./errors.js";
-import { Grant, type GrantResult } from "./grant-handle.js";
-
-// Grants and values are loaded on first use: an app that only limits never downloads them.
-// Grants also need the full module: a runtime that loaded the small one loads it then, once.
-const grants = () => Promise.all([import("./grant.js"), grantsEngine()]).then(([module, engine]) => ({ ...module, engine }));
-const values = () => import("./value.js");
+import type { RateLimiterOptions, RateLimitResult, RateLimitStore, RateLimitValue, GrantData, SettleResult } from "./types.js";
+import { checkCount, checkFlag, checkKey, checkName, checkNow, drawMany, type Random } from "./call.js";
+import type { Compiled } from "./config.js";
+import { isThenable, plan, type BatchAnswer, type Call, type Decided } from "./driver.js";
+import { runRemote } from "./remote.js";
+import { runOne } from "./run-one.js";
+import { mustBe, unknownLimit, wrongArgument } from "./errors.js";
+import type { GrantResult } from "./grant-handle.js";
 // Waiting for a turn (acquire.ts), loaded by the first acquire.
 const waits = () => import("./acquire.js");
 import type { AcquireAllAnswer, AcquireAllOptions, AcquireAnswer, AcquireOptions, AcquireRequest, Reserving } from "./acquire.js";
 import {
-  BATCH_OPTIONS,
   checkOptions,
-  RESET_OPTIONS,
-  SETTLE_OPTIONS,
-  VALUE_OPTIONS,
-  checkedOptions,
   isPlainObject,
   limitFields,
   own,
@@ -34,71 +25,27 @@ import {
   type BatchRequest,
   type GetValueOptions,
   type Inline,
-  type LimitFields,
   type LimitOptions,
   type Named,
   type StoreErrorPolicy,
   type ResetOptions,
   type SettleOptions,
 } from "./options.js";
-import { FailurePolicy, withoutPolicy, type FailureOptions, type FallbackLimiter, type LimitConfig } from "./failure-policy.js";
-import { ownField } from "./store-call.js";
-import { laneOf } from "./coalesce.js";
+import { FailurePolicy, type FailureOptions, type FallbackLimiter, type LimitConfig } from "./failure-policy.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
 import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
 import type { DecisionHook, Probe } from "./decision-hook.js";
 import { checkStore } from "./store-shape.js";
+import { SlabStore } from "./slab-store.js";
+import { inSlab, InTable, intoTable } from "./slab-road.js";
+import { compileInline, compileLimit, type Internals } from "./limits.js";
+import { hooked, isBatchAnswer, isDecided, only, shaped } from "./decided.js";
+import { batchCall } from "./batch-call.js";
+import { grantCall, settleGrant } from "./granting.js";
+import { resetKey, valueOf } from "./state-calls.js";
 
 const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision"] as const;
 const NO_DRAWS: readonly number[] = Object.freeze([]);
-const BATCH_FIELDS = ["name", "key", "count", "reserve", "config"];
-
-/** The fields a limiter's config may have: a config's, and its limit's failure policy. */
-const LIMIT_FIELDS = [...CONFIG_FIELDS, "onStoreError"];
-
-/**
- * A limit's config compiled for the limiter, refusing one that could never grant: `capacity: 0`
- * holds no tokens, so only a reservation can pass, and with no `maxReserved > 0` that is a limit
- * whose every call would throw `COUNT_EXCEEDS_MAX`. With `maxReserved > 0` it is a limit that
- * only paces (every call passes `reserve: true` and waits its `retryAfter`), and it is kept.
- */
-function compileLimit(name: string, config: unknown): Compiled {
-  const compiled = compileConfig(name, config, LIMIT_FIELDS);
-  const [, , , capacity, maxReserved] = compiled.numbers as [number, number, number, number, number];
-  if (capacity === 0 && !(maxReserved > 0)) {
-    throw invalidConfig(
-      name,
-      "capacity",
-      `capacity must be > 0 unless maxReserved is > 0 (got capacity 0, maxReserved ${Number.isNaN(maxReserved) ? "absent" : maxReserved}): ` +
-        "a limit of capacity 0 holds no tokens and could grant only reservations",
-    );
-  }
-  return compiled;
-}
-
-
-/** The result a caller sees: with its figures when asked. */
-function shaped(decided: Decided): RateLimitResult & { figures?: RateLimitFigures } {
-  return decided.figures === undefined ? decided.result : { ...decided.result, figures: decided.figures };
-}
-
-/** A call's own answer out of a batch: its decision, or its error thrown. */
-function only(answer: BatchAnswer): Decided {
-  const decided = answer.each[0]!;
-  if (decided instanceof RateboundError) throw decided;
-  return decided;
-}
-
-/** The module that records a hooked call, loaded by the first one: an app without a hook never loads it. */
-let observer: Promise<typeof import("./observe.js")> | undefined;
-
-/** Runs `call` with a probe and reports it to `hook` once it settles (see observe.ts). */
-function hooked<T>(hook: DecisionHook, write: boolean, call: (recorded: Probe) => Promise<T>): Promise<T> {
-  return (observer ??= import("./observe.js")).then(({ observe, probe }) => {
-    const recorded = probe();
-    return observe(hook, write, recorded, call(recorded));
-  });
-}
 
 /**
  * Rate limits over a host store: every call plans the states it needs, reads
@@ -126,10 +73,16 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   readonly #remote: boolean;
   /** Whether a call may go straight to the driver: the store neither decides nor has a transaction. */
   readonly #direct: boolean;
+  /** Whether the store is a `SlabStore` (a `MemoryStore`): an unsharded `limit`/`check` on it is one crossing. */
+  readonly #slab: boolean;
+  /** On a `SlabStore`, each unsharded named limit's config and its id in the core's config table. */
+  readonly #inTable = new InTable();
   /** Refusals repeated without asking the store (`refusalCache`), when asked for. */
   readonly #refusals: RefusalCache | undefined;
   /** Told of every decided call (`onDecision`), when asked for. */
   readonly #onDecision: DecisionHook | undefined;
+  /** What the modules that run its batches and grants take of it. */
+  readonly #internals: Internals;
 
   /**
    * @param store The host's persistence: `read(ref)` and `write(ref, state | null)` (see `RateLimitStore`).
@@ -149,6 +102,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     this.#store = checkStore(store);
     this.#remote = typeof store.decide === "function";
     this.#direct = !this.#remote && typeof store.transaction !== "function";
+    this.#slab = this.#direct && store instanceof SlabStore;
     const [now, random, , , refusalCache, onDecision] = ownOptions("RateLimiter", options, OPTIONS);
     this.#refusals = RefusalCache.from(refusalCache);
     if (onDecision !== undefined && typeof onDecision !== "function") throw wrongArgument("RateLimiter", "onDecision", mustBe("onDecision", "a function", onDecision));
@@ -169,6 +123,17 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       }
       for (const name of names) this.#limits.set(checkName(name), compileLimit(name, named[name]));
     }
+    // A named limit's config goes into the core's config table now, once.
+    if (this.#slab) intoTable(this.#limits, this.#inTable);
+    this.#internals = {
+      failure: this.#failure,
+      remote: this.#remote,
+      refusals: this.#refusals,
+      random: this.#random,
+      now: () => this.#now(),
+      call: (name, given, config, write) => this.#call(name, given, config, write),
+      resolve: (name, config) => this.#resolve(name, config),
+    };
   }
 
   /**
@@ -183,7 +148,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
 
   /** The named limit's config, or the inline one compiled now. */
   #resolve(name: string, config: unknown): Compiled {
-    if (config !== undefined) return compileLimit(name, config);
+    if (config !== undefined) return compileInline(name, config);
     const limit = this.#limits.get(name);
     if (limit === undefined) throw unknownLimit(name);
     return limit;
@@ -251,10 +216,16 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       const given = limitFields(name, options);
       if (given.grant !== undefined) {
         if (!write) checkOptions(name, options, ["key", "count", "reserve", "throws", "config", "figures"]);
-        if (checkFlag(checkName(name), "grant", given.grant)) return this.#granting(name, given, recorded) as Promise<RateLimitResult>;
+        if (checkFlag(checkName(name), "grant", given.grant)) {
+          return grantCall(this.#internals, (data, actual, inline) => this.settle(data, actual, inline), name, given, recorded) as Promise<RateLimitResult>;
+        }
       }
       const figures = given.figures === undefined ? false : checkFlag(typeof name === "string" ? name : "", "figures", given.figures);
       const { config, policy } = this.#failure.limitPolicy(name, given.config);
+      if (this.#slab && recorded === undefined && this.#failure.isPlain(policy)) {
+        const answer = inSlab(this.#internals, this.#store as SlabStore, this.#inTable, name, given, config, write, figures);
+        if (answer !== undefined) return answer;
+      }
       const call = this.#call(name, given, config, write);
       const refusals = this.#refusals;
       if (recorded === undefined && refusals === undefined && this.#direct && this.#failure.isPlain(policy)) {
@@ -312,41 +283,6 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     }
   }
 
-  /** `limit` with `grant: true`: through the store's transaction, answering with a handle. A grant always fails closed. */
-  #granting(name: string, given: LimitFields, recorded: Probe | undefined): Promise<GrantResult> {
-    // One decided on a fallback could not settle against the store.
-    const config = withoutPolicy(name, given.config);
-    const figures = given.figures === undefined ? false : checkFlag(name, "figures", given.figures);
-    const call = this.#call(name, given, config, true);
-    plan([call], true, figures); // bad input fails before the store is touched
-    if (recorded !== undefined) recorded.calls = [call];
-    const local = this.#refusals?.refuse(call, figures);
-    if (local !== undefined) {
-      if (recorded !== undefined) {
-        recorded.fromCache = true;
-        recorded.result = local;
-      }
-      return Promise.resolve(refusal(call.name, local, given.throws) as GrantResult);
-    }
-    if (recorded !== undefined) recorded.start = performance.now();
-    const idWords = [draw(this.#random), draw(this.#random)].map((unit) => Math.floor(unit * 2 ** 32));
-    // Its turn on a coalescing store is taken now, in arrival order; the grants' code loads within it.
-    const answer = this.#failure.transact((store) => grants().then(({ charge, engine }) => charge(engine, store, call, idWords, figures)), [laneOf(call.name, call.key)]);
-    const inline = config === undefined ? undefined : { config: config as RateLimitConfig };
-    const settler = (data: GrantData, actual: number) => this.settle(data, actual, inline);
-    return answer.then((result) => {
-      const { grant, ...decided } = result;
-      if (recorded !== undefined) {
-        recorded.end = performance.now();
-        recorded.result = decided;
-      }
-      this.#refusals?.remember(call, decided.ok ? { ok: true } : decided);
-      refusal(call.name, decided, given.throws);
-      if (!decided.ok || grant === undefined) return decided as GrantResult;
-      return { ...decided, ok: true, grant: new Grant(grant, settler) };
-    });
-  }
-
   /**
    * Settles a grant from its data (`grant.data`, stored or sent elsewhere) at
    * what was really used: gives back the unused tokens, never more than the
@@ -361,21 +297,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @example
    * await limiter.settle(job.grant, usage.totalTokens);
    */
-  async settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult> {
-    const checked = checkedOptions("settle", options, SETTLE_OPTIONS);
-    const inline = own(checked, "config");
-    const named = ownField(data, "name")?.[1];
-    const { grantInput, settle, engine } = await grants();
-    const grant = grantInput(data);
-    const config = inline === undefined ? undefined : withoutPolicy(typeof named === "string" ? named : "settle", inline);
-    const limit = this.#resolve(grant.name, config);
-    if (typeof actual !== "number") throw invalidRequest(grant.name, "actual", mustBe("actual", "a finite number >= 0", actual));
-    const now = checkNow(grant.name, this.#now());
-    const draws = limit.settleDraws === 0 ? NO_DRAWS : drawMany(this.#random, limit.settleDraws);
-    const settled = await this.#failure.transact((store) => settle(engine, store, grant, limit, actual, now, draws), [laneOf(grant.name, grant.key)]);
-    // A refund may end a wait this limiter remembers.
-    this.#refusals?.forget(grant.name, grant.key);
-    return settled;
+  settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult> {
+    return settleGrant(this.#internals, data, actual, options);
   }
 
   /**
@@ -417,68 +340,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   #batchCall(requests: ReadonlyArray<BatchRequest>, given: { throws?: boolean; figures?: boolean } | undefined, write: boolean): Promise<RateLimitResult> {
     const options = given === undefined ? {} : given;
     const hook = this.#onDecision;
-    if (hook === undefined) return this.#batch(requests, options, write, undefined);
-    return hooked(hook, write, (recorded) => this.#batch(requests, options, write, recorded));
-  }
-
-  /** `limitAll` (write) or `checkAll`, under the batch's failure policy. */
-  async #batch(
-    requests: ReadonlyArray<BatchRequest>,
-    options: { throws?: boolean; figures?: boolean },
-    write: boolean,
-    recorded: Probe | undefined,
-  ): Promise<RateLimitResult & { figures?: RateLimitFigures[] }> {
-    const fn = write ? "limitAll" : "checkAll";
-    const checked = checkedOptions(fn, options, BATCH_OPTIONS);
-    const throws = own<boolean>(checked, "throws");
-    const figures = checkFlag(fn, "figures", own(checked, "figures"));
-    let isArray = false;
-    try {
-      isArray = Array.isArray(requests);
-    } catch {
-      isArray = false;
-    }
-    if (!isArray) throw wrongArgument(fn, "requests", mustBe("requests", "an array of limits", requests));
-    const { requests: core, policy } = this.#failure.batchPolicy(requests);
-    const calls: Call[] = [];
-    for (const request of core as unknown[]) {
-      if (typeof request !== "object" || request === null) throw wrongArgument(fn, "requests", mustBe("requests", "an array of objects", request));
-      let names: string[];
-      try {
-        names = Object.keys(request);
-      } catch {
-        throw wrongArgument(fn, "requests", "requests must be an array of plain objects (listing a request's fields threw) (got an object)");
-      }
-      for (const field of names) if (!BATCH_FIELDS.includes(field)) throw invalidRequest(fn, field, unknownField(field, BATCH_FIELDS, "field", " of a limitAll item"));
-      // Own fields only: an inherited one (a polluted Object.prototype.count) is never read.
-      const field = (name: string) => ownField(request, name)?.[1];
-      calls.push(this.#call(field("name"), { key: field("key"), count: field("count"), reserve: field("reserve") }, field("config"), write));
-    }
-    const planned = plan(calls, true, figures);
-    if (recorded !== undefined) {
-      recorded.calls = calls;
-      recorded.policy = policy;
-      recorded.batchSize = calls.length;
-      recorded.start = performance.now();
-    }
-    const answer = await this.#failure.run<BatchAnswer | RateLimitResult>(
-      policy,
-      (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
-      (fallback) => (write ? fallback.limitAll(core, { figures }) : fallback.checkAll(core, { figures })),
-      this.#remote,
-      calls.map((call) => laneOf(call.name, call.key)),
-    );
-    if (recorded !== undefined) {
-      recorded.end = performance.now();
-      recorded.result = isBatchAnswer(answer) ? answer.batch : answer;
-      if (isBatchAnswer(answer) && answer.batchSize !== undefined) recorded.batchSize = answer.batchSize;
-    }
-    const names = calls.map((call) => call.name).join(", ");
-    if (!isBatchAnswer(answer)) return refusal(names, answer, throws);
-    const result: RateLimitResult & { figures?: RateLimitFigures[] } = figures
-      ? { ...answer.batch, figures: answer.each.map((decided) => (decided as Decided).figures!) }
-      : answer.batch;
-    return refusal(names, result, throws);
+    if (hook === undefined) return batchCall(this.#internals, requests, options, write, undefined);
+    return hooked(hook, write, (recorded) => batchCall(this.#internals, requests, options, write, recorded));
   }
 
   /**
@@ -530,16 +393,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   getValue(name: string, options: GetValueOptions & Inline): Promise<RateLimitValue>;
   // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
   getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
-  async getValue(name: string, options?: GetValueOptions): Promise<RateLimitValue> {
-    const checked = checkedOptions(name, options, VALUE_OPTIONS);
-    const limitName = checkName(name);
-    const key = checkKey(limitName, own(checked, "key"));
-    const wanted = own(checked, "sampleShards");
-    const limit = this.#resolve(limitName, withoutPolicy(limitName, own(checked, "config")));
-    if (wanted !== undefined && typeof wanted !== "number") throw invalidRequest(limitName, "sampleShards", mustBe("sampleShards", "an integer >= 1", wanted));
-    const now = checkNow(limitName, this.#now());
-    const { getValue } = await values();
-    return await this.#failure.transact((store) => getValue(store, limitName, key, limit, wanted as number | undefined, now, this.#random));
+  getValue(name: string, options?: GetValueOptions): Promise<RateLimitValue> {
+    return valueOf(this.#internals, name, options);
   }
 
   /**
@@ -553,24 +408,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   reset(name: string, options: ResetOptions & Inline): Promise<void>;
   // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
   reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
-  async reset(name: string, options?: ResetOptions): Promise<void> {
-    const checked = checkedOptions(name, options, RESET_OPTIONS);
-    const limitName = checkName(name);
-    const key = checkKey(limitName, own(checked, "key"));
-    const limit = this.#resolve(limitName, withoutPolicy(limitName, own(checked, "config")));
-    const now = checkNow(limitName, this.#now());
-    const { reset } = await values();
-    await this.#failure.transact((store) => reset(store, limitName, key, limit, now), [laneOf(limitName, key)]);
-    this.#refusals?.forget(limitName, key);
+  reset(name: string, options?: ResetOptions): Promise<void> {
+    return resetKey(this.#internals, name, options);
   }
-}
-
-/** Whether an answer is one call's decision. */
-function isDecided(answer: unknown): answer is Decided {
-  return typeof answer === "object" && answer !== null && "figures" in answer && "result" in answer;
-}
-
-/** Whether a policy's answer is the driver's (not a degraded or fallback result). */
-function isBatchAnswer(answer: unknown): answer is BatchAnswer {
-  return typeof answer === "object" && answer !== null && Array.isArray((answer as BatchAnswer).each);
 }

@@ -1,0 +1,76 @@
+/**
+ * A limiter's limits, compiled: a named limit's config once, when the
+ * limiter is made; an inline one once per config object. And what the
+ * limiter hands the modules that run its calls (`./batch-call.ts`,
+ * `./granting.ts`): its policy, clock, randomness and checks, nothing else.
+ * @module
+ */
+import { CONFIG_FIELDS, compileConfig, type Compiled } from "./config.js";
+import { invalidConfig } from "./errors.js";
+import type { Random } from "./call.js";
+import type { Call } from "./driver.js";
+import type { FailurePolicy } from "./failure-policy.js";
+import type { RefusalCache } from "./refusal-cache.js";
+
+/** The fields a limiter's config may have: a config's, and its limit's failure policy. */
+const LIMIT_FIELDS = [...CONFIG_FIELDS, "onStoreError"];
+
+/**
+ * A limit's config compiled for the limiter, refusing one that could never grant: `capacity: 0`
+ * holds no tokens, so only a reservation can pass, and with no `maxReserved > 0` that is a limit
+ * whose every call would throw `COUNT_EXCEEDS_MAX`. With `maxReserved > 0` it is a limit that
+ * only paces (every call passes `reserve: true` and waits its `retryAfter`), and it is kept.
+ *
+ * @param name The limit's name, for messages.
+ * @param config The config as given (without `onStoreError`).
+ * @returns The compiled config.
+ */
+export function compileLimit(name: string, config: unknown): Compiled {
+  const compiled = compileConfig(name, config, LIMIT_FIELDS);
+  const [, , , capacity, maxReserved] = compiled.numbers as [number, number, number, number, number];
+  if (capacity === 0 && !(maxReserved > 0)) {
+    throw invalidConfig(
+      name,
+      "capacity",
+      `capacity must be > 0 unless maxReserved is > 0 (got capacity 0, maxReserved ${Number.isNaN(maxReserved) ? "absent" : maxReserved}): ` +
+        "a limit of capacity 0 holds no tokens and could grant only reservations",
+    );
+  }
+  return compiled;
+}
+
+/** Inline configs compiled once per config object: a config is read when first used (pass a new object to change it). */
+const inlineCompiled = new WeakMap<object, Compiled>();
+
+/**
+ * An inline config compiled, once per config object.
+ *
+ * @param name The limit's name, for messages.
+ * @param config The config as given (without `onStoreError`).
+ * @returns The compiled config.
+ */
+export function compileInline(name: string, config: unknown): Compiled {
+  const cached = typeof config === "object" && config !== null ? inlineCompiled.get(config) : undefined;
+  if (cached !== undefined) return cached;
+  const compiled = compileLimit(name, config);
+  inlineCompiled.set(config as object, compiled);
+  return compiled;
+}
+
+/** What a `RateLimiter` hands the modules that run its calls. */
+export interface Internals {
+  /** Its failure policy: every store call goes through it. */
+  readonly failure: FailurePolicy;
+  /** Whether the store decides next to its data. */
+  readonly remote: boolean;
+  /** Its refusal cache, when asked for. */
+  readonly refusals: RefusalCache | undefined;
+  /** Its randomness (`undefined`: the pool). */
+  readonly random: Random;
+  /** Its clock. */
+  now(): number;
+  /** A call's arguments checked once, and its random numbers drawn. */
+  call(name: unknown, given: { key?: unknown; count?: unknown; reserve?: unknown }, config: unknown, write: boolean): Call;
+  /** The named limit's config, or the inline one compiled. */
+  resolve(name: string, config: unknown): Compiled;
+}
