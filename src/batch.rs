@@ -32,9 +32,11 @@ pub struct Item {
 }
 
 impl Item {
-    /// An item that asks nothing, to fill storage with.
+    /// An item that asks nothing, to fill storage with: all zero bits, so the module's scratch
+    /// items live in zeroed memory instead of a data segment (nothing reads an item before a
+    /// call writes it).
     pub const EMPTY: Item = Item {
-        config: Config { kind: crate::config::Kind::TokenBucket, rate: 1.0, period_ms: 1.0, capacity: 0.0, max_reserved: None, shard_count: 1, start_ms: None },
+        config: Config { kind: crate::config::Kind::TokenBucket, rate: 0.0, period_ms: 0.0, capacity: 0.0, max_reserved: None, shard_count: 0, start_ms: None },
         request: Request { count: 0.0, reserve: false },
         write: false,
         draws: [0.0; 4],
