@@ -56,7 +56,7 @@ run(bin("wasm-opt"), [
 // these exports and what they reach). A grant loads the full module then, once.
 const LITE_EXPORTS = [
   "memory", "rb_io", "rb_layout", "rb_compile", "rb_plan", "rb_decide", "rb_decide_one", "rb_check_now",
-  "rb_value_draws", "rb_plan_value", "rb_value", "rb_calculate", "rb_decide_state", "rb_figures", "rb_jitter",
+  "rb_value_draws", "rb_plan_value", "rb_value", "rb_calculate", "rb_calculate_use", "rb_calculate_next", "rb_decide_state", "rb_figures", "rb_jitter",
 ];
 // It is compiled for size (Cargo.toml's `wasm-small` profile): the browser is the one runtime that
 // downloads it, and decides too rarely to notice the speed.

@@ -9,6 +9,7 @@
 
 pub mod exports;
 pub mod io;
+pub mod pure;
 
 /// A trap, not a message: the package turns a trapped call into an error.
 /// Nothing the exports do can panic on valid input; this keeps `core::fmt`
