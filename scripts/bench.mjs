@@ -28,6 +28,7 @@ import { ns } from "./bench/format.mjs";
 import { median } from "./bench/interleave.mjs";
 import { measureIsolation } from "./bench/isolation.mjs";
 import { runNative } from "./bench/native.mjs";
+import { buildFloor } from "./bench/floor.mjs";
 import { closingNote } from "./bench/note.mjs";
 import { installPackage, packageDir } from "./bench/package.mjs";
 import { report } from "./bench/report.mjs";
@@ -78,10 +79,10 @@ const version = (command, args) => {
  * The interleaved timings (./bench/timing.mjs) in a fresh process that loads nothing else (see
  * ./bench/timing-child.mjs for why), its progress passed through to stderr.
  */
-function timeInChild(pkg, project) {
+function timeInChild(pkg, project, floor) {
   const output = execFileSync(
     process.execPath,
-    [join(root, "scripts", "bench", "timing-child.mjs"), pkg, project, String(ROUNDS), String(BATCH_MS), String(WARMUP_MS)],
+    [join(root, "scripts", "bench", "timing-child.mjs"), pkg, project, String(ROUNDS), String(BATCH_MS), String(WARMUP_MS), floor.wasm ?? ""],
     {
       encoding: "utf8",
       stdio: ["ignore", "pipe", "inherit"],
@@ -123,8 +124,10 @@ async function main() {
     if (crossings.error) log(`crossings not measured: ${crossings.error}`);
     const native = process.argv.includes("--no-native") ? { error: "skipped (--no-native)" } : await runNative(root, join(work, "criterion"), log);
     if (native.error) log(`native core not measured: ${native.error}`);
+    const floor = buildFloor(root, log);
+    if (floor.error) log(`the floor contender not built: ${floor.error}`);
     log(`timing in a fresh process: ${ROUNDS} interleaved rounds of ~${BATCH_MS} ms batches per contender`);
-    const { timing, skipped } = timeInChild(pkg, project);
+    const { timing, skipped } = timeInChild(pkg, project, floor);
     log("the harness check: the reference and an await, each alone in a fresh process");
     const isolation = measureIsolation(project, { rounds: ROUNDS, batchMs: BATCH_MS, warmupMs: WARMUP_MS });
     log(`memory: ${MEMORY_KEYS.toLocaleString("en-US")} keys in fresh processes`);
@@ -198,8 +201,10 @@ the glue it loads) loads the same package one step at a time, so its total diffe
 [3] The native core is \`benches/core.rs\` (criterion: the figure is the median of its samples, with
 criterion's mean beside it), run in the same \`npm run bench\` just before the JavaScript timings (so
 these ratios span two stretches of time and move with the machine's load between them), on the cases
-it names (\`token_bucket-allowed-unsharded\` is the target's). \`decideInSlab\` is the one wasm call
-\`limit()\` made on a \`MemoryStore\` in builds that have it, timed alone with \`now\` passed in.
+it names (\`token_bucket-allowed-unsharded\` is the target's). The probes time the package's exports alone, each on
+an instance of its own with the fewest numbers around it: \`rb_plan\` + \`rb_decide_one\` (the two calls of a planned
+decision, the state kept in JavaScript as a store keeps it), \`rb_decide_state\` (the decision on a state the caller
+holds), \`rb_calculate\` (twelve numbers a call) and \`rb_calculate_next\` (what \`calculateRateLimit\` calls).
 [4] Every call is awaited on both sides: ratebound's \`limit()\` and \`RateLimiterMemory.consume()\`
 return Promises (\`consume()\` rejects with a \`RateLimiterRes\` on refusal, which is caught). Both cycle
 through the same ${keys} keys (\`"user:0"\` …), all with state before timing. The token bucket and
@@ -210,6 +215,12 @@ checks that every decision took the row's path.
 [5] \`calculateRateLimit(state, config, now, 1)\` on an existing state, the same config object on
 every call (as a caller holding its config does), \`now\` varying; the reference is
 \`calculateRateLimit\` of \`@convex-dev/rate-limiter\`, pure JavaScript.
+[11] The floor (\`scripts/bench/floor/\`, built by \`scripts/bench/floor.mjs\` with cargo in the same run): the core's own
+\`advance\` and \`decide\` in a module of their own, numbers in and numbers out, with the least JavaScript around
+them: for \`calculateRateLimit\`, one call of four numbers and the answer object; for \`limit()\`, a \`Map\` from key
+to slot (the states in the module's memory), \`Date.now()\`, one call of three numbers and a settled Promise. It
+checks nothing and knows one limit, set once: what ratebound costs beyond it is its checks, config cache, store and
+answers; what the floor costs beyond a peer is the crossing and the answer.
 [6] \`scripts/bench/sources.mjs\`: lines as \`wc -l\` counts them, of every \`.rs\` and \`.ts\` file under
 \`src/\` and \`ts/\`, leaving out generated code (\`ts/wasm\`, \`_generated\`).
 [7] What a user could write instead: the reference \`calculateRateLimit\` over a \`Map\` from key to

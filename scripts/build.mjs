@@ -67,7 +67,7 @@ run(bin("wasm-opt"), [
 //   that the preview's modules call (read the same way).
 const LITE_EXPORTS = [
   "memory", "rb_io", "rb_layout", "rb_compile", "rb_plan", "rb_decide", "rb_decide_one", "rb_check_now",
-  "rb_value_draws", "rb_plan_value", "rb_value", "rb_calculate", "rb_decide_state", "rb_figures", "rb_jitter",
+  "rb_value_draws", "rb_plan_value", "rb_value", "rb_calculate", "rb_calculate_use", "rb_calculate_next", "rb_decide_state", "rb_figures", "rb_jitter",
   "rb_slab_config", "rb_slab_grow", "rb_slab_slots", "rb_slab_limit",
 ];
 const smallDir = at("target", "wasm32-unknown-unknown", "wasm-small");

@@ -76,7 +76,8 @@ function nativeNote({ detail: { decision, nativeTransition } }, run) {
 
 function limitNote({ detail: { ours, flexible, speed } }, run) {
   const get = (id) => run.timing.get(id);
-  const [slab, now, settled, total] = [get("decideInSlab token bucket allowed 1"), get("Date.now()"), get("await Promise.resolve(result)"), get("limit token bucket allowed 1")];
+  const [slab, now, settled, total] = [get("probe rb_plan+rb_decide_one token bucket allowed 1"), get("Date.now()"), get("await Promise.resolve(result)"), get("limit token bucket allowed 1")];
+  const floorLimit = get("limit allowed 1k floor");
   const budget = flexible.median / TARGETS.limit.speedup;
   const floor = now.median + settled.median;
   const decision = run.native.estimates?.["token_bucket-allowed-unsharded"]?.median;
@@ -87,13 +88,18 @@ function limitNote({ detail: { ours, flexible, speed } }, run) {
   if (slab) {
     const rest = total.median - slab.median - now.median - settled.median;
     text +=
-      `On one hot key (${ns(total.median)} ns in all) the wasm call \`decideInSlab\` takes ${ns(slab.median)} ns` +
+      `On one hot key (${ns(total.median)} ns in all) its wasm calls \`rb_plan\` + \`rb_decide_one\`, timed alone, take ${ns(slab.median)} ns` +
       (decision === undefined ? "" : ` (${times(slab.median / decision)} the native decision's ${ns(decision)} ns)`) +
       ` and the TypeScript around it (options, \`Map\` lookups, decoding the answer) ${ns(rest)} ns by difference` +
-      (budget > floor ? `; the wasm call alone is ${slab.median > budget - floor ? "over" : "within"} the ${ns(budget - floor)} ns left. ` : ". ") +
+      (budget > floor ? `; the wasm calls alone are ${slab.median > budget - floor ? "over" : "within"} the ${ns(budget - floor)} ns left. ` : ". ") +
       `Cycling through ${KEY_COUNT.toLocaleString("en-US")} keys costs ${ns(Math.abs(ours.median - total.median))} ns ${ours.median >= total.median ? "more" : "less"} per call than one hot key.`;
   } else {
-    text += `The wasm call could not be timed alone in this build (${run.skipped.join("; ")}).`;
+    text += `The wasm calls could not be timed alone in this build (${run.skipped.join("; ")}).`;
+  }
+  if (floorLimit) {
+    text +=
+      ` The floor [11] (the core's decision with a \`Map\` from key to slot, \`Date.now()\` and a settled Promise around one call) takes ${ns(floorLimit.median)} ns on the same ${KEY_COUNT.toLocaleString("en-US")} keys, ${speedup(flexible.median / floorLimit.median)} than the peer` +
+      `: ${floorLimit.median <= budget ? "the target is within the floor's reach" : "the floor itself misses the target here"}, and ratebound takes ${times(ours.median / floorLimit.median)} the floor's time.`;
   }
   return text;
 }
@@ -102,15 +108,19 @@ function transitionNote(goals, run) {
   const trivial = run.timing.get("trivial wasm call");
   const paragraphs = goals.map(({ detail: { ours, theirs, ratio, kind } }) => {
     const budget = theirs.median * TARGETS[`transition ${kind}`].ratio;
-    const compiled = run.timing.get(`CompiledConfig.transition ${kind}`);
+    const compiled = run.timing.get(`probe rb_calculate_next ${kind}`);
+    const floor = run.timing.get(`transition ${kind} floor`);
     const nativeTransition = run.native.estimates?.[NATIVE_TRANSITIONS[kind]]?.median;
     let text = `For the ${kind}, ${ns(ours.median)} ns against ${ns(theirs.median)} ns (${times(ratio)}; the budget was ${ns(budget)} ns)`;
     if (compiled) {
       text +=
-        `, of which the one wasm call inside (\`CompiledConfig.transition\`) takes ${ns(compiled.median)} ns` +
+        `, of which the one wasm call inside (\`rb_calculate_next\`, timed alone) takes ${ns(compiled.median)} ns` +
         (nativeTransition === undefined ? "" : ` (the same arithmetic natively: ${ns(nativeTransition)} ns)`) +
-        ` and the rest of the call (the config cache, reading the answer back across the boundary, building the result) ${ns(ours.median - compiled.median)} ns by difference; ` +
+        ` and the rest of the call (the config check, the state checks, the answer object) ${ns(ours.median - compiled.median)} ns by difference; ` +
         (compiled.median > budget ? `the wasm call alone is over the budget` : `the wasm call fits in the budget, the rest of the call is what passes it`);
+    }
+    if (floor) {
+      text += `; the floor [11] (the same arithmetic, one call of four numbers and the answer object, no checks) takes ${ns(floor.median)} ns, ${times(floor.median / theirs.median)} the reference's time${floor.median > budget ? ", itself over the budget" : ""}`;
     }
     return text;
   });

@@ -99,14 +99,14 @@ export function report(run) {
     goal("startup", "startup against rate-limiter-flexible", TARGETS.startup.met(startup), startup),
   );
   for (const kind of ["token bucket", "fixed window"]) {
-    const [ours, theirs] = [got(`transition ${kind} ratebound`), got(`transition ${kind} reference`)];
+    const [ours, theirs, floor] = [got(`transition ${kind} ratebound`), got(`transition ${kind} reference`), got(`transition ${kind} floor`)];
     const ratio = ours.median / theirs.median;
     const target = TARGETS[`transition ${kind}`];
     row(
       `\`calculateRateLimit\`, ${kind}, existing state [5]`,
       nsCell(ours),
-      `\`@convex-dev/rate-limiter\`: ${nsCell(theirs)}`,
-      `${times(ratio)} its time (per round: ${ratioRange(ours.samples.map((value, round) => value / theirs.samples[round]))})`,
+      `\`@convex-dev/rate-limiter\`: ${nsCell(theirs)}; the floor [11]: ${floor ? nsCell(floor) : "not timed"}`,
+      `${times(ratio)} its time (per round: ${ratioRange(ours.samples.map((value, round) => value / theirs.samples[round]))})${floor ? `; the floor: ${times(floor.median / theirs.median)} its time` : ""}`,
       target.goal,
       goal(`transition ${kind}`, `calculateRateLimit, ${kind}`, target.met(ratio), { ours, theirs, ratio, kind }),
     );
@@ -114,12 +114,13 @@ export function report(run) {
   {
     const ours = got(`limit allowed 1k ratebound`);
     const flexible = got(`limit allowed 1k flexible`);
+    const floor = got(`limit allowed 1k floor`);
     const speed = flexible.median / ours.median;
     row(
       `awaited \`limit()\` on \`MemoryStore\`, ${KEY_COUNT.toLocaleString("en-US")} keys, allowed [4]`,
       nsCell(ours),
-      `\`RateLimiterMemory\` over the same keys: ${nsCell(flexible)}`,
-      `${speedup(speed)} (per round: ${pairedRange(flexible, ours)})`,
+      `\`RateLimiterMemory\` over the same keys: ${nsCell(flexible)}; the floor [11]: ${floor ? nsCell(floor) : "not timed"}`,
+      `${speedup(speed)} (per round: ${pairedRange(flexible, ours)})${floor ? `; the floor: ${speedup(flexible.median / floor.median)}` : ""}`,
       TARGETS.limit.goal,
       goal("limit", "limit() against RateLimiterMemory", TARGETS.limit.met(speed), { ours, flexible, speed }),
     );
@@ -176,8 +177,15 @@ export function report(run) {
 
   section(`More of \`limit()\` on \`MemoryStore\` (token bucket, awaited, ${KEY_COUNT.toLocaleString("en-US")} keys) [4]`);
   {
-    const [ours, flexible] = [got("limit refused 1k ratebound"), got("limit refused 1k flexible")];
-    row("refused", nsCell(ours), `\`RateLimiterMemory\`: ${nsCell(flexible)}`, `${speedup(flexible.median / ours.median)} (per round: ${pairedRange(flexible, ours)})`, "—", "");
+    const [ours, flexible, floor] = [got("limit refused 1k ratebound"), got("limit refused 1k flexible"), got("limit refused 1k floor")];
+    row(
+      "refused",
+      nsCell(ours),
+      `\`RateLimiterMemory\`: ${nsCell(flexible)}${floor ? `; the floor [11]: ${nsCell(floor)}` : ""}`,
+      `${speedup(flexible.median / ours.median)} (per round: ${pairedRange(flexible, ours)})${floor ? `; the floor: ${speedup(flexible.median / floor.median)}` : ""}`,
+      "—",
+      "",
+    );
   }
   for (const path of ["allowed", "refused"]) {
     const [ours, plain, plainSync] = [got(`limit ${path} 1k ratebound`), got(`limit ${path} 1k plain`), got(`limit ${path} 1k plain sync`)];
@@ -195,11 +203,11 @@ export function report(run) {
   section("The WebAssembly path against the native core, ns per decision (one key) [3]");
   for (const { js, native: id, label } of NATIVE_CASES) {
     const wasm = got(`limit ${js}`);
-    const slabOnly = got(`decideInSlab ${js}`);
+    const [planned, held] = [got(`probe rb_plan+rb_decide_one ${js}`), got(`probe rb_decide_state ${js}`)];
     const floor = nativeNs(id);
     row(
       label,
-      `\`limit()\`: ${nsCell(wasm)}${slabOnly ? `; \`decideInSlab\` alone: ${ns(slabOnly.median)} ns` : ""}`,
+      `\`limit()\`: ${nsCell(wasm)}${planned ? `; \`rb_plan\` + \`rb_decide_one\` alone: ${ns(planned.median)} ns` : ""}${held ? `; \`rb_decide_state\` alone: ${ns(held.median)} ns` : ""}`,
       floor === undefined ? `native core: not measured (${native.error ?? "missing"})` : `native core (criterion): ${ns(floor)} ns (mean ${ns(nativeMeanNs(id))})`,
       floor === undefined ? "—" : `${times(wasm.median / floor)} the native cost`,
       "—",
@@ -209,19 +217,24 @@ export function report(run) {
 
   section(`Where the time goes (same run as the rows above)`);
   const total = got("limit token bucket allowed 1");
-  const slab = got("decideInSlab token bucket allowed 1");
+  const planned = got("probe rb_plan+rb_decide_one token bucket allowed 1");
+  const held = got("probe rb_decide_state token bucket allowed 1");
   const [now, settled, trivial] = [got("Date.now()"), got("await Promise.resolve(result)"), got("trivial wasm call")];
   row("`limit()`, token bucket, allowed, one key", nsCell(total), "", "", "", "");
-  if (slab) row("— `decideInSlab` alone (its one wasm call)", nsCell(slab), decision === undefined ? "" : `native decision: ${ns(decision)} ns`, decision === undefined ? "" : `${times(slab.median / decision)} the native cost`, "", "");
+  if (planned) row("— `rb_plan` + `rb_decide_one` alone (its two wasm calls, the state kept in JS) [3]", nsCell(planned), decision === undefined ? "" : `native decision: ${ns(decision)} ns`, decision === undefined ? "" : `${times(planned.median / decision)} the native cost`, "", "");
+  if (held) row("— `rb_decide_state` alone (one call on a state the caller holds) [3]", nsCell(held), "", "", "", "");
   row("— `Date.now()`", nsCell(now), "", "", "", "");
   row("— `await` of a settled Promise", nsCell(settled), "", "", "", "");
-  if (slab) row("— the rest: options, `Map` lookups, decoding the answer", `${ns(total.median - slab.median - now.median - settled.median)} ns (by difference)`, "", "", "", "");
+  if (planned) row("— the rest: options, the store, `Map` lookups, decoding the answer", `${ns(total.median - planned.median - now.median - settled.median)} ns (by difference)`, "", "", "", "");
   else row("— the rest: the decision and the TypeScript around it", `${ns(total.median - now.median - settled.median)} ns (by difference)`, "", "", "", "");
-  if (trivial) row("a trivial wasm call (`MemorySlab.occupied()`)", nsCell(trivial), "", "", "", "");
+  const floorLimit = got("limit allowed 1k floor");
+  if (floorLimit) row(`the floor's awaited \`limit()\`, ${KEY_COUNT.toLocaleString("en-US")} keys [11]`, nsCell(floorLimit), `ratebound's: ${ns(got("limit allowed 1k ratebound").median)} ns`, `ratebound: ${times(got("limit allowed 1k ratebound").median / floorLimit.median)} the floor's time`, "", "");
+  if (trivial) row("a trivial wasm call (`rb_io()`)", nsCell(trivial), "", "", "", "");
   for (const kind of ["token bucket", "fixed window"]) {
-    const [compiled, ours] = [got(`CompiledConfig.transition ${kind}`), got(`transition ${kind} ratebound`)];
-    if (!compiled) continue;
-    row(`\`calculateRateLimit\`, ${kind}: its wasm transition alone`, nsCell(compiled), `whole call: ${ns(ours.median)} ns`, `the rest (config cache, reading the answer): ${ns(ours.median - compiled.median)} ns`, "", "");
+    const ours = got(`transition ${kind} ratebound`);
+    const [next, twelve, floor] = [got(`probe rb_calculate_next ${kind}`), got(`probe rb_calculate ${kind}`), got(`transition ${kind} floor`)];
+    if (next) row(`\`calculateRateLimit\`, ${kind}: its wasm call alone (\`rb_calculate_next\`)`, nsCell(next), `whole call: ${ns(ours.median)} ns${twelve ? `; \`rb_calculate\` (twelve numbers) alone: ${ns(twelve.median)} ns` : ""}`, `the rest (config check, state checks, the answer object): ${ns(ours.median - next.median)} ns`, "", "");
+    if (floor) row(`\`calculateRateLimit\`, ${kind}: the floor [11]`, nsCell(floor), `ratebound: ${ns(ours.median)} ns`, `ratebound: ${times(ours.median / floor.median)} the floor's time`, "", "");
   }
   const steps = startup.steps;
   row(

@@ -8,9 +8,9 @@
 // own), its own copy of rate-limiter-flexible, its own copy of the reference `calculateRateLimit`
 // (compiled from the function's source text with the contender's id). Within one copy, calls
 // from several contenders would share the library's feedback just as copies of one loop do.
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { FLOOR_LIMITER, floorInstance, makeFloorCalculate } from "./floor.mjs";
 import { fresh, interleave } from "./interleave.mjs";
 import { installPackage } from "./package.mjs";
 
@@ -85,20 +85,43 @@ export const LOOPS = {
     for (let i = 0; i < n; i++) sum += calculate(state, config, now + (i & 1023), 1).value;
     return sum;
   },
-  decideInSlab: (context, n) => {
-    const { core, index, base, now } = context;
+  // The probes: today's exports alone, with the fewest numbers around them (see ./probes below).
+  probeCalculate: (context, n) => {
+    const { core, c, state, now } = context;
+    let sum = 0;
+    for (let i = 0; i < n; i++) sum += core.rb_calculate(c[0], c[1], c[2], c[3], c[4], c[5], c[6], state.value, state.ts, now + (i & 1023), 1, 0);
+    return sum;
+  },
+  probeCalculateNext: (context, n) => {
+    const { core, state, now } = context;
+    let sum = 0;
+    for (let i = 0; i < n; i++) sum += core.rb_calculate_next(state.value, state.ts, now + (i & 1023), 1, 0);
+    return sum;
+  },
+  probeDecideState: (context, n) => {
+    const { core, io, ok, state, now } = context;
     let granted = 0;
     for (let i = 0; i < n; i++) {
-      const answer = core.decideInSlab(index, base, 1, false, now + i * 1e-6, true);
-      if (answer !== answer || answer > 0) granted++; // NaN: granted; > 0: granted, reserved
+      core.rb_decide_state(state.value, state.ts, now + (i & 1023), 1, 0, 0);
+      if (io[ok] === 1) granted++;
     }
     return granted;
   },
-  compiledTransition: (context, n) => {
-    const { compiled, state, now } = context;
-    let sum = 0;
-    for (let i = 0; i < n; i++) sum += compiled.transition(true, state.value, state.ts, now + (i & 1023), 1);
-    return sum;
+  probePlanDecide: (context, n) => {
+    const { core, io, item, slots, state } = context;
+    let granted = 0;
+    for (let i = 0; i < n; i++) {
+      io[item + 10] = Date.now();
+      core.rb_plan(1);
+      io[slots] = state.value;
+      io[slots + 1] = state.ts;
+      if (core.rb_decide_one() === 1) {
+        granted++;
+        state.value = io[slots + 2];
+        state.ts = io[slots + 3];
+      }
+    }
+    return granted;
   },
   dateNow: (context, n) => {
     let sum = 0;
@@ -115,9 +138,9 @@ export const LOOPS = {
     return granted;
   },
   trivialWasmCall: (context, n) => {
-    const { slab } = context;
+    const { core } = context;
     let sum = 0;
-    for (let i = 0; i < n; i++) sum += slab.occupied();
+    for (let i = 0; i < n; i++) sum += core.rb_io();
     return sum;
   },
 };
@@ -194,13 +217,11 @@ class Copies {
     const dir = join(this.root, `${String(this.made++).padStart(2, "0")}-${id.replace(/[^a-z0-9]+/gi, "-")}`);
     return installPackage(this.pkg, dir, { copies, link: false });
   }
-  /** `{ api, glue }`: the package's main entry and, when the build has one, its wasm-bindgen glue module (the same instance). */
+  /** `{ api, wasm }`: the package's main entry, and the path of the `.wasm` its install ships. */
   async ratebound(id) {
     const install = this.#install(id, []);
     const api = await install.load("ratebound");
-    const gluePath = join(install.dist, "wasm", "ratebound.js");
-    const glue = existsSync(gluePath) ? await import(pathToFileURL(gluePath).href) : {};
-    return { api, glue };
+    return { api, wasm: join(install.dist, "wasm", "ratebound.wasm") };
   }
   flexible(id) {
     return this.#install(id, ["rate-limiter-flexible"]).require("rate-limiter-flexible");
@@ -218,74 +239,88 @@ class Copies {
 export const KEY_COUNT = 1_000;
 
 /**
- * `decideInSlab` alone, through the glue's internal `RateLimiterCore` (the one wasm call
- * `limit()` makes on a MemoryStore), when the build still has that protocol: a contender, or
- * the reason there is none. Checked before timing: an answer of another shape is no contender.
+ * A fresh instance of the package's `.wasm` (its own memory and buffer), with the buffer's layout
+ * as the module reports it (`rb_layout`, the indices `ts/core/engine.ts` reads).
  */
-function slabContender(glue, MemoryStore, config, id, granted) {
-  const Core = glue.RateLimiterCore;
-  if (typeof Core?.prototype?.decideInSlab !== "function" || typeof Core.prototype.takeAllocatedBase !== "function") {
-    return { reason: "the glue has no RateLimiterCore.decideInSlab" };
-  }
-  try {
-    const store = new MemoryStore();
-    const core = new Core(store, { bench: config }, undefined);
-    core.useSlab(store.slab);
-    const index = core.limitIndex("bench");
-    const now = Date.now();
-    const first = core.decideInSlab(index, -1, 1, false, now, true);
-    const base = core.takeAllocatedBase();
-    // NaN: granted; > 0: granted, reserved; <= 0 (or -0): refused.
-    const ok = (answer) => answer !== answer || answer > 0;
-    if (typeof first !== "number" || !ok(first) || !(base >= 0)) return { reason: "decideInSlab answered in a shape this bench does not know" };
-    for (let refusalsInARow = 0; !granted && refusalsInARow < 1_000; ) {
-      refusalsInARow = ok(core.decideInSlab(index, base, 1, false, now, true)) ? 0 : refusalsInARow + 1;
-    }
-    if (ok(core.decideInSlab(index, base, 1, false, now, true)) !== granted) return { reason: "decideInSlab did not take the row's path" };
-    return { contender: contender(`decideInSlab ${id}`, "decideInSlab", { core, index, base, now }, granted ? allGranted : noneGranted) };
-  } catch (error) {
-    return { reason: `decideInSlab failed: ${error.message}` };
-  }
+function packageInstance(wasmPath) {
+  const { exports: core } = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(wasmPath)), {});
+  const at = (which) => core.rb_layout(which);
+  const layout = { ITEMS: at(0), SLOTS: at(3), OUT: at(4), EXTRA: at(5) };
+  return { core, io: new Float64Array(core.memory.buffer, core.rb_io(), at(12)), layout };
 }
 
+/** A config's seven numbers as the module takes them: kind, rate, period, capacity, maxReserved, shards, start (NaN: none). */
+const numbersOf = (config) => [config.kind === "fixed window" ? 1 : 0, config.rate, config.period, config.capacity ?? config.rate, Number.NaN, config.shards ?? 1, config.start ?? Number.NaN];
+
 /**
- * The wasm call inside `calculateRateLimit` alone (the glue's internal `CompiledConfig`), when
- * the build has it: a contender, or the reason there is none.
+ * Probes of the package's exports, each alone on an instance of its own, with the fewest numbers
+ * around it: `rb_calculate` (twelve numbers a call), `rb_calculate_next` (what `calculateRateLimit`
+ * calls: four and a phase, its config loaded once), `rb_decide_state` (the decision on a state the
+ * caller holds) and `rb_plan` + `rb_decide_one` (the two calls of a planned decision, the state
+ * kept in JavaScript as a store keeps it). Each is checked once before timing: an export missing or
+ * answering in a shape this bench does not know is no contender, and says why.
  */
-function compiledTransitionContender(glue, id, config, state, now) {
-  if (typeof glue.CompiledConfig?.prototype?.transition !== "function") return { reason: "the glue has no CompiledConfig.transition" };
-  try {
-    const compiled = new glue.CompiledConfig(config);
-    const answered = compiled.transition(true, state.value, state.ts, now, 1);
-    if (!(typeof answered === "number" || answered === undefined)) return { reason: "CompiledConfig.transition answered in a shape this bench does not know" };
-    return { contender: contender(id, "compiledTransition", { compiled, state, now }) };
-  } catch (error) {
-    return { reason: `CompiledConfig.transition failed: ${error.message}` };
-  }
-}
+const PROBES = {
+  calculate(wasm, id, config, state, now) {
+    const { core } = packageInstance(wasm);
+    if (typeof core.rb_calculate !== "function") return { reason: "the module has no rb_calculate" };
+    const c = numbersOf(config);
+    if (!Number.isFinite(core.rb_calculate(...c, state.value, state.ts, now, 1, 0))) return { reason: "rb_calculate answered in a shape this bench does not know" };
+    return { contender: contender(id, "probeCalculate", { core, c, state, now }) };
+  },
+  calculateNext(wasm, id, config, state, now) {
+    const { core } = packageInstance(wasm);
+    if (typeof core.rb_calculate_next !== "function") return { reason: "the module has no rb_calculate_next" };
+    core.rb_calculate_use(...numbersOf(config));
+    if (!Number.isFinite(core.rb_calculate_next(state.value, state.ts, now, 1, 0))) return { reason: "rb_calculate_next answered in a shape this bench does not know" };
+    return { contender: contender(id, "probeCalculateNext", { core, state, now }) };
+  },
+  decideState(wasm, id, config, granted) {
+    const { core, io, layout } = packageInstance(wasm);
+    if (typeof core.rb_decide_state !== "function") return { reason: "the module has no rb_decide_state" };
+    io.set(numbersOf(config), layout.EXTRA);
+    const now = Date.now();
+    const state = granted ? { value: config.rate, ts: now } : { value: 0, ts: now };
+    const ok = layout.EXTRA + 8;
+    if (core.rb_decide_state(state.value, state.ts, now, 1, 0, 0) !== 0 || io[ok] !== (granted ? 1 : 0)) return { reason: "rb_decide_state did not take the row's path" };
+    return { contender: contender(id, "probeDecideState", { core, io, ok, state, now }, granted ? allGranted : noneGranted) };
+  },
+  planDecide(wasm, id, config, granted) {
+    const { core, io, layout } = packageInstance(wasm);
+    if (typeof core.rb_plan !== "function" || typeof core.rb_decide_one !== "function") return { reason: "the module has no rb_plan and rb_decide_one" };
+    // Item 0 (src/wasm/io.rs): the config's numbers, count 1, no reserve, write, now, four draws, no figures.
+    const item = layout.ITEMS;
+    io.set([...numbersOf(config), 1, 0, 1, Date.now(), 0.5, 0.5, 0.5, 0.5, 0], item);
+    const state = granted ? { value: config.rate, ts: Date.now() } : { value: 0, ts: Date.now() };
+    const context = { core, io, item, slots: layout.SLOTS, state };
+    if (LOOPS.probePlanDecide(context, 1) !== (granted ? 1 : 0)) return { reason: "rb_plan + rb_decide_one did not take the row's path" };
+    return { contender: contender(id, "probePlanDecide", context, granted ? allGranted : noneGranted) };
+  },
+};
 
 /**
  * Every contender in one interleaved run, so that every figure of the table saw the same mix of
- * load: ids are "transition <kind> <ratebound|reference>", "limit <allowed|refused> 1k
- * <ratebound|flexible|plain|plain sync>", "limit <kind> <allowed|refused> <1|10>",
- * "decideInSlab <kind> <allowed|refused> <1|10>", and the pieces of limit() and of
+ * load: ids are "transition <kind> <ratebound|reference|floor>", "limit <allowed|refused> 1k
+ * <ratebound|flexible|plain|plain sync|floor>", "limit <kind> <allowed|refused> <1|10>",
+ * "probe <export> <kind> …" (./floor.mjs, {@link PROBES}), and the pieces of limit() and of
  * calculateRateLimit. Each contender runs its own copies (see the top of this file).
  *
- * @param {{ pkg: string, project: string, rounds: number, batchMs: number, warmupMs: number, log: (line: string) => void }} options
+ * @param {{ pkg: string, project: string, floor: { wasm?: string, error?: string }, rounds: number, batchMs: number, warmupMs: number, log: (line: string) => void }} options
  * `pkg`: the built package directory; `project`: a project with it installed (./package.mjs), where
- * the copies go.
+ * the copies go; `floor`: the floor contender's module (./floor.mjs `buildFloor`), or why there is none.
  * @returns {Promise<{ timing: Map<string, object>, skipped: string[] }>} the figures, and why any
  * internal piece was not timed.
  * @example
- * const { timing } = await timeEverything({ pkg, project, rounds: 5, batchMs: 15, warmupMs: 200, log });
+ * const { timing } = await timeEverything({ pkg, project, floor: {}, rounds: 5, batchMs: 15, warmupMs: 200, log });
  * timing.get("limit allowed 1k ratebound").median; // ns per awaited limit()
  */
-export async function timeEverything({ pkg, project, rounds, batchMs, warmupMs, log }) {
+export async function timeEverything({ pkg, project, floor, rounds, batchMs, warmupMs, log }) {
   const reference = await import("@convex-dev/rate-limiter");
   const copies = new Copies(pkg, project, reference);
   const contenders = [];
   const skipped = [];
   const add = ({ contender: found, reason }) => (found ? contenders.push(found) : skipped.push(reason));
+  if (floor.error) skipped.push(`the floor contender: ${floor.error}`);
 
   // 1. The pure transition, on an existing state.
   log("installing a copy of the package for every contender");
@@ -297,8 +332,14 @@ export async function timeEverything({ pkg, project, rounds, batchMs, warmupMs, 
     contenders.push(contender(ours, "transition", { ...base, calculate: (await copies.ratebound(ours)).api.calculateRateLimit }));
     const theirs = `transition ${kind} reference`;
     contenders.push(contender(theirs, "transition", { ...base, calculate: copies.calculate(theirs) }));
-    const compiled = `CompiledConfig.transition ${kind}`;
-    add(compiledTransitionContender((await copies.ratebound(compiled)).glue, compiled, config, transitionBase.state, transitionBase.now));
+    if (floor.wasm) {
+      const id = `transition ${kind} floor`;
+      contenders.push(contender(id, "transition", { ...base, calculate: ownCopy(makeFloorCalculate, id)(floorInstance(floor.wasm, config)) }));
+    }
+    for (const probe of ["calculate", "calculateNext"]) {
+      const id = `probe ${probe === "calculate" ? "rb_calculate" : "rb_calculate_next"} ${kind}`;
+      add(PROBES[probe]((await copies.ratebound(id)).wasm, id, config, transitionBase.state, transitionBase.now));
+    }
   }
 
   // 2. limit() on a MemoryStore against RateLimiterMemory and the plain limiter, token bucket.
@@ -314,6 +355,8 @@ export async function timeEverything({ pkg, project, rounds, batchMs, warmupMs, 
     const rlm = new flexible.RateLimiterMemory(path === "allowed" ? { points: PLENTY, duration: 3_600 } : { points: 10, duration: 3_600 });
     const plain = copies.plainLimiter(`${id} plain`, tokenBucket);
     const plainSync = copies.plainLimiter(`${id} plain sync`, tokenBucket);
+    const Floor = floor.wasm ? ownCopy(FLOOR_LIMITER, `${id} floor (FloorLimiter)`) : undefined;
+    const floorLimiter = Floor ? new Floor(floorInstance(floor.wasm, tokenBucket)) : undefined;
     // Give every key its state (and, to refuse, take all its tokens) before timing.
     for (const key of keys) {
       for (let taken = 0; taken < (path === "allowed" ? 1 : 10); taken++) {
@@ -321,6 +364,7 @@ export async function timeEverything({ pkg, project, rounds, batchMs, warmupMs, 
         await rlm.consume(key).catch(() => {});
         plain.limitSync(key);
         plainSync.limitSync(key);
+        floorLimiter?.limitSync(key);
       }
     }
     const verify = path === "allowed" ? allGranted : noneGranted;
@@ -328,10 +372,12 @@ export async function timeEverything({ pkg, project, rounds, batchMs, warmupMs, 
     contenders.push(contender(`${id} flexible`, "flexibleConsume", { limiter: rlm, keys, cursor: 0, RateLimiterRes: flexible.RateLimiterRes }, verify));
     contenders.push(contender(`${id} plain`, "plainAwaited", { limiter: plain, keys, cursor: 0 }, verify));
     contenders.push(contender(`${id} plain sync`, "plainSync", { limiter: plainSync, keys, cursor: 0 }, verify));
+    if (floorLimiter) contenders.push(contender(`${id} floor`, "plainAwaited", { limiter: floorLimiter, keys, cursor: 0 }, verify));
   }
 
-  // 3. Every case of the native bench through the WebAssembly path, one key: limit() and
-  //    decideInSlab alone, plus the pieces of limit() that are not the decision.
+  // 3. Every case of the native bench through the WebAssembly path, one key: limit(), and for
+  //    unsharded limits the exports it runs on alone (rb_plan + rb_decide_one; rb_decide_state),
+  //    plus the pieces of limit() that are not the decision.
   const startMs = Date.now() - 1;
   for (const kind of ["token bucket", "fixed window"]) {
     const window = kind === "fixed window" ? { start: startMs } : {};
@@ -352,16 +398,20 @@ export async function timeEverything({ pkg, project, rounds, batchMs, warmupMs, 
         await oneKey(`limit ${id}`);
         // The same limit() once more, as a contender of its own: how far two timings of one thing drift.
         if (id === "token bucket allowed 1") await oneKey(`limit ${id} twin`);
-        const { api, glue } = await copies.ratebound(`decideInSlab ${id}`);
-        add(slabContender(glue, api.MemoryStore, config, id, granted));
+        if (shards === 1) {
+          for (const [probe, name] of [["planDecide", "rb_plan+rb_decide_one"], ["decideState", "rb_decide_state"]]) {
+            const probeId = `probe ${name} ${id}`;
+            add(PROBES[probe]((await copies.ratebound(probeId)).wasm, probeId, config, granted));
+          }
+        }
       }
     }
   }
   contenders.push(contender("Date.now()", "dateNow", {}));
   contenders.push(contender("await Promise.resolve(result)", "awaitSettled", { settled: Object.freeze({ ok: true }) }, allGranted));
-  const slab = new (await copies.ratebound("trivial wasm call")).api.MemoryStore().slab;
-  if (typeof slab?.occupied === "function") contenders.push(contender("trivial wasm call", "trivialWasmCall", { slab }));
-  else skipped.push("MemoryStore has no slab.occupied() to time a trivial wasm call");
+  const trivial = packageInstance((await copies.ratebound("trivial wasm call")).wasm).core;
+  if (typeof trivial.rb_io === "function") contenders.push(contender("trivial wasm call", "trivialWasmCall", { core: trivial }));
+  else skipped.push("the module has no rb_io to time a trivial wasm call");
 
   for (const reason of new Set(skipped)) log(`not timed: ${reason}`);
   log(`${contenders.length} contenders: warm-up and calibration`);

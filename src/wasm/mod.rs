@@ -13,6 +13,7 @@
 //! (`tests`) and [`boundary`] writes the layout and the error tables into
 //! the package's `ts/core/boundary.ts`.
 
+pub mod calculate;
 pub mod decide;
 pub mod grants;
 pub mod io;

@@ -36,3 +36,41 @@ test("non-number inputs still get the core's errors", () => {
   assert.throws(() => calculateRateLimits(new Float64Array([0, 0]), config, 100, -1), { code: "INVALID_REQUEST" });
   assert.throws(() => calculateRateLimits(new Float64Array([Infinity, 0]), config, 100), { code: "CORRUPT_STATE" });
 });
+
+test("configs used in turn each decide on their own numbers (the loaded config follows the call)", () => {
+  const slow = { kind: "token bucket", rate: 1, period: 1000 };
+  const fast = { kind: "token bucket", rate: 100, period: 1000 };
+  const window = { kind: "fixed window", rate: 5, period: 1000, start: 0 };
+  for (let round = 0; round < 3; round++) {
+    assert.deepEqual(calculateRateLimit({ value: 0, ts: 0 }, slow, 500, 0), { value: 0.5, ts: 500 });
+    assert.deepEqual(calculateRateLimit({ value: 0, ts: 0 }, fast, 500, 0), { value: 50, ts: 500 });
+    assert.deepEqual(calculateRateLimit({ value: 0, ts: 0 }, window, 2500, 6), { value: -1, ts: 2000, retryAfter: 500, windowStart: 0 });
+    assert.deepEqual([...calculateRateLimits(new Float64Array([0, 0]), fast, 500)], [50, 500, NaN, NaN]);
+  }
+});
+
+test("a zero whose sign changes after first use is compiled again (the answer keeps the sign)", () => {
+  const config = { kind: "token bucket", rate: 1, period: 1000, capacity: 0 };
+  assert.ok(Object.is(calculateRateLimit({ value: 0, ts: 0 }, config, 10).value, 0));
+  config.capacity = -0;
+  assert.ok(Object.is(calculateRateLimit({ value: 0, ts: 0 }, config, 10).value, -0));
+  assert.ok(Object.is(calculateRateLimit({ value: 0, ts: 0 }, { ...config }, 10).value, -0));
+});
+
+test("a config that gains an unknown field between two calls on a state is refused", () => {
+  const config = { kind: "token bucket", rate: 10, period: 1000 };
+  for (let call = 0; call < 100; call++) calculateRateLimit({ value: 0, ts: 0 }, config, call);
+  config.burst = 5;
+  assert.throws(() => calculateRateLimit({ value: 0, ts: 0 }, config, 100), { code: "INVALID_CONFIG", field: "burst" });
+  delete config.burst;
+  assert.equal(calculateRateLimit({ value: 0, ts: 0 }, config, 100).value, 1);
+});
+
+test("bad arguments on the fast road still get the core's errors, and change nothing", () => {
+  const config = { kind: "token bucket", rate: 10, period: 1000 };
+  calculateRateLimit({ value: 0, ts: 0 }, config, 100);
+  assert.throws(() => calculateRateLimit({ value: 0, ts: 0 }, config, 100, -1), { code: "INVALID_REQUEST", field: "count" });
+  assert.throws(() => calculateRateLimit({ value: 0, ts: 0 }, config, Infinity), { code: "INVALID_REQUEST", field: "now" });
+  assert.throws(() => calculateRateLimit({ value: NaN, ts: 0 }, config, 100), { code: "CORRUPT_STATE" });
+  assert.deepEqual(calculateRateLimit({ value: 0, ts: 0 }, config, 100), { value: 1, ts: 100 });
+});

@@ -27,6 +27,9 @@ export interface CoreExports {
   rb_value(count: number, now: number): number;
   rb_check_now(now: number): number;
   rb_calculate(kind: number, rate: number, period: number, capacity: number, maxReserved: number, shards: number, start: number, value: number, ts: number, now: number, count: number, phase: number): number;
+  /** `calculateRateLimit` (`src/wasm/pure.rs`): a config loaded once, then four numbers and a phase a call. */
+  rb_calculate_use(kind: number, rate: number, period: number, capacity: number, maxReserved: number, shards: number, start: number): void;
+  rb_calculate_next(value: number, ts: number, now: number, count: number, phase: number): number;
   rb_decide_state(value: number, ts: number, now: number, count: number, reserve: number, phase: number): number;
   rb_figures(value: number, ts: number, now: number, retryAfter: number, sampled: number): number;
   rb_jitter(retryAfter: number, maxJitter: number, random: number): number;

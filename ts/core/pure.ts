@@ -4,10 +4,11 @@
  * the core's; this module moves them across.
  * @module
  */
-import { core, figuresAt, io, layout } from "./engine.js";
+import { core, figuresAt, io, layout, type CoreExports } from "./engine.js";
 import { coreError, corruptState, invalidRequest, mustBe, RateboundError, wrongArgument } from "./errors.js";
 import { CONFIG_FIELDS, compileConfig, type Compiled } from "./config.js";
 import { checkName, draw } from "./call.js";
+import { CALCULATED_RETRY_AFTER, CALCULATED_TS, CALCULATED_WINDOW_START, DECIDED_OK, DECIDED_RETRY_AFTER, DECIDED_TS, DECIDED_VALUE, PURE_ANSWER, PURE_CONFIG } from "./boundary.js";
 import { ownOptions } from "./options.js";
 import type {
   DecideOptions,
@@ -19,39 +20,110 @@ import type {
   RateLimitValue,
 } from "./types.js";
 
-/** A config object's compiled form and the fields it was compiled from. */
-type Cached = { compiled: Compiled; fields: unknown[]; fieldCount: number };
+/**
+ * A config object's compiled form, and its fields as they were read when it
+ * was compiled (an own or inherited field, read as every call reads it).
+ */
+interface Cached {
+  readonly compiled: Compiled;
+  readonly kind: unknown;
+  readonly rate: unknown;
+  readonly period: unknown;
+  readonly capacity: unknown;
+  readonly maxReserved: unknown;
+  readonly shards: unknown;
+  readonly start: unknown;
+  /** Whether `capacity`, `maxReserved` or `start` is a zero, whose sign `===` cannot see. */
+  readonly zero: boolean;
+  /** Its enumerable fields, counted as {@link fieldCount} counts them. */
+  readonly fieldCount: number;
+}
+
+type ConfigFields = Record<(typeof CONFIG_FIELDS)[number], unknown>;
 
 const compiledConfigs = new WeakMap<object, Cached>();
-/** The last config used, in front of the WeakMap: a caller's loop reuses one config object. */
-let lastConfig: object | undefined;
-let lastCached: Cached | undefined;
 
-function unchanged(config: Record<string, unknown>, cached: Cached): boolean {
-  const fields = cached.fields;
-  for (let index = 0; index < CONFIG_FIELDS.length; index++) {
-    if (!Object.is(config[CONFIG_FIELDS[index]!], fields[index])) return false;
-  }
-  // A field added after first use (an unknown one, say) changes the count: compiled again, and refused.
-  return Object.keys(config).length === cached.fieldCount;
+/**
+ * The config `rb_calculate_next` decides on: the object last used, what it
+ * was compiled from, and the instance it was loaded into (a runtime entry may
+ * replace the instance).
+ */
+let loadedConfig: object | undefined;
+let loaded: Cached | undefined;
+let loadedInto: CoreExports | undefined;
+/** Where `rb_calculate_next` writes `ts`, `retryAfter` and `windowStart`: a view of the loaded instance's buffer. */
+let answer: Float64Array = new Float64Array(3);
+
+/**
+ * How many enumerable fields `config` has: a field added after first use (an
+ * unknown one, say) changes the count, so the config is compiled again, and
+ * refused. A `for…in` count, unlike `Object.keys(config).length`, makes no array.
+ */
+function fieldCount(config: object): number {
+  let count = 0;
+  for (const _ in config) count++;
+  return count;
+}
+
+/**
+ * Whether `config` still has the fields `cached` was compiled from: one read
+ * of each, compared with `===` (`Object.is` would cost a call a field here;
+ * no cached field is NaN, since a config with one does not compile, and a
+ * zero's sign is compared only where a field is zero).
+ */
+function unchanged(config: RateLimitConfig, cached: Cached): boolean {
+  const fields = config as unknown as ConfigFields;
+  return (
+    fields.kind === cached.kind &&
+    fields.rate === cached.rate &&
+    fields.period === cached.period &&
+    fields.capacity === cached.capacity &&
+    fields.maxReserved === cached.maxReserved &&
+    fields.shards === cached.shards &&
+    fields.start === cached.start &&
+    (!cached.zero || (Object.is(fields.capacity, cached.capacity) && Object.is(fields.maxReserved, cached.maxReserved) && Object.is(fields.start, cached.start))) &&
+    fieldCount(config) === cached.fieldCount
+  );
 }
 
 /**
  * The config compiled by the core: validated once per config object, then
  * reused while its fields are unchanged (a changed field compiles it again).
  */
-function compiledFor(config: RateLimitConfig): Compiled {
-  if (typeof config !== "object" || config === null) return compileConfig(undefined, config);
-  const fields = config as unknown as Record<string, unknown>;
-  if (lastConfig === config && unchanged(fields, lastCached!)) return lastCached!.compiled;
-  let cached = compiledConfigs.get(config);
-  if (cached === undefined || !unchanged(fields, cached)) {
-    cached = { compiled: compileConfig(undefined, config), fields: CONFIG_FIELDS.map((field) => fields[field]), fieldCount: Object.keys(config).length };
-    compiledConfigs.set(config, cached);
+function compiledFor(config: RateLimitConfig): Cached {
+  // Not an object: compileConfig throws the coded error.
+  if (typeof config !== "object" || config === null) compileConfig(undefined, config);
+  const known = config === loadedConfig ? loaded : compiledConfigs.get(config);
+  if (known !== undefined && unchanged(config, known)) return known;
+  const compiled = compileConfig(undefined, config);
+  const fields = config as unknown as ConfigFields;
+  const cached: Cached = {
+    compiled,
+    kind: fields.kind,
+    rate: fields.rate,
+    period: fields.period,
+    capacity: fields.capacity,
+    maxReserved: fields.maxReserved,
+    shards: fields.shards,
+    start: fields.start,
+    zero: fields.capacity === 0 || fields.maxReserved === 0 || fields.start === 0,
+    fieldCount: fieldCount(config),
+  };
+  compiledConfigs.set(config, cached);
+  return cached;
+}
+
+/** Loads `config`'s compiled numbers into the core for `rb_calculate_next`, unless they are loaded already. */
+function loadConfig(config: object, cached: Cached): void {
+  if (loaded !== cached || loadedInto !== core) {
+    const n = cached.compiled.numbers;
+    core.rb_calculate_use(n[0]!, n[1]!, n[2]!, n[3]!, n[4]!, n[5]!, n[6]!);
+    // Made again when the memory grew (a MemoryStore's slab grows it), which detaches every view.
+    if (loadedInto !== core || answer.length === 0) answer = io.subarray(layout.EXTRA + PURE_ANSWER, layout.EXTRA + PURE_ANSWER + 3);
   }
-  lastConfig = config;
-  lastCached = cached;
-  return cached.compiled;
+  loadedConfig = config;
+  loaded = cached;
+  loadedInto = core;
 }
 
 /** A state passed to a pure function: `null` for none, else `{ value, ts }` finite numbers. */
@@ -67,7 +139,8 @@ function stateArgument(state: unknown, fn: string): RateLimitState | null {
 /**
  * The pure transition: the state after `count` tokens are taken at `now`.
  * The same function the limiter decides with, so a preview cannot disagree with the server.
- * Each config object is validated on first use; later calls pass only numbers to the core.
+ * Each config object is validated on first use; later calls pass only numbers to the core,
+ * in one call (`rb_calculate_next`) while the config is the one the last call used.
  *
  * @param state The stored `{ value, ts }`, or `null` for a fresh (full) limit.
  * @param config The limit's config.
@@ -79,31 +152,41 @@ function stateArgument(state: unknown, fn: string): RateLimitState | null {
  * // => { value: -0.5, ts: 3000, retryAfter: 3000 }
  */
 export function calculateRateLimit(state: RateLimitState | null, config: RateLimitConfig, now: number = Date.now(), count: number = 0): RateLimitTransition {
-  const compiled = compiledFor(config);
-  let value = Number.NaN;
-  let ts = 0;
-  if (state !== null) {
-    if (typeof state === "object" && typeof state.value === "number" && typeof state.ts === "number" && Number.isFinite(state.value) && Number.isFinite(state.ts)) {
-      value = state.value;
-      ts = state.ts;
-    } else {
-      const checked = stateArgument(state, "calculateRateLimit");
-      if (checked !== null) ({ value, ts } = checked);
+  // The common call (a state of two finite numbers, on the config the last call used, unchanged)
+  // is small enough for V8 to inline into the caller's loop; anything else, and any error, takes
+  // the checked road.
+  if (config === loadedConfig && loadedInto === core && answer.length !== 0 && typeof state === "object" && state !== null && typeof now === "number" && typeof count === "number" && unchanged(config, loaded!)) {
+    const value = state.value;
+    const ts = state.ts;
+    if (typeof value === "number" && typeof ts === "number" && Number.isFinite(value) && Number.isFinite(ts)) {
+      const next = core.rb_calculate_next(value, ts, now, count, 0);
+      // A valid call's value is never NaN: NaN is the core's error, which the checked road throws.
+      if (next === next) return transitionAt(next);
     }
   }
+  return calculateChecked(state, config, now, count);
+}
+
+/** `calculateRateLimit` with every argument checked, each bad one a coded error. */
+function calculateChecked(state: RateLimitState | null, config: RateLimitConfig, now: number, count: number): RateLimitTransition {
+  const cached = compiledFor(config);
+  const held = stateArgument(state, "calculateRateLimit");
   if (typeof now !== "number") throw invalidRequest("calculateRateLimit", "now", mustBe("now", "a finite number of ms", now));
   if (typeof count !== "number") throw invalidRequest("calculateRateLimit", "count", mustBe("count", "a finite number >= 0", count));
-  const n = compiled.numbers;
-  const phase = Number.isNaN(value) && compiled.draws > 0 ? draw(undefined) : 0;
-  const next = core.rb_calculate(n[0]!, n[1]!, n[2]!, n[3]!, n[4]!, n[5]!, n[6]!, value, ts, now, count, phase);
-  const at = layout.EXTRA + 8;
-  if (io[at + 3]! < 0) throw coreError(io, layout.OUT, "calculateRateLimit");
-  const transition: RateLimitTransition = { value: next, ts: io[at]! };
-  const retryAfter = io[at + 1]!;
-  const windowStart = io[at + 2]!;
-  if (!Number.isNaN(retryAfter)) transition.retryAfter = retryAfter;
-  if (!Number.isNaN(windowStart)) transition.windowStart = windowStart;
-  return transition;
+  const phase = held === null && cached.compiled.draws > 0 ? draw(undefined) : 0;
+  loadConfig(config, cached);
+  const next = core.rb_calculate_next(held?.value ?? Number.NaN, held?.ts ?? 0, now, count, phase);
+  if (next !== next) throw coreError(io, layout.OUT, "calculateRateLimit");
+  return transitionAt(next);
+}
+
+/** The transition `rb_calculate_next` answered: its value, and `ts`, `retryAfter`, `windowStart` from the buffer. */
+function transitionAt(value: number): RateLimitTransition {
+  const retryAfter = answer[1]!;
+  const windowStart = answer[2]!;
+  // One literal per shape: the fields present, in the order the reference lists them.
+  if (windowStart !== windowStart) return retryAfter !== retryAfter ? { value, ts: answer[0]! } : { value, ts: answer[0]!, retryAfter };
+  return retryAfter !== retryAfter ? { value, ts: answer[0]!, windowStart } : { value, ts: answer[0]!, retryAfter, windowStart };
 }
 
 /**
@@ -122,7 +205,7 @@ export function calculateRateLimit(state: RateLimitState | null, config: RateLim
  * // => { ok: false, retryAfter: 50, value: -0.5, ts: 50 }
  */
 export function decideRateLimit(state: RateLimitState | null, config: RateLimitConfig, now: number = Date.now(), options?: DecideOptions): RateLimitDecision {
-  const compiled = compiledFor(config);
+  const { compiled } = compiledFor(config);
   const [count, reserve, given] = ownOptions("decideRateLimit", options, ["count", "reserve", "name"]);
   const name = given === undefined ? "preview" : checkName(given);
   if (count !== undefined && typeof count !== "number") throw invalidRequest(name, "count", mustBe("count", "a finite number >= 0", count));
@@ -130,14 +213,14 @@ export function decideRateLimit(state: RateLimitState | null, config: RateLimitC
   if (typeof now !== "number") throw invalidRequest(name, "now", mustBe("now", "a finite number of ms", now));
   const held = stateArgument(state, "decideRateLimit");
   const { EXTRA, OUT } = layout;
-  compiled.numbers.forEach((number, index) => (io[EXTRA + index] = number));
+  compiled.numbers.forEach((number, index) => (io[EXTRA + PURE_CONFIG + index] = number));
   const phase = held === null && compiled.draws > 0 ? draw(undefined) : 0;
   const status = core.rb_decide_state(held?.value ?? Number.NaN, held?.ts ?? 0, now, count ?? 1, reserve === true ? 1 : 0, phase);
   if (status < 0) throw coreError(io, OUT, name);
-  const ok = io[EXTRA + 8] === 1;
-  const wait = io[EXTRA + 9]!;
+  const ok = io[EXTRA + PURE_ANSWER + DECIDED_OK] === 1;
+  const wait = io[EXTRA + PURE_ANSWER + DECIDED_RETRY_AFTER]!;
   const decision = ok ? (Number.isNaN(wait) ? { ok: true as const } : { ok: true as const, retryAfter: wait }) : { ok: false as const, retryAfter: wait };
-  return { ...decision, value: io[EXTRA + 10]!, ts: io[EXTRA + 11]! };
+  return { ...decision, value: io[EXTRA + PURE_ANSWER + DECIDED_VALUE]!, ts: io[EXTRA + PURE_ANSWER + DECIDED_TS]! };
 }
 
 /**
@@ -153,16 +236,15 @@ export function decideRateLimit(state: RateLimitState | null, config: RateLimitC
  * const [firstValue, firstTs, firstRetryAfter] = out; // the second key's answer starts at out[4]
  */
 export function calculateRateLimits(states: Float64Array, config: RateLimitConfig, now: number = Date.now(), count: number = 0): Float64Array {
-  const compiled = compiledFor(config);
+  const cached = compiledFor(config);
   if (!(states instanceof Float64Array)) {
     throw invalidRequest("calculateRateLimits", "states", mustBe("states", "a Float64Array of value, ts pairs", states));
   }
   if (states.length % 2 !== 0) throw invalidRequest("calculateRateLimits", "states", "states must be value, ts pairs (got an odd count of numbers)");
   if (typeof now !== "number") throw invalidRequest("calculateRateLimits", "now", mustBe("now", "a finite number of ms", now));
   if (typeof count !== "number") throw invalidRequest("calculateRateLimits", "count", mustBe("count", "a finite number >= 0", count));
-  const n = compiled.numbers;
   const answers = new Float64Array((states.length / 2) * 4);
-  const at = layout.EXTRA + 8;
+  const at = layout.EXTRA + PURE_ANSWER;
   for (let pair = 0; pair < states.length / 2; pair++) {
     const value = states[2 * pair]!;
     const ts = states[2 * pair + 1]!;
@@ -170,10 +252,12 @@ export function calculateRateLimits(states: Float64Array, config: RateLimitConfi
       const bad = Number.isFinite(value) ? ["ts", ts] : ["value", value];
       throw corruptState({ name: "calculateRateLimits", key: undefined, shard: 0 }, mustBe(bad[0] as string, "a finite number", bad[1]));
     }
-    const phase = Number.isNaN(value) && compiled.draws > 0 ? draw(undefined) : 0;
-    const next = core.rb_calculate(n[0]!, n[1]!, n[2]!, n[3]!, n[4]!, n[5]!, n[6]!, value, ts, now, count, phase);
-    if (io[at + 3]! < 0) throw coreError(io, layout.OUT, "calculateRateLimits");
-    answers.set([next, io[at]!, io[at + 1]!, io[at + 2]!], pair * 4);
+    const phase = Number.isNaN(value) && cached.compiled.draws > 0 ? draw(undefined) : 0;
+    // Loaded per pair: a phase drawn may refill the pool through `crypto`, which a caller can replace.
+    loadConfig(config, cached);
+    const next = core.rb_calculate_next(value, ts, now, count, phase);
+    if (next !== next) throw coreError(io, layout.OUT, "calculateRateLimits");
+    answers.set([next, io[at + CALCULATED_TS]!, io[at + CALCULATED_RETRY_AFTER]!, io[at + CALCULATED_WINDOW_START]!], pair * 4);
   }
   return answers;
 }
@@ -228,9 +312,9 @@ export function rateLimitFigures(value: RateLimitValue, now: number = Date.now()
     throw invalidRequest(fn, "sampleShards", mustBe("sampleShards", "an integer >= 1", sampled));
   }
   const { EXTRA } = layout;
-  compiled.numbers.forEach((number, index) => (io[EXTRA + index] = number));
+  compiled.numbers.forEach((number, index) => (io[EXTRA + PURE_CONFIG + index] = number));
   core.rb_figures(state.value, state.ts, now, retryAfter ?? Number.NaN, sampled ?? 1);
-  return figuresAt(EXTRA + 8);
+  return figuresAt(EXTRA + PURE_ANSWER);
 }
 
 export { RateboundError };

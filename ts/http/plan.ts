@@ -6,7 +6,7 @@
  * @module
  */
 import type { RateLimitConfig, RateLimiter, RateLimitFigures } from "ratebound";
-import type { RateLimiterClient } from "../stores/durable-object.js";
+import type { RateLimiterClient } from "../core/limiter-client.js";
 import { HttpGuardError } from "./errors.js";
 import { HEADER_DRAFTS, isPolicyName, type HeaderDraft, type NamedFigures } from "./headers.js";
 import { storedKey } from "./key.js";

@@ -29,7 +29,10 @@ import {
   type ResetOptions,
   type StateRef,
 } from "ratebound";
+import type { InlineConfig as Inline, RateLimiterClient } from "../core/limiter-client.js";
 import { ownCopy } from "./shared/options.js";
+
+export type { RateLimiterClient };
 
 /** The synchronous key-value API of a SQLite-backed Durable Object (`ctx.storage.kv`). */
 export interface SyncKvStorageLike {
@@ -281,38 +284,6 @@ export function rateLimiterObject<Limits extends Record<string, RateLimitConfig>
 export interface DurableObjectStubLike {
   /** Sends a request to the object. */
   fetch(input: string, init: { method: string; headers: Record<string, string>; body: string }): Promise<Response>;
-}
-
-type Named<Limits> = Extract<keyof Limits, string>;
-type Inline = { config: RateLimitConfig };
-
-/** The limiter's methods, answered by one Durable Object: see {@link rateLimiterClient}. */
-export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig>> {
-  /** As `RateLimiter.limit` with `grant: true`: the handle settles in the object. */
-  limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
-  limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
-  /** Consumes tokens in the object: as `RateLimiter.limit`; `throws` throws a `RateLimitError` here. */
-  limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
-  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
-  limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
-  /** As `RateLimiter.check`: what `limit` would answer, writing nothing. */
-  check(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
-  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
-  check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
-  /** As `RateLimiter.limitAll`: several limits of this object, all or none. */
-  limitAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>, options?: { throws?: boolean; figures?: boolean }): Promise<RateLimitResult>;
-  /** As `RateLimiter.checkAll`. */
-  checkAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & Inline)>, options?: { throws?: boolean }): Promise<RateLimitResult>;
-  /** As `RateLimiter.getValue`. */
-  getValue(name: string, options: GetValueOptions & Inline): Promise<RateLimitValue>;
-  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
-  getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
-  /** As `RateLimiter.reset`. */
-  reset(name: string, options: ResetOptions & Inline): Promise<void>;
-  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
-  reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
-  /** As `RateLimiter.settle`: settles a grant's data in the object (from an alarm, a queue…). */
-  settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult>;
 }
 
 /**

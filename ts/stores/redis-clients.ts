@@ -13,7 +13,7 @@
  *   and reads its `NoScriptError` as the `NOSCRIPT` it is.
  * @module
  */
-import type { NodeRedisLike } from "./redis.js";
+import type { NodeRedisLike } from "./redis-commands.js";
 
 /** Bun's built-in Redis client (`import { RedisClient } from "bun"`), as ratebound uses it. */
 export interface BunRedisClientLike {

@@ -9,12 +9,7 @@ import {
   mutationGeneric,
   queryGeneric,
   type Expand,
-  type FunctionArgs,
-  type FunctionReference,
-  type FunctionReturnType,
-  type GenericActionCtx,
   type GenericDataModel,
-  type GenericMutationCtx,
   type GenericQueryCtx,
 } from "convex/server";
 import { v } from "convex/values";
@@ -31,22 +26,13 @@ import {
   type PendingUpdate,
 } from "../validators.js";
 
+import { checkAsynchronous, limitAsynchronous } from "./asynchronous.js";
+import { runStaleQuery, type ActionCtx, type MutationCtx, type QueryCtx, type RunMutationCtx, type RunQueryCtx } from "./ctx.js";
 import { limitWithGrant, settleGrant, type GrantData, type GrantReturns, type SettleReturns } from "./grants.js";
 
 export { calculateRateLimit, isRateLimitError, SECOND, MINUTE, HOUR, DAY, WEEK } from "ratebound";
-export type { GrantData, GrantReturns, SettleReturns };
+export type { ActionCtx, GrantData, GrantReturns, MutationCtx, QueryCtx, RunMutationCtx, RunQueryCtx, SettleReturns };
 export type { ComponentApi, GetValueArgs, GetValueReturns, PendingUpdate, RateLimitArgs, RateLimitConfig, RateLimitError, RateLimitReturns };
-
-/** A ctx that can run queries: a query's, a mutation's or an action's (`meta` tells a mutation apart). */
-export type RunQueryCtx = Pick<GenericQueryCtx<GenericDataModel>, "runQuery" | "meta">;
-/** A ctx that can run mutations too: a mutation's or an action's. */
-export type RunMutationCtx = Pick<GenericMutationCtx<GenericDataModel>, "runQuery" | "runMutation" | "meta">;
-/** The reference's name for a ctx that can run queries. */
-export type QueryCtx = RunQueryCtx;
-/** The reference's name for a mutation's ctx. */
-export type MutationCtx = RunMutationCtx;
-/** The reference's name for an action's ctx. */
-export type ActionCtx = Pick<GenericActionCtx<GenericDataModel>, "runQuery" | "runMutation" | "runAction" | "meta">;
 
 /**
  * ratebound's options of the client (the reference's constructor takes none).
@@ -158,12 +144,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     const config = this.getConfig(options[0], name);
     const args = { ...options[0], name, config };
     if (config.applyUpdates !== "asynchronously") return ctx.runQuery(this.component.lib.checkRateLimit, args);
-    if (this.headroom[name] !== undefined) {
-      const status = await runStaleQuery(ctx, this.component.lib.checkQueuedRateLimit, args);
-      // A refusal always waits; `retryAfter: 0` says the count can never be granted: checkRateLimit throws why.
-      if (status.ok || status.retryAfter > 0) return status;
-    }
-    return runStaleQuery(ctx, this.component.lib.checkRateLimit, args);
+    return checkAsynchronous(ctx, this.component, args, this.headroom[name]);
   }
 
   /**
@@ -194,25 +175,7 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     const args: RateLimitArgs = { ...given, name, config };
     if (grant === true) return limitWithGrant(ctx, this.component, args);
     if (config.applyUpdates !== "asynchronously") return ctx.runMutation(this.component.lib.rateLimit, args);
-    const headroom = this.headroom[name];
-    if (headroom === undefined) {
-      // The reference's asynchronous path: check the stored state on a stale snapshot, then queue.
-      const status = await runStaleQuery(ctx, this.component.lib.checkRateLimit, args);
-      if (status.ok) await ctx.runMutation(this.component.lib.enqueueUpdates, { updates: [consumption(args)] });
-      return status;
-    }
-    // The fast path: the limit, with what is queued, could grant count + headroom (no debt) on a stale snapshot.
-    const fast = await runStaleQuery(ctx, this.component.lib.checkQueuedRateLimit, {
-      ...args,
-      count: (args.count ?? 1) + headroom,
-      reserve: false,
-      throws: false,
-    });
-    if (fast.ok && fast.retryAfter === undefined) {
-      await ctx.runMutation(this.component.lib.enqueueUpdates, { updates: [consumption(args)] });
-      return { ok: true };
-    }
-    return ctx.runMutation(this.component.lib.queuedRateLimit, args);
+    return limitAsynchronous(ctx, this.component, args, this.headroom[name]);
   }
 
   /**
@@ -382,21 +345,3 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
 }
 
 export default RateLimiter;
-
-/** The queued consumption of a granted asynchronous call, at the caller's clock. */
-function consumption({ name, key, count, config }: RateLimitArgs): PendingUpdate {
-  return { kind: "consume", name, key, count: count ?? 1, config, ts: Date.now() };
-}
-
-/**
- * Runs a query; inside a mutation, on a stale snapshot, so that the mutation
- * records no read of the limit and never conflicts with its other callers.
- */
-async function runStaleQuery<Query extends FunctionReference<"query", "internal">>(
-  ctx: RunQueryCtx,
-  query: Query,
-  args: FunctionArgs<Query>,
-): Promise<FunctionReturnType<Query>> {
-  const { type } = await ctx.meta.getFunctionMetadata();
-  return type === "mutation" ? (ctx as RunMutationCtx).runQuery(query, args, { useStaleSnapshot: true }) : ctx.runQuery(query, args);
-}
