@@ -1,7 +1,7 @@
 // calculateRateLimit's compiled-config cache and the calculateRateLimits batch.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { calculateRateLimit, calculateRateLimits, MINUTE } from "../../pkg/dist/node.js";
+import { calculateRateLimit, calculateRateLimits, MemoryStore, MINUTE, RateLimiter } from "../../pkg/dist/node.js";
 
 for (const kind of ["token bucket", "fixed window"]) {
   test(`${kind}: the batch gives each state the answer calculateRateLimit gives it`, () => {
@@ -73,4 +73,15 @@ test("bad arguments on the fast road still get the core's errors, and change not
   assert.throws(() => calculateRateLimit({ value: 0, ts: 0 }, config, Infinity), { code: "INVALID_REQUEST", field: "now" });
   assert.throws(() => calculateRateLimit({ value: NaN, ts: 0 }, config, 100), { code: "CORRUPT_STATE" });
   assert.deepEqual(calculateRateLimit({ value: 0, ts: 0 }, config, 100), { value: 1, ts: 100 });
+});
+
+test("a MemoryStore growing the module's memory between two calls leaves no stale answer", async () => {
+  const config = { kind: "token bucket", rate: 10, period: MINUTE, capacity: 20 };
+  const state = { value: 3, ts: 1_000 };
+  const before = calculateRateLimit(state, config, 7_000, 1);
+  // Enough keys for the slab to grow the memory, which detaches every view of the old buffer.
+  const limiter = new RateLimiter(new MemoryStore(), { api: config });
+  for (let key = 0; key < 20_000; key++) await limiter.limit("api", { key: `k${key}` });
+  assert.deepEqual(calculateRateLimit(state, config, 7_000, 1), before);
+  assert.deepEqual(calculateRateLimit({ value: -5, ts: 0 }, config, 30_000, 2), { value: -2, ts: 30_000, retryAfter: 12_000 });
 });

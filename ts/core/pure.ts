@@ -118,9 +118,10 @@ function loadConfig(config: object, cached: Cached): void {
   if (loaded !== cached || loadedInto !== core) {
     const n = cached.compiled.numbers;
     core.rb_calculate_use(n[0]!, n[1]!, n[2]!, n[3]!, n[4]!, n[5]!, n[6]!);
-    // Made again when the memory grew (a MemoryStore's slab grows it), which detaches every view.
-    if (loadedInto !== core || answer.length === 0) answer = io.subarray(layout.EXTRA + PURE_ANSWER, layout.EXTRA + PURE_ANSWER + 3);
   }
+  // Made again for another instance, or when the memory grew (a MemoryStore's slab grows it),
+  // which detaches every view of it.
+  if (loadedInto !== core || answer.length === 0) answer = io.subarray(layout.EXTRA + PURE_ANSWER, layout.EXTRA + PURE_ANSWER + 3);
   loadedConfig = config;
   loaded = cached;
   loadedInto = core;
