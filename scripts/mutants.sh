@@ -27,7 +27,7 @@ fi
 
 FILES=(
   src/token_bucket.rs src/fixed_window.rs src/transition.rs src/decision.rs src/shard.rs src/figures.rs
-  src/settle.rs src/limiter.rs src/plan.rs src/batch.rs src/records.rs src/value.rs
+  src/settle/grant.rs src/settle/charge.rs src/settle/settling.rs src/limiter.rs src/plan.rs src/batch.rs src/records.rs src/value.rs
 )
 file_args=()
 if [[ " $* " != *" --file "* ]]; then
