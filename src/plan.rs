@@ -31,6 +31,7 @@ pub fn unit_random(drawn: f64) -> Result<f64, Error> {
 /// let windows = Config::try_from(&ConfigInput::fixed_window(10.0, 1000.0).with("shards", 4.0)).unwrap();
 /// assert_eq!(draws_needed(&windows), 4);
 /// ```
+#[inline]
 pub fn draws_needed(config: &Config) -> usize {
     let choices = if config.shard_count > 1 { 2 } else { 0 };
     let random_phase = config.kind == Kind::FixedWindow && config.start_ms.is_none();
@@ -58,7 +59,19 @@ pub struct Plan {
 ///
 /// # Errors
 /// [`Error::InvalidRandom`] for a draw outside `[0, 1)`.
+#[inline]
 pub fn plan(config: &Config, now_ms: f64, draws: &[f64]) -> Result<Plan, Error> {
+    // The common call: one shard, nothing drawn (a bucket, or windows from a
+    // known start), so no draw to check and no phase to place a window by.
+    if config.shard_count == 1 && draws_needed(config) == 0 {
+        let fresh = initial_state(config, now_ms, 0.0);
+        return Ok(Plan { shards: [0, 0], reads: 1, fresh: [fresh, fresh] });
+    }
+    plan_in_full(config, now_ms, draws)
+}
+
+/// [`plan`] for every config (the common one too).
+pub(crate) fn plan_in_full(config: &Config, now_ms: f64, draws: &[f64]) -> Result<Plan, Error> {
     let needed = draws_needed(config);
     let mut units = [0.0; 4];
     for (unit, drawn) in units.iter_mut().zip(draws.iter().take(needed)) {

@@ -26,6 +26,7 @@ pub const MAX_KEY_BYTES: usize = 1024;
 /// # Errors
 /// [`Error::InvalidRequest`] for a `now` that is not finite;
 /// [`Error::InvalidConfig`] for a period the clock cannot resolve.
+#[inline]
 pub fn check_now(config: &Config, now_ms: f64) -> Result<(), Error> {
     if !now_ms.is_finite() {
         return Err(Error::request(Field::Now, Rule::FiniteMs, now_ms));
@@ -42,6 +43,7 @@ pub fn check_now(config: &Config, now_ms: f64) -> Result<(), Error> {
 ///
 /// # Errors
 /// [`Error::InvalidRequest`] naming `count`.
+#[inline]
 pub fn check_count(count: f64) -> Result<f64, Error> {
     match count.is_finite() && count >= 0.0 {
         true => Ok(count),
@@ -77,11 +79,13 @@ pub fn sample_shards(wanted: Option<f64>, shard_count: u32) -> Result<u32, Error
 /// # Errors
 /// [`Error::InvalidRequest`] for a count that is not a finite number `>= 0`;
 /// [`Error::CountExceedsMax`] as above.
+#[inline]
 pub fn validate_request(config: &Config, request: Request) -> Result<(), Error> {
     let Request { count, reserve } = request;
     check_count(count)?;
     let shard_factor = if config.shard_count < MIN_CHOOSE_TWO { 1.0 } else { f64::from(config.shard_count) / 2.0 };
-    let max = config.capacity / shard_factor;
+    // `capacity / 1.0` is `capacity`: no division on the common call.
+    let max = if config.shard_count < MIN_CHOOSE_TWO { config.capacity } else { config.capacity / shard_factor };
     let bound = match (reserve, config.max_reserved) {
         (false, _) => max,
         (true, Some(max_reserved)) => max + max_reserved / shard_factor,
