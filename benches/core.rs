@@ -8,7 +8,7 @@
 //! allocated per call. The configs are the ones `scripts/bench.mjs` gives
 //! the JavaScript side: "allowed" never runs out, "refused" was exhausted
 //! before timing starts. The clock moves 1 µs per decision; random numbers
-//! (sharded limits draw two) come from a xorshift generator, where the npm
+//! (sharded limits draw two) come from the tests' SplitMix64 stream, where the npm
 //! package draws from a pool of cryptographic bytes. The target for
 //! the token bucket, allowed, unsharded case is 10 ns.
 //!
@@ -27,17 +27,12 @@ use ratebound::{calculate_rate_limit, decide_planned, draws_needed, plan, prepar
 const START_MS: f64 = 1_750_000_000_000.0;
 const HOUR_MS: f64 = 3_600_000.0;
 
-/// Numbers in `[0, 1)` from xorshift64: cheap and deterministic.
-struct Xorshift(u64);
+/// The test suites' random stream (`tests/common/split_mix.rs`): cheap and deterministic.
+#[path = "../tests/common/split_mix.rs"]
+#[allow(dead_code)]
+mod split_mix;
 
-impl Xorshift {
-    fn next_unit(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+use split_mix::SplitMix64;
 
 fn config(input: ConfigInput) -> Config {
     Config::try_from(&input).expect("a valid benchmark config")
@@ -79,12 +74,12 @@ fn leak(id: String) -> &'static str {
 /// One key's shards, and the decision `limit` makes on them.
 struct Slab {
     states: Vec<Option<State>>,
-    random: Xorshift,
+    random: SplitMix64,
 }
 
 impl Slab {
     fn new(config: &Config) -> Slab {
-        Slab { states: vec![None; config.shard_count as usize], random: Xorshift(0x9E37_79B9_7F4A_7C15) }
+        Slab { states: vec![None; config.shard_count as usize], random: SplitMix64(0x9E37_79B9_7F4A_7C15) }
     }
 
     /// `limit`: plan, read the planned slots, decide, write what was granted.
