@@ -60,8 +60,11 @@ pub(crate) fn granted_alone(config: &Config, request: Request, now_ms: f64, plan
 /// and numbers no host stores: NaN and the infinities), clocks (near 0 and
 /// near today, stepping back) and counts (0, fractions, past capacity),
 /// reserving or not, on the plans `plan` makes and on hand-made ones.
-#[cfg(all(test, not(target_arch = "wasm32")))]
+#[cfg(test)]
 mod tests {
+    // proptest is a native dev-dependency.
+    #![cfg(not(target_arch = "wasm32"))]
+
     use super::*;
     use crate::config::ConfigInput;
     use crate::decision::{checked, decide, decide_as_reference, ShardDecision};

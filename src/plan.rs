@@ -61,9 +61,10 @@ pub struct Plan {
 /// [`Error::InvalidRandom`] for a draw outside `[0, 1)`.
 #[inline]
 pub fn plan(config: &Config, now_ms: f64, draws: &[f64]) -> Result<Plan, Error> {
-    // The common call: one shard, nothing drawn (a bucket, or windows from a
-    // known start), so no draw to check and no phase to place a window by.
-    if config.shard_count == 1 && draws_needed(config) == 0 {
+    // The common call: nothing drawn, so one shard (a sharded limit draws its
+    // two choices) of a bucket or of windows from a known start: no draw to
+    // check and no phase to place a window by.
+    if draws_needed(config) == 0 {
         let fresh = initial_state(config, now_ms, 0.0);
         return Ok(Plan { shards: [0, 0], reads: 1, fresh: [fresh, fresh] });
     }
