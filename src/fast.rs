@@ -61,10 +61,8 @@ pub(crate) fn granted_alone(config: &Config, request: Request, now_ms: f64, plan
 /// near today, stepping back) and counts (0, fractions, past capacity),
 /// reserving or not, on the plans `plan` makes and on hand-made ones.
 #[cfg(test)]
+#[cfg(not(target_arch = "wasm32"))] // proptest is a native dev-dependency
 mod tests {
-    // proptest is a native dev-dependency.
-    #![cfg(not(target_arch = "wasm32"))]
-
     use super::*;
     use crate::config::ConfigInput;
     use crate::decision::{checked, decide, decide_as_reference, ShardDecision};
