@@ -208,7 +208,6 @@ impl TryFrom<&ConfigInput> for Config {
 impl Config {
     /// The configuration of one shard: `rate`, `capacity` and `max_reserved`
     /// divided by the shard count (the whole config when unsharded).
-    #[inline]
     pub fn per_shard(&self) -> Config {
         if self.shard_count == 1 {
             return *self;

@@ -8,7 +8,6 @@ use crate::state::{State, Transition};
 /// `value = min(value + rate × k, capacity) - count`; `ts` moves to the current window's start.
 ///
 /// The operations run in the reference's order so results match it bit for bit.
-#[inline]
 pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) -> Transition {
     let windows_passed = crate::math::floor((now_ms - state.ts) / config.period_ms);
     let windows_passed = if windows_passed > 0.0 { windows_passed } else { 0.0 };

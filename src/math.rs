@@ -8,7 +8,6 @@
 const ALL_INTEGERS_FROM: f64 = 4_503_599_627_370_496.0;
 
 /// Rounds toward zero (`trunc`); NaN, the infinities and `-0` pass unchanged.
-#[inline]
 pub(crate) fn trunc(x: f64) -> f64 {
     // NaN, the infinities, and every number from 2^52 on pass unchanged.
     if x.is_nan() || x.abs() >= ALL_INTEGERS_FROM || x == 0.0 {
@@ -20,14 +19,12 @@ pub(crate) fn trunc(x: f64) -> f64 {
 }
 
 /// The greatest integer `<= x`.
-#[inline]
 pub(crate) fn floor(x: f64) -> f64 {
     let truncated = trunc(x);
     if truncated > x { truncated - 1.0 } else { truncated }
 }
 
 /// The least integer `>= x`.
-#[inline]
 pub(crate) fn ceil(x: f64) -> f64 {
     let truncated = trunc(x);
     if truncated < x { truncated + 1.0 } else { truncated }

@@ -7,7 +7,6 @@ use crate::state::{State, Transition};
 /// `value = min(value + elapsed × rate / period, capacity) - count`, `ts = max(now, ts)`.
 ///
 /// The operations run in the reference's order so results match it bit for bit.
-#[inline]
 pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) -> Transition {
     let refill_per_ms = config.rate / config.period_ms;
     let since_last_ms = now_ms - state.ts;

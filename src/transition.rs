@@ -14,7 +14,6 @@ use crate::{fixed_window, token_bucket};
 /// let state = initial_state(&config, 10_000.0, 0.25);
 /// assert_eq!((state.value, state.ts), (5.0, 9_750.0));
 /// ```
-#[inline]
 pub fn initial_state(config: &Config, now_ms: f64, phase: f64) -> State {
     let ts = match (config.kind, config.start_ms) {
         (Kind::TokenBucket, _) => now_ms,
@@ -46,7 +45,6 @@ pub fn calculate_rate_limit(state: Option<State>, config: &Config, now_ms: f64, 
 }
 
 /// The transition from an existing state (no randomness needed).
-#[inline]
 pub fn advance(state: State, config: &Config, now_ms: f64, count: f64) -> Transition {
     match config.kind {
         Kind::TokenBucket => token_bucket::advance(state, config, now_ms, count),
