@@ -28,7 +28,6 @@ pub struct ShardDecision {
 /// let refused = decide(empty, &config, 400.0, Request { count: 1.0, reserve: true });
 /// assert_eq!((refused.ok, refused.retry_after_ms), (false, Some(600.0)));
 /// ```
-#[inline]
 pub fn decide(state: State, shard_config: &Config, now_ms: f64, request: Request) -> ShardDecision {
     let reference = decide_as_reference(state, shard_config, now_ms, request);
     // No wait, nothing to replay: `checked` only ever lengthens a wait.
@@ -72,7 +71,6 @@ pub(crate) fn within_reach(shard_config: &Config, request: Request) -> bool {
 /// The decision with the transition's own `retryAfter`, unchecked: what
 /// each share of a two-shard request is decided with (the request's wait is
 /// then an estimate anyway, since the next call reads shards at random).
-#[inline]
 pub(crate) fn decide_as_reference(state: State, shard_config: &Config, now_ms: f64, request: Request) -> ShardDecision {
     let transition = advance(state, shard_config, now_ms, request.count);
     // The debt check reads `count > available + maxReserved`, the same form

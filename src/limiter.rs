@@ -94,7 +94,6 @@ pub(crate) fn check_wait(request: Request, result: &RateLimitResult) -> Result<(
 /// # Errors
 /// As [`check_now`] and [`validate_request`]; [`Error::WaitUnbounded`] for a
 /// reservation that no state could make due.
-#[inline]
 pub fn prepare(config: &Config, request: Request, now_ms: f64) -> Result<(), Error> {
     check_now(config, now_ms)?;
     validate_request(config, request)?;

@@ -31,7 +31,6 @@ pub fn unit_random(drawn: f64) -> Result<f64, Error> {
 /// let windows = Config::try_from(&ConfigInput::fixed_window(10.0, 1000.0).with("shards", 4.0)).unwrap();
 /// assert_eq!(draws_needed(&windows), 4);
 /// ```
-#[inline]
 pub fn draws_needed(config: &Config) -> usize {
     let choices = if config.shard_count > 1 { 2 } else { 0 };
     let random_phase = config.kind == Kind::FixedWindow && config.start_ms.is_none();

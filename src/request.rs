@@ -26,7 +26,6 @@ pub const MAX_KEY_BYTES: usize = 1024;
 /// # Errors
 /// [`Error::InvalidRequest`] for a `now` that is not finite;
 /// [`Error::InvalidConfig`] for a period the clock cannot resolve.
-#[inline]
 pub fn check_now(config: &Config, now_ms: f64) -> Result<(), Error> {
     if !now_ms.is_finite() {
         return Err(Error::request(Field::Now, Rule::FiniteMs, now_ms));
@@ -43,7 +42,6 @@ pub fn check_now(config: &Config, now_ms: f64) -> Result<(), Error> {
 ///
 /// # Errors
 /// [`Error::InvalidRequest`] naming `count`.
-#[inline]
 pub fn check_count(count: f64) -> Result<f64, Error> {
     match count.is_finite() && count >= 0.0 {
         true => Ok(count),
@@ -79,7 +77,6 @@ pub fn sample_shards(wanted: Option<f64>, shard_count: u32) -> Result<u32, Error
 /// # Errors
 /// [`Error::InvalidRequest`] for a count that is not a finite number `>= 0`;
 /// [`Error::CountExceedsMax`] as above.
-#[inline]
 pub fn validate_request(config: &Config, request: Request) -> Result<(), Error> {
     let Request { count, reserve } = request;
     check_count(count)?;
