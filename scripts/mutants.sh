@@ -13,6 +13,7 @@
 #   bash scripts/mutants.sh                 # every file, one job, a copy of the tree
 #   bash scripts/mutants.sh --file src/shard.rs   # narrower (extra args go to cargo mutants)
 #   JOBS=2 bash scripts/mutants.sh
+#   bash scripts/mutants.sh --in-place --file src/fast.rs   # this tree, its target/ (one job)
 #
 # Builds with Cargo.toml's `mutants` profile (the dev profile's checks,
 # optimised, incremental). Results in mutants.out/ (git-ignored): outcomes.json,
@@ -28,17 +29,22 @@ fi
 
 FILES=(
   src/token_bucket.rs src/fixed_window.rs src/transition.rs src/decision.rs src/shard.rs src/figures.rs
-  src/settle.rs src/limiter.rs src/plan.rs src/batch.rs src/records.rs src/value.rs
-  src/wasm/io.rs src/wasm/decide.rs src/wasm/grants.rs src/wasm/value.rs src/wasm/pure.rs src/wasm/boundary.rs
+  src/settle/grant.rs src/settle/charge.rs src/settle/settling.rs src/limiter.rs src/fast.rs src/plan.rs src/batch.rs
+  src/records.rs src/value.rs
+  src/wasm/io.rs src/wasm/decide.rs src/wasm/grants.rs src/wasm/value.rs src/wasm/pure.rs src/wasm/calculate.rs src/wasm/boundary.rs
 )
 file_args=()
 if [[ " $* " != *" --file "* ]]; then
   for file in "${FILES[@]}"; do file_args+=(--file "$file"); done
 fi
 
+# `--in-place` (mutate this tree, reuse its target/) runs one job only.
+jobs_args=(--jobs "${JOBS:-1}")
+[[ " $* " == *" --in-place "* ]] && jobs_args=()
+
 started=$(date +%s)
 status=0
-cargo mutants "${file_args[@]}" --profile mutants --jobs "${JOBS:-1}" \
+cargo mutants "${file_args[@]}" --profile mutants "${jobs_args[@]}" \
   --cargo-test-arg=--lib --cargo-test-arg=--tests "$@" || status=$?
 elapsed=$(( $(date +%s) - started ))
 
@@ -47,7 +53,7 @@ if [[ $status -ne 0 && $status -ne 2 && $status -ne 3 ]]; then
   echo "mutants: cargo mutants failed (exit $status)" >&2
   exit "$status"
 fi
-count() { [[ -f "mutants.out/$1.txt" ]] && grep -c . "mutants.out/$1.txt" || echo 0; }
+count() { local found=0; [[ -f "mutants.out/$1.txt" ]] && found=$(grep -c . "mutants.out/$1.txt" || true); echo "${found:-0}"; }
 caught=$(count caught) missed=$(count missed) timeout=$(count timeout) unviable=$(count unviable)
 tested=$(( caught + timeout + missed ))
 echo "mutants: ${tested} tested (${unviable} unviable aside): ${caught} caught, ${timeout} timed out, ${missed} missed;" \

@@ -29,7 +29,12 @@ pub struct ShardDecision {
 /// assert_eq!((refused.ok, refused.retry_after_ms), (false, Some(600.0)));
 /// ```
 pub fn decide(state: State, shard_config: &Config, now_ms: f64, request: Request) -> ShardDecision {
-    checked(decide_as_reference(state, shard_config, now_ms, request), state, shard_config, now_ms, request)
+    let reference = decide_as_reference(state, shard_config, now_ms, request);
+    // No wait, nothing to replay: `checked` only ever lengthens a wait.
+    if reference.retry_after_ms.is_none() {
+        return reference;
+    }
+    checked(reference, state, shard_config, now_ms, request)
 }
 
 /// `decision` (the reference's, on `state`) with its wait made a promise:

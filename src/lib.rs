@@ -18,6 +18,7 @@ mod batch;
 mod config;
 mod decision;
 mod error;
+mod fast;
 mod figures;
 mod fixed_window;
 mod js_math;

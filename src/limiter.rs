@@ -117,7 +117,17 @@ pub fn prepare(config: &Config, request: Request, now_ms: f64) -> Result<(), Err
 /// # Errors
 /// [`Error::WaitUnbounded`] for a wait no clock can keep;
 /// [`Error::InvalidRequest`] for a state that would leave the numbers.
+#[inline]
 pub fn decide_planned(config: &Config, request: Request, now_ms: f64, plan: &Plan, stored: [Option<State>; 2]) -> Result<Outcome, Error> {
+    match crate::fast::granted_alone(config, request, now_ms, plan, stored) {
+        Some(outcome) => Ok(outcome),
+        None => decide_in_full(config, request, now_ms, plan, stored),
+    }
+}
+
+/// [`decide_planned`]'s general path: every call, the common one too
+/// (which [`crate::fast`] answers the same without it).
+pub(crate) fn decide_in_full(config: &Config, request: Request, now_ms: f64, plan: &Plan, stored: [Option<State>; 2]) -> Result<Outcome, Error> {
     let shard_config = config.per_shard();
     let [first, second] = plan.shards;
     let state_first = stored[0].unwrap_or(plan.fresh[0]);

@@ -35,9 +35,16 @@ pub(crate) fn fract(x: f64) -> f64 {
     x - trunc(x)
 }
 
+/// The test suites' random stream, one file for every harness.
+#[cfg(test)]
+#[path = "../tests/common/split_mix.rs"]
+#[allow(dead_code)]
+mod split_mix;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use split_mix::SplitMix64;
 
     fn same(a: f64, b: f64) -> bool {
         a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
@@ -51,13 +58,11 @@ mod tests {
             f64::MAX, f64::MIN, f64::MIN_POSITIVE, -f64::MIN_POSITIVE, 5e-324, -5e-324, f64::INFINITY, f64::NEG_INFINITY, f64::NAN,
             9_007_199_254_740_993.0, 1e300, -1e300, 123_456.789, -123_456.789,
         ];
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut random = SplitMix64(0x9e37_79b9_7f4a_7c15);
         for _ in 0..200_000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            cases.push(f64::from_bits(seed));
-            cases.push((seed >> 11) as f64 / (1u64 << 40) as f64 - 4096.0);
+            let bits = random.next_u64();
+            cases.push(f64::from_bits(bits));
+            cases.push((bits >> 11) as f64 / (1u64 << 40) as f64 - 4096.0);
         }
         for x in cases {
             assert!(same(floor(x), x.floor()), "floor({x:e})");

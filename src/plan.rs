@@ -58,7 +58,20 @@ pub struct Plan {
 ///
 /// # Errors
 /// [`Error::InvalidRandom`] for a draw outside `[0, 1)`.
+#[inline]
 pub fn plan(config: &Config, now_ms: f64, draws: &[f64]) -> Result<Plan, Error> {
+    // The common call: nothing drawn, so one shard (a sharded limit draws its
+    // two choices) of a bucket or of windows from a known start: no draw to
+    // check and no phase to place a window by.
+    if draws_needed(config) == 0 {
+        let fresh = initial_state(config, now_ms, 0.0);
+        return Ok(Plan { shards: [0, 0], reads: 1, fresh: [fresh, fresh] });
+    }
+    plan_in_full(config, now_ms, draws)
+}
+
+/// [`plan`] for every config (the common one too).
+pub(crate) fn plan_in_full(config: &Config, now_ms: f64, draws: &[f64]) -> Result<Plan, Error> {
     let needed = draws_needed(config);
     let mut units = [0.0; 4];
     for (unit, drawn) in units.iter_mut().zip(draws.iter().take(needed)) {

@@ -81,7 +81,8 @@ pub fn validate_request(config: &Config, request: Request) -> Result<(), Error> 
     let Request { count, reserve } = request;
     check_count(count)?;
     let shard_factor = if config.shard_count < MIN_CHOOSE_TWO { 1.0 } else { f64::from(config.shard_count) / 2.0 };
-    let max = config.capacity / shard_factor;
+    // `capacity / 1.0` is `capacity`: no division on the common call.
+    let max = if config.shard_count < MIN_CHOOSE_TWO { config.capacity } else { config.capacity / shard_factor };
     let bound = match (reserve, config.max_reserved) {
         (false, _) => max,
         (true, Some(max_reserved)) => max + max_reserved / shard_factor,

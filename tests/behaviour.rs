@@ -11,7 +11,11 @@
 //! sees a name's bytes, and a host reads states it can vouch for); errors are
 //! compared as data (code, field, rule, numbers), the package words them.
 
+mod common;
+
 use std::collections::HashMap;
+
+use common::{both_kinds, config, SplitMix64};
 
 use ratebound::{
     calculate_rate_limit, decide_call, draws_needed, initial_state, limit_all, plan, plan_value, unit_random, value_draws_needed,
@@ -111,19 +115,6 @@ impl StateStore for Memory {
 const NAME: &str = "send";
 const KEY: Option<&str> = Some("ada");
 
-fn config(input: ConfigInput) -> Config {
-    Config::try_from(&input).expect("a valid config")
-}
-
-/// The same numbers as a token bucket and as a fixed window whose windows
-/// start at 0 (so window edges fall on multiples of `period_ms`).
-fn both_kinds(rate: f64, period_ms: f64, extra: &[(&str, f64)]) -> [Config; 2] {
-    let fixed = ConfigInput::fixed_window(rate, period_ms).with("start", 0.0);
-    [ConfigInput::token_bucket(rate, period_ms), fixed].map(|input| {
-        config(extra.iter().fold(input, |input, (field, value)| input.with(field, *value)))
-    })
-}
-
 /// Picks the token bucket's or the fixed window's expectation.
 fn per_kind<T>(config: &Config, token_bucket: T, fixed_window: T) -> T {
     match config.kind {
@@ -144,25 +135,6 @@ fn reserving(count: f64) -> Request {
 /// one again (first shard, second shard, then each shard's phase).
 fn draws(config: &Config, pattern: &[f64]) -> Vec<f64> {
     (0..draws_needed(config)).map(|index| pattern[index.min(pattern.len() - 1)]).collect()
-}
-
-/// A deterministic stream of numbers in `[0, 1)` (SplitMix64).
-struct Stream(u64);
-
-impl Stream {
-    fn next_unit(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// The next numbers one decision on `config` draws.
-    fn draws(&mut self, config: &Config) -> Vec<f64> {
-        (0..draws_needed(config)).map(|_| self.next_unit()).collect()
-    }
 }
 
 /// `limit` (when `write`) or `check` on `NAME`/`KEY` at `name`, drawing `pattern`.
@@ -806,7 +778,7 @@ fn a_sharded_limit_never_grants_more_than_its_capacity_at_one_instant() {
     for config in both_kinds(80.0, 60_000.0, &[("shards", 8.0)]) {
         for seed in 0..20 {
             let mut store = Memory::default();
-            let mut random = Stream(seed);
+            let mut random = SplitMix64(seed);
             let mut admitted = 0.0;
             for call in 0..200 {
                 store.clear_logs();
@@ -837,7 +809,7 @@ fn a_sharded_limit_refills_every_shard() {
         for shard in 0..4 {
             store = store.with(NAME, KEY, shard, 0.0, 0.0);
         }
-        let mut random = Stream(7);
+        let mut random = SplitMix64(7);
         let result = decide_call(&mut store, NAME, KEY, &config, ask(1.0), 999.0, &random.draws(&config), true).unwrap().result;
         assert_eq!(result, per_kind(&config, granted(), refused(1.0)), "{:?}", config.kind);
         let mut admitted = 0.0;
@@ -946,7 +918,7 @@ fn limit_all_validates_every_item_before_reading_any() {
 fn limit_all_over_sharded_limits_writes_all_or_nothing() {
     for config in both_kinds(40.0, 1_000.0, &[("shards", 4.0)]) {
         let mut store = Memory::default();
-        let mut random = Stream(3);
+        let mut random = SplitMix64(3);
         let (x_draws, y_draws) = (random.draws(&config), random.draws(&config));
         let batch = [drawing_item("x", &config, ask(15.0), &x_draws), drawing_item("y", &config, ask(20.0), &y_draws)];
         assert_eq!(limit_all(&mut store, &batch, 0.0, true), Ok(granted()));

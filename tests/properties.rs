@@ -12,12 +12,16 @@
 //! Native only: proptest is a native dev-dependency.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
 use std::collections::HashMap;
+
+use common::SplitMix64;
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use ratebound::{
-    decide_call, draws_needed, limit_all, BatchItem, Config, ConfigInput, Error, Kind, RateLimitResult, Request, State, StateRef,
+    decide_call, limit_all, BatchItem, Config, ConfigInput, Error, Kind, RateLimitResult, Request, State, StateRef,
     StateStore, WriteInfo,
 };
 
@@ -52,26 +56,6 @@ impl StateStore for Memory {
             None => self.states.remove(&at),
         };
         Ok(())
-    }
-}
-
-/// A seeded source of numbers in `[0, 1)` (SplitMix64).
-#[derive(Debug, Clone)]
-struct Draws(u64);
-
-impl Draws {
-    fn next_unit(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// The numbers one decision on `config` draws, before it reads anything.
-    fn for_call(&mut self, config: &Config) -> Vec<f64> {
-        (0..draws_needed(config)).map(|_| self.next_unit()).collect()
     }
 }
 
@@ -203,7 +187,7 @@ fn simulate(limit_under_test: &Limit, first_ms: f64, steps: &[Step], seed: u64) 
     let first_ms = limit_under_test.first_instant(first_ms);
     let config = limit_under_test.config(first_ms);
     let mut store = Memory::default();
-    let mut draws = Draws(seed);
+    let mut draws = SplitMix64(seed);
     let mut now_ms = first_ms;
     let mut records = Vec::with_capacity(steps.len());
     for (index, step) in steps.iter().enumerate() {
@@ -212,7 +196,7 @@ fn simulate(limit_under_test: &Limit, first_ms: f64, steps: &[Step], seed: u64) 
         }
         let request = Request { count: step.count(step.count_fraction, &config), reserve: step.reserve };
         let before = store.states.clone();
-        let drawn = draws.for_call(&config);
+        let drawn = draws.draws(&config);
         store.reads.clear();
         store.writes.clear();
         let decided = |store: &mut Memory, write| decide_call(store, NAME, KEY, &config, request, now_ms, &drawn, write).map(|outcome| outcome.result);
@@ -221,7 +205,7 @@ fn simulate(limit_under_test: &Limit, first_ms: f64, steps: &[Step], seed: u64) 
             Op::Check => (request.count, decided(&mut store, false)),
             Op::Batch(second_fraction) => {
                 let second = Request { count: step.count(second_fraction, &config), ..request };
-                let second_drawn = draws.for_call(&config);
+                let second_drawn = draws.draws(&config);
                 let items = [
                     BatchItem { name: NAME, key: KEY, config: &config, request, draws: &drawn },
                     BatchItem { name: NAME, key: KEY, config: &config, request: second, draws: &second_drawn },

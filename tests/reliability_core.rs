@@ -14,11 +14,14 @@
 //! JSON line of counts to it for `npm run test:reliability`'s report.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
 use std::collections::HashMap;
 use std::io::Write;
 
+use common::{both_kinds_from, config, SplitMix64};
 use ratebound::{
-    calculate_rate_limit, decide_call, draws_needed, Config, ConfigInput, Error, Kind, RateLimitResult, Request, State, StateRef,
+    calculate_rate_limit, decide_call, Config, ConfigInput, Error, Kind, RateLimitResult, Request, State, StateRef,
     StateStore, WriteInfo,
 };
 
@@ -109,37 +112,8 @@ impl Memory {
 const NAME: &str = "reliable";
 const KEY: Option<&str> = Some("k");
 
-fn config(input: ConfigInput) -> Config {
-    Config::try_from(&input).expect("a valid config")
-}
-
-/// Both algorithms with the same numbers; the fixed window's windows start at `start_ms`.
-fn both_kinds(rate: f64, period_ms: f64, start_ms: f64, extra: &[(&str, f64)]) -> [Config; 2] {
-    [ConfigInput::token_bucket(rate, period_ms), ConfigInput::fixed_window(rate, period_ms).with("start", start_ms)]
-        .map(|raw| config(extra.iter().fold(raw, |raw, (field, value)| raw.with(field, *value))))
-}
-
-/// A deterministic stream of numbers in `[0, 1)` (SplitMix64).
-struct Draws(u64);
-
-impl Draws {
-    fn next_unit(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// The numbers one decision on `config` draws, before it reads anything.
-    fn for_call(&mut self, config: &Config) -> Vec<f64> {
-        (0..draws_needed(config)).map(|_| self.next_unit()).collect()
-    }
-}
-
-fn take(store: &mut Memory, config: &Config, request: Request, now_ms: f64, draws: &mut Draws) -> Result<RateLimitResult, StoreError> {
-    decide_call(store, NAME, KEY, config, request, now_ms, &draws.for_call(config), true).map(|outcome| outcome.result)
+fn take(store: &mut Memory, config: &Config, request: Request, now_ms: f64, draws: &mut SplitMix64) -> Result<RateLimitResult, StoreError> {
+    decide_call(store, NAME, KEY, config, request, now_ms, &draws.draws(config), true).map(|outcome| outcome.result)
 }
 
 fn ask(count: f64) -> Request {
@@ -165,9 +139,9 @@ const STEPS_MS: [f64; 8] = [SECOND, MINUTE, HOUR, DAY, WEEK, YEAR, 10.0 * YEAR, 
 fn a_clock_stepping_seconds_to_years_either_way_stores_only_finite_numbers_and_a_step_back_mints_nothing() {
     let mut decisions = 0u32;
     for shards in [1.0, 4.0] {
-        for config in both_kinds(10.0, MINUTE, 0.0, &[("shards", shards), ("maxReserved", 20.0)]) {
+        for config in both_kinds_from(10.0, MINUTE, 0.0, &[("shards", shards), ("maxReserved", 20.0)]) {
             let mut store = Memory::default();
-            let mut draws = Draws(7);
+            let mut draws = SplitMix64(7);
             let mut now_ms = TODAY_MS;
             for step in 0..2_000 {
                 let size = STEPS_MS[(draws.next_unit() * STEPS_MS.len() as f64) as usize];
@@ -205,13 +179,13 @@ fn now_zero_and_now_around_two_to_the_53_decide_and_store_only_finite_numbers() 
     let instants = [0.0, -0.0, 1.0, TWO_53 - 2.0, TWO_53 - 1.0, TWO_53, TWO_53 + 2.0, 2.0 * TWO_53, -TWO_53, 8.64e15, -8.64e15];
     let mut decisions = 0u32;
     for shards in [1.0, 3.0] {
-        for config in both_kinds(5.0, SECOND, 0.0, &[("shards", shards)])
+        for config in both_kinds_from(5.0, SECOND, 0.0, &[("shards", shards)])
             .into_iter()
             .chain([config(ConfigInput::fixed_window(5.0, SECOND).with("shards", shards))])
         {
             for &first_ms in &instants {
                 let mut store = Memory::default();
-                let mut draws = Draws(first_ms.to_bits());
+                let mut draws = SplitMix64(first_ms.to_bits());
                 // Drain it, step 1 ms at a time (at 2^53 and above a step of 1 rounds away), then a period.
                 for offset_ms in [0.0, 0.0, 0.0, 1.0, 2.0, 3.0, SECOND, 2.0 * SECOND] {
                     for _ in 0..4 {
@@ -235,9 +209,9 @@ fn after_the_clock_comes_back_from_a_jump_forward_the_limit_keeps_what_it_held_a
     // jump's time. Back at the real time it refills nothing until the clock
     // passes that time again (SPEC's max(0, …) guard), so the key grants
     // what it held and then refuses with a wait that includes the jump.
-    for config in both_kinds(10.0, MINUTE, 0.0, &[]) {
+    for config in both_kinds_from(10.0, MINUTE, 0.0, &[]) {
         let mut store = Memory::default();
-        let mut draws = Draws(1);
+        let mut draws = SplitMix64(1);
         assert!(take(&mut store, &config, ask(10.0), TODAY_MS, &mut draws).unwrap().is_ok());
         let jump_ms = TODAY_MS + YEAR;
         assert!(take(&mut store, &config, ask(4.0), jump_ms, &mut draws).unwrap().is_ok());
@@ -265,9 +239,9 @@ const DRIFT_EPSILON_TOKENS: f64 = 1e-9;
 fn one_token_a_week_for_ten_years_granted_on_retry_after_drifts_less_than_a_millisecond() {
     let ten_years_ms = 10.0 * YEAR;
     let mut decisions = 0u32;
-    for config in both_kinds(1.0, WEEK, TODAY_MS, &[]) {
+    for config in both_kinds_from(1.0, WEEK, TODAY_MS, &[]) {
         let mut store = Memory::default();
-        let mut draws = Draws(3);
+        let mut draws = SplitMix64(3);
         let mut now_ms = TODAY_MS;
         let mut grants = 0u32;
         let mut worst_drift_ms: f64 = 0.0;
@@ -306,7 +280,7 @@ fn one_token_a_week_written_every_hour_for_ten_years_drifts_less_than_epsilon_to
     // happens at the first hour it holds 1 (every 168 hours).
     let config = config(ConfigInput::token_bucket(1.0, WEEK));
     let mut store = Memory::default();
-    let mut draws = Draws(5);
+    let mut draws = SplitMix64(5);
     let hours = (10.0 * YEAR / HOUR) as u32;
     let mut exact_hours_held: u32 = 0; // tokens held = exact_hours_held / 168
     let mut grants = 0u32;
@@ -349,7 +323,7 @@ fn one_token_a_week_written_every_hour_for_ten_years_drifts_less_than_epsilon_to
 #[test]
 fn when_the_second_shard_write_fails_the_first_shards_tokens_are_spent_and_nothing_is_admitted() {
     let mut decisions = 0u32;
-    for config in both_kinds(40.0, SECOND, 0.0, &[("shards", 4.0)]) {
+    for config in both_kinds_from(40.0, SECOND, 0.0, &[("shards", 4.0)]) {
         // Four shards of 10. Shards 0 and 1 hold 3 and 2; 4 tokens need both, combined:
         // shard 0 gives 2.5 and shard 1 gives 1.5, leaving both at 0.5.
         let mut store = Memory::default();
@@ -369,7 +343,7 @@ fn when_the_second_shard_write_fails_the_first_shards_tokens_are_spent_and_nothi
         assert_eq!(store.tokens(&config, 0.0), 22.5, "{:?}", config.kind);
         // At the same instant, no sequence of requests gets more than what is left.
         store.failing_write = None;
-        let mut draws = Draws(11);
+        let mut draws = SplitMix64(11);
         let mut admitted = 0.0;
         for _ in 0..100 {
             decisions += 1;
@@ -396,7 +370,7 @@ fn when_the_second_shard_write_fails_the_first_shards_tokens_are_spent_and_nothi
 fn a_reservation_debt_past_the_range_of_f64_is_never_stored() {
     let config = config(ConfigInput::token_bucket(1.0, SECOND));
     let mut store = Memory::default();
-    let mut draws = Draws(0);
+    let mut draws = SplitMix64(0);
     let reserve = Request { count: 1e308, reserve: true };
     for _ in 0..3 {
         // The store's write asserts that both numbers are finite. Since issue 18 a
@@ -418,7 +392,7 @@ fn a_fixed_window_whose_start_is_the_most_negative_number_never_stores_an_infini
     let raw = ConfigInput::fixed_window(1.0, 3.0).with("start", f64::MIN);
     let Ok(config) = Config::try_from(&raw) else { return }; // rejecting such a start is a fix too
     let mut store = Memory::default();
-    let mut draws = Draws(0);
+    let mut draws = SplitMix64(0);
     for now_ms in [TODAY_MS, TWO_53, 0.0] {
         // The store's write asserts that both numbers are finite.
         let _ = take(&mut store, &config, ask(1.0), now_ms, &mut draws).expect("a valid call");
@@ -433,7 +407,7 @@ fn a_fixed_window_whose_start_is_the_most_negative_number_never_stores_an_infini
 fn a_refusal_never_says_to_retry_in_the_past_even_for_a_subnormal_count() {
     let config = config(ConfigInput::fixed_window(10.0, SECOND).with("start", 0.0));
     let mut store = Memory::default();
-    let mut draws = Draws(0);
+    let mut draws = SplitMix64(0);
     assert!(take(&mut store, &config, ask(10.0), 500.0, &mut draws).unwrap().is_ok());
     for reserve in [false, true] {
         let result = take(&mut store, &config, Request { count: 5e-324, reserve }, 500.0, &mut draws).unwrap();
@@ -453,7 +427,7 @@ fn a_fixed_window_whose_start_is_beyond_any_real_time_is_refused_or_never_admits
     let raw = ConfigInput::fixed_window(1.0, SECOND).with("start", -1.214451251435646e255);
     let Ok(config) = Config::try_from(&raw) else { return };
     let mut store = Memory::default();
-    let mut draws = Draws(0);
+    let mut draws = SplitMix64(0);
     let granted = (0..10).filter(|_| take(&mut store, &config, ask(1.0), TODAY_MS + 123.0, &mut draws).unwrap().is_ok()).count();
     assert!(granted <= 1, "granted {granted} tokens of a capacity of 1 at one instant");
 }
@@ -465,7 +439,7 @@ fn check_ok(store: &mut Memory, config: &Config) -> bool {
 #[test]
 fn both_kinds_are_exercised() {
     // Guards the helpers above: a typo in `both_kinds` would silently test one algorithm twice.
-    let [bucket, window] = both_kinds(1.0, 1.0, 0.0, &[]);
+    let [bucket, window] = both_kinds_from(1.0, 1.0, 0.0, &[]);
     assert_eq!((bucket.kind, window.kind), (Kind::TokenBucket, Kind::FixedWindow));
 }
 
@@ -475,8 +449,8 @@ fn both_kinds_are_exercised() {
 
 /// A random config of `kind`, as the JS suite draws them: rates, periods and
 /// capacities from tiny to large, some fractional.
-fn random_config(kind: Kind, draws: &mut Draws, sharded: bool, reserving: bool) -> Config {
-    fn pick(draws: &mut Draws, values: &[f64]) -> f64 {
+fn random_config(kind: Kind, draws: &mut SplitMix64, sharded: bool, reserving: bool) -> Config {
+    fn pick(draws: &mut SplitMix64, values: &[f64]) -> f64 {
         values[(draws.next_unit() * values.len() as f64) as usize]
     }
     let rate_random = 1.0 + draws.next_unit() * 20.0;
@@ -512,7 +486,7 @@ fn resolution_at(now_ms: f64) -> f64 {
 /// with no traffic in between. Returns the refusals retried and the retries
 /// refused again.
 fn promised_waits(kind: Kind, origin_ms: f64, sharded: bool, reserving: bool, seed: u64) -> (u32, Vec<String>) {
-    let mut draws = Draws(seed);
+    let mut draws = SplitMix64(seed);
     let mut retried = 0;
     let mut failures = Vec::new();
     for trial in 0..300 {
@@ -529,7 +503,7 @@ fn promised_waits(kind: Kind, origin_ms: f64, sharded: bool, reserving: bool, se
             let pick = (draws.next_unit() * 5.0) as usize;
             let count = if max == 0.0 { 0.0 } else { max.min([1.0, 1.0, 2.0, max / 2.0, draws.next_unit() * max][pick]) };
             let request = Request { count, reserve: reserving && draws.next_unit() < 0.7 };
-            let drawn = draws.for_call(&config);
+            let drawn = draws.draws(&config);
             let first = decide_call(&mut store, NAME, KEY, &config, request, now_ms, &drawn, true).expect("a valid call").result;
             let RateLimitResult::Refused { retry_after_ms, .. } = first else {
                 let step = (draws.next_unit() * 4.0) as usize;

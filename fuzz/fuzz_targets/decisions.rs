@@ -13,6 +13,12 @@ use ratebound::{
     decide_call, draws_needed, limit_all, plan_value, value_draws_needed, value_of, BatchItem, Config, ConfigInput, Error, RateLimitResult,
     Request, Rule, State, StateRef, StateStore, WriteInfo, MAX_KEY_BYTES,
 };
+/// The test suites' random stream (`tests/common/split_mix.rs`).
+#[path = "../../tests/common/split_mix.rs"]
+#[allow(dead_code)]
+mod split_mix;
+
+use split_mix::SplitMix64;
 use ratebound_fuzz::{check_call, Asked, Fault, FaultyStore, Num, Observed, Param, StoreError};
 
 #[derive(Debug, Arbitrary)]
@@ -167,7 +173,7 @@ fuzz_target!(|input: Input| {
     let long_key = "é".repeat(MAX_KEY_BYTES / 2 + 1);
     let mut store = FaultyStore::default();
     let mut now_ms = if input.start_ms.0.is_finite() { input.start_ms.0 } else { 1.7e12 };
-    let mut seed = input.seed;
+    let mut random = SplitMix64(input.seed);
     for step in input.steps.iter().take(48) {
         let period_ms = configs[0].period_ms;
         now_ms = match step.tick {
@@ -188,11 +194,7 @@ fuzz_target!(|input: Input| {
                     drawn.push(number);
                     continue;
                 }
-                seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                let mut z = seed;
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                drawn.push(((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64);
+                drawn.push(random.next_unit());
             }
             if step.short_of_draws {
                 drawn.pop();
