@@ -10,7 +10,7 @@
 //!   on every target, so the `.wasm` computes bit for bit what native code does.
 //! - The behaviour a caller relies on, one sentence per test.
 //!
-//! The stream is SplitMix64, as the other suites' (`tests/behaviour.rs`).
+//! The stream is the suites' one SplitMix64 (`tests/common/split_mix.rs`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -24,17 +24,16 @@ use ratebound::{
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
-/// A deterministic stream of numbers in `[0, 1)` (SplitMix64).
-struct Stream(u64);
+#[path = "common/split_mix.rs"]
+mod split_mix;
+use split_mix::SplitMix64;
+
+/// The shared deterministic stream, with the picks this suite makes from it.
+struct Stream(SplitMix64);
 
 impl Stream {
     fn next_unit(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
+        self.0.next_unit()
     }
 
     /// A number from `choices`.
@@ -140,7 +139,7 @@ static BUFFER: Mutex<()> = Mutex::new(());
 #[test]
 fn the_exports_decide_as_the_reference_driver_call_for_call() {
     let _guard = BUFFER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let mut stream = Stream(30);
+    let mut stream = Stream(SplitMix64(30));
     for _ in 0..60 {
         let config = stream.config();
         let (mut reference, mut exported) = (Memory::default(), Memory::default());
@@ -183,7 +182,7 @@ impl Digest {
 
 #[test]
 fn a_long_random_run_decides_the_same_numbers_on_every_target() {
-    let mut stream = Stream(7);
+    let mut stream = Stream(SplitMix64(7));
     let mut digest = Digest(0xCBF2_9CE4_8422_2325);
     for _ in 0..200 {
         let config = stream.config();
@@ -248,7 +247,7 @@ fn a_fixed_window_resets_at_its_edge() {
 fn a_sharded_limit_never_grants_more_than_its_rate() {
     let config = Config::try_from(&ConfigInput::token_bucket(100.0, 1000.0).with("shards", 4.0)).expect("a valid config");
     let mut store = Memory::default();
-    let mut stream = Stream(3);
+    let mut stream = Stream(SplitMix64(3));
     let granted = (0..400)
         .filter(|_| {
             let draws = stream.draws(&config);
