@@ -25,6 +25,7 @@ use ratebound::{
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
 #[path = "common/split_mix.rs"]
+#[allow(dead_code)]
 mod split_mix;
 use split_mix::SplitMix64;
 
