@@ -12,25 +12,9 @@ import { runRemote } from "./remote.js";
 import { runOne } from "./run-one.js";
 import { mustBe, unknownLimit, wrongArgument } from "./errors.js";
 import type { GrantResult } from "./grant-handle.js";
-// Waiting for a turn (acquire.ts), loaded by the first acquire.
-const waits = () => import("./acquire.js");
 import type { AcquireAllAnswer, AcquireAllOptions, AcquireAnswer, AcquireOptions, AcquireRequest, Reserving } from "./acquire.js";
-import {
-  checkOptions,
-  isPlainObject,
-  limitFields,
-  own,
-  ownOptions,
-  refusal,
-  type BatchRequest,
-  type GetValueOptions,
-  type Inline,
-  type LimitOptions,
-  type Named,
-  type StoreErrorPolicy,
-  type ResetOptions,
-  type SettleOptions,
-} from "./options.js";
+import { checkOptions, isPlainObject, limitFields, own, ownOptions, refusal } from "./options.js";
+import type { BatchRequest, GetValueOptions, Inline, LimitOptions, Named, StoreErrorPolicy, ResetOptions, SettleOptions } from "./options.js";
 import { FailurePolicy, type FailureOptions, type FallbackLimiter, type LimitConfig } from "./failure-policy.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
 import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
@@ -44,6 +28,8 @@ import { batchCall } from "./batch-call.js";
 import { grantCall, settleGrant } from "./granting.js";
 import { resetKey, valueOf } from "./state-calls.js";
 
+// Waiting for a turn (acquire.ts), loaded by the first acquire.
+const waits = () => import("./acquire.js");
 const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision"] as const;
 const NO_DRAWS: readonly number[] = Object.freeze([]);
 
