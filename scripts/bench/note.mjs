@@ -44,7 +44,7 @@ function startupNote({ detail: startup }) {
       `The import alone took ${ms(startup.ours.importMs)} (the peer's ${ms(startup.peer.importMs)}), the rest up to the first decision ${ms(startup.ours.medianMs - startup.ours.importMs)}; the steps inside the import were not measured (${startup.stepsSkipped}).`
     );
   }
-  const named = { "the glue module": steps.glue, "reading the `.wasm`": steps.read, "compiling the `.wasm`": steps.compile, instantiating: steps.instantiate, "the API modules": steps.api, "the first decision": steps.firstDecision };
+  const named = { "the module's bytes (JS)": steps.wasmJs, "decoding them": steps.decode, "compiling the `.wasm`": steps.compile, instantiating: steps.instantiate, "the API modules": steps.api, "the first decision": steps.firstDecision };
   const ranked = Object.entries(named).sort((a, b) => b[1] - a[1]);
   const overAlone = ranked.filter(([, value]) => value > budgetMs).map(([name, value]) => `${name} (${ms(value)})`);
   const withoutCompile = steps.total - steps.compile;

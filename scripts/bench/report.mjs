@@ -241,7 +241,7 @@ export function report(run) {
     "Node startup, step by step (medians) [2]",
     steps ? ms(steps.total) : "not measured",
     steps
-      ? `glue module ${steps.glue.toFixed(1)}, read .wasm ${steps.read.toFixed(1)}, compile ${steps.compile.toFixed(1)}, instantiate ${steps.instantiate.toFixed(1)}, API modules ${steps.api.toFixed(1)}, first decision ${steps.firstDecision.toFixed(1)} ms`
+      ? `the module's bytes (JS) ${steps.wasmJs.toFixed(1)}, decode ${steps.decode.toFixed(1)}, compile ${steps.compile.toFixed(1)}, instantiate ${steps.instantiate.toFixed(1)}, API modules ${steps.api.toFixed(1)}, first decision ${steps.firstDecision.toFixed(1)} ms`
       : startup.stepsSkipped,
     `imports alone: ratebound ${ms(startup.ours.importMs)}, the peer ${ms(startup.peer.importMs)}`,
     "",
