@@ -343,14 +343,21 @@ pub fn or_nan(number: Option<f64>) -> f64 {
 
 /// A compiled config at `at`: seven numbers as `rb_compile` wrote them.
 pub fn config_at(io: &[f64], at: usize) -> Config {
+    let field = |offset: usize| io[at + offset];
+    compiled_config([CONFIG_KIND, CONFIG_RATE, CONFIG_PERIOD, CONFIG_CAPACITY, CONFIG_MAX_RESERVED, CONFIG_SHARDS, CONFIG_START].map(field))
+}
+
+/// The config a compile wrote as seven numbers (kind, rate, period, capacity, maxReserved, shards,
+/// start; NaN: none), wherever they come from: the buffer, or an export's arguments.
+pub fn compiled_config([kind, rate, period, capacity, max_reserved, shards, start]: [f64; 7]) -> Config {
     Config {
-        kind: if io[at + CONFIG_KIND] == 1.0 { Kind::FixedWindow } else { Kind::TokenBucket },
-        rate: io[at + CONFIG_RATE],
-        period_ms: io[at + CONFIG_PERIOD],
-        capacity: io[at + CONFIG_CAPACITY],
-        max_reserved: maybe(io[at + CONFIG_MAX_RESERVED]),
-        shard_count: io[at + CONFIG_SHARDS] as u32,
-        start_ms: maybe(io[at + CONFIG_START]),
+        kind: if kind == 1.0 { Kind::FixedWindow } else { Kind::TokenBucket },
+        rate,
+        period_ms: period,
+        capacity,
+        max_reserved: maybe(max_reserved),
+        shard_count: shards as u32,
+        start_ms: maybe(start),
     }
 }
 
