@@ -343,22 +343,14 @@ pub fn or_nan(number: Option<f64>) -> f64 {
 
 /// A compiled config at `at`: seven numbers as `rb_compile` wrote them.
 pub fn config_at(io: &[f64], at: usize) -> Config {
-    let field = |offset: usize| io[at + offset];
-    compiled_config([CONFIG_KIND, CONFIG_RATE, CONFIG_PERIOD, CONFIG_CAPACITY, CONFIG_MAX_RESERVED, CONFIG_SHARDS, CONFIG_START].map(field))
+    compiled_config([CONFIG_KIND, CONFIG_RATE, CONFIG_PERIOD, CONFIG_CAPACITY, CONFIG_MAX_RESERVED, CONFIG_SHARDS, CONFIG_START].map(|offset| io[at + offset]))
 }
 
 /// The config a compile wrote as seven numbers (kind, rate, period, capacity, maxReserved, shards,
 /// start; NaN: none), wherever they come from: the buffer, or an export's arguments.
 pub fn compiled_config([kind, rate, period, capacity, max_reserved, shards, start]: [f64; 7]) -> Config {
-    Config {
-        kind: if kind == 1.0 { Kind::FixedWindow } else { Kind::TokenBucket },
-        rate,
-        period_ms: period,
-        capacity,
-        max_reserved: maybe(max_reserved),
-        shard_count: shards as u32,
-        start_ms: maybe(start),
-    }
+    let kind = if kind == 1.0 { Kind::FixedWindow } else { Kind::TokenBucket };
+    Config { kind, rate, period_ms: period, capacity, max_reserved: maybe(max_reserved), shard_count: shards as u32, start_ms: maybe(start) }
 }
 
 /// Writes `config` as seven numbers at `at`.
