@@ -295,7 +295,7 @@ const _: () = assert!(VALUE_SHARDS + MAX_SAMPLED <= VALUE_STATES && EXTRA + VALU
 
 /// Every table, in the order the generated module lists them.
 #[cfg(not(target_arch = "wasm32"))]
-pub const SECTIONS: [Section; 9] = [BUFFER, STATES, ITEM_FIELDS, PLAN_FIELDS, SLOT_FIELDS, OUT_FIELDS, EXTRA_DECIDE, EXTRA_GRANTS, EXTRA_PURE];
+pub const SECTIONS: [Section; 10] = [BUFFER, STATES, ITEM_FIELDS, PLAN_FIELDS, SLOT_FIELDS, OUT_FIELDS, EXTRA_DECIDE, EXTRA_GRANTS, EXTRA_PURE, super::slab_layout::SLAB];
 
 static mut IO: [f64; IO_LEN] = [0.0; IO_LEN];
 

@@ -16,10 +16,12 @@
 pub mod calculate;
 pub mod decide;
 pub mod grants;
+#[macro_use]
 pub mod io;
 pub mod pure;
 #[cfg(target_arch = "wasm32")]
 pub mod slab;
+pub mod slab_layout;
 pub mod value;
 
 #[cfg(not(target_arch = "wasm32"))]
