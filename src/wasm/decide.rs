@@ -5,7 +5,7 @@
 
 use super::io::{
     self, config_at, io, or_nan, put_config, put_error, put_state, request_at, state_at, BATCH_WAIT, COMPILED_DRAWS, COMPILED_SETTLE_DRAWS, COMPILE_FIELDS,
-    COMPILE_KIND, EXTRA, FIGURE_LIMIT, FIGURE_REMAINING, FIGURE_RESET, FIGURE_RETRY_AFTER, FIGURE_SAMPLED, FIGURE_WINDOW, ITEM, ITEM_DRAWS, ITEM_FIGURES,
+    COMPILE_KIND, EXTRA, FIGURE_LIMIT, FIGURE_REMAINING, FIGURE_RESET, FIGURE_RETRY_AFTER, FIGURE_EFFECTIVE_WINDOW, FIGURE_SAMPLED, FIGURE_WINDOW, ITEM, ITEM_DRAWS, ITEM_FIGURES,
     ITEM_NOW, ITEM_WRITE, MAP, OUT, OUT_FIGURES, OUT_RETRY_AFTER, OUT_SHARES, OUT_STATUS, OUT_STRIDE, PLAN, PLAN_CAPACITY, PLAN_FIRST, PLAN_FRESH,
     PLAN_MAX_RESERVED, PLAN_RATE, PLAN_READS, PLAN_SECOND, PLAN_STATUS, PLAN_STRIDE, SLOT, SLOTS, SLOT_FULL_AT, SLOT_PENDING, SLOT_STORED,
 };
@@ -157,6 +157,7 @@ pub(super) fn put_figures(io: &mut [f64], at: usize, shown: &Figures) {
     io[at + FIGURE_WINDOW] = shown.window;
     io[at + FIGURE_RETRY_AFTER] = or_nan(shown.retry_after);
     io[at + FIGURE_SAMPLED] = f64::from(shown.sampled);
+    io[at + FIGURE_EFFECTIVE_WINDOW] = shown.effective_window;
 }
 
 /// Decides items `0..count` on the states in `SLOTS` (each item's reads

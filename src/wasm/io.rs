@@ -45,7 +45,7 @@ layout! { BUFFER: "The buffer's regions and strides, in f64 indexes.";
     /// The stride of a slot.
     SLOT = 5;
     /// The stride of an answer.
-    OUT_STRIDE = 16;
+    OUT_STRIDE = 17;
     /// One record per decision (stride `ITEM`).
     ITEMS = 0;
     /// Per item (stride `PLAN_STRIDE`): what `rb_plan` names.
@@ -136,15 +136,15 @@ layout! { OUT_FIELDS: "An answer (offsets in its record of OUT_STRIDE), and the 
     /// The header figures (FIGURE_*).
     OUT_FIGURES = 2;
     /// The two shares taken.
-    OUT_SHARES = 8;
+    OUT_SHARES = 9;
     /// An error's field (`src/error.rs` `Field`, 0: none).
-    OUT_FIELD = 10;
+    OUT_FIELD = 11;
     /// An error's rule (`Rule`, 0: none).
-    OUT_RULE = 11;
+    OUT_RULE = 12;
     /// An error's three numbers.
-    OUT_NUMBERS = 12;
+    OUT_NUMBERS = 13;
     /// 1: the error's request reserved.
-    OUT_RESERVE = 15;
+    OUT_RESERVE = 16;
     /// Figures: the limit.
     FIGURE_LIMIT = 0;
     /// Figures: what remains.
@@ -157,6 +157,8 @@ layout! { OUT_FIELDS: "An answer (offsets in its record of OUT_STRIDE), and the 
     FIGURE_RETRY_AFTER = 4;
     /// Figures: how many shards were sampled.
     FIGURE_SAMPLED = 5;
+    /// Figures: the effective window in seconds (draft-11's `t`).
+    FIGURE_EFFECTIVE_WINDOW = 6;
 }
 
 layout! { EXTRA_DECIDE: "EXTRA for compiling a config and deciding (offsets from EXTRA).";
@@ -288,7 +290,7 @@ layout! { EXTRA_PURE: "EXTRA for getValue and the pure functions (offsets from E
 const _: () = assert!(PLAN >= ITEMS + ITEM * MAX_ITEMS && MAP >= PLAN + PLAN_STRIDE * MAX_ITEMS && SLOTS >= MAP + 2 * MAX_ITEMS);
 const _: () = assert!(OUT >= SLOTS + SLOT * MAX_SLOTS && EXTRA >= OUT + OUT_STRIDE * MAX_ITEMS);
 const _: () = assert!(ITEM_FIGURES < ITEM && PLAN_MAX_RESERVED < PLAN_STRIDE && SLOT_FULL_AT < SLOT && OUT_RESERVE < OUT_STRIDE);
-const _: () = assert!(OUT_FIGURES + FIGURE_SAMPLED < OUT_SHARES && CONFIG_LEN <= ITEM_COUNT);
+const _: () = assert!(OUT_FIGURES + FIGURE_SAMPLED < OUT_SHARES && OUT_FIGURES + FIGURE_EFFECTIVE_WINDOW < OUT_SHARES && CONFIG_LEN <= ITEM_COUNT);
 const _: () = assert!(CHARGE_STATES + 10 <= CHARGE_GRANT && CHARGE_GRANT + GRANT_PARTS + 2 * GRANT_PART <= CHARGE_WRITES);
 const _: () = assert!(SETTLE_GRANT + GRANT_TAG < SETTLE_DRAWS && SETTLE_READS + 5 <= SETTLE_STATES && SETTLE_STATES + 10 <= SETTLE_ANSWER);
 const _: () = assert!(VALUE_SHARDS + MAX_SAMPLED <= VALUE_STATES && EXTRA + VALUE_STATES + 2 * MAX_SAMPLED <= IO_LEN);

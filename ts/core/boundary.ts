@@ -19,7 +19,7 @@ export const PLAN_STRIDE = 12;
 /** The stride of a slot. */
 export const SLOT = 5;
 /** The stride of an answer. */
-export const OUT_STRIDE = 16;
+export const OUT_STRIDE = 17;
 /** One record per decision (stride `ITEM`). */
 export const ITEMS = 0;
 /** Per item (stride `PLAN_STRIDE`): what `rb_plan` names. */
@@ -31,9 +31,9 @@ export const SLOTS = 3840;
 /** Per item (stride `OUT_STRIDE`): its answer or error. */
 export const OUT = 5120;
 /** What one operation needs beyond items (the `EXTRA`-relative sub-layouts below). */
-export const EXTRA = 7168;
+export const EXTRA = 7296;
 /** The buffer's length: `EXTRA` holds up to 1024 sampled shards and their states. */
-export const IO_LEN = 11264;
+export const IO_LEN = 11392;
 
 // A state, two numbers (value NaN: none), and a compiled config, seven.
 /** A state's value. */
@@ -105,15 +105,15 @@ export const OUT_RETRY_AFTER = 1;
 /** The header figures (FIGURE_*). */
 export const OUT_FIGURES = 2;
 /** The two shares taken. */
-export const OUT_SHARES = 8;
+export const OUT_SHARES = 9;
 /** An error's field (`src/error.rs` `Field`, 0: none). */
-export const OUT_FIELD = 10;
+export const OUT_FIELD = 11;
 /** An error's rule (`Rule`, 0: none). */
-export const OUT_RULE = 11;
+export const OUT_RULE = 12;
 /** An error's three numbers. */
-export const OUT_NUMBERS = 12;
+export const OUT_NUMBERS = 13;
 /** 1: the error's request reserved. */
-export const OUT_RESERVE = 15;
+export const OUT_RESERVE = 16;
 /** Figures: the limit. */
 export const FIGURE_LIMIT = 0;
 /** Figures: what remains. */
@@ -126,6 +126,8 @@ export const FIGURE_WINDOW = 3;
 export const FIGURE_RETRY_AFTER = 4;
 /** Figures: how many shards were sampled. */
 export const FIGURE_SAMPLED = 5;
+/** Figures: the effective window in seconds (draft-11's `t`). */
+export const FIGURE_EFFECTIVE_WINDOW = 6;
 
 // EXTRA for compiling a config and deciding (offsets from EXTRA).
 /** `rb_decide`: a refused batch's wait. */

@@ -6,7 +6,7 @@
  * and needs no glue.
  * @module
  */
-import { FIGURE_LIMIT, FIGURE_REMAINING, FIGURE_RESET, FIGURE_RETRY_AFTER, FIGURE_SAMPLED, FIGURE_WINDOW } from "./boundary.js";
+import { FIGURE_EFFECTIVE_WINDOW, FIGURE_LIMIT, FIGURE_REMAINING, FIGURE_RESET, FIGURE_RETRY_AFTER, FIGURE_SAMPLED, FIGURE_WINDOW } from "./boundary.js";
 import type { RateLimitFigures } from "./types.js";
 
 /** What the module exports (`src/wasm/exports.rs`). */
@@ -84,7 +84,7 @@ export let itemsOwner: unknown = undefined;
 
 /**
  * The header figures the core wrote at `at`: limit, remaining, reset, window,
- * retryAfter in seconds (NaN: none), sampled.
+ * retryAfter in seconds (NaN: none), sampled, effective window.
  *
  * @param at Where in the buffer.
  * @param buffer Whose buffer: the main instance's unless told (a grant's charge answers in the grants engine's).
@@ -98,6 +98,7 @@ export function figuresAt(at: number, buffer: Float64Array = io): RateLimitFigur
     window: buffer[at + FIGURE_WINDOW]!,
     ...(Number.isNaN(seconds) ? {} : { retryAfter: seconds }),
     sampled: buffer[at + FIGURE_SAMPLED]!,
+    effectiveWindow: buffer[at + FIGURE_EFFECTIVE_WINDOW]!,
   };
 }
 

@@ -76,8 +76,24 @@ export interface FixedWindowConfig {
 /** A rate limit's configuration. */
 export type RateLimitConfig = TokenBucketConfig | FixedWindowConfig;
 
-/** The answer to `limit` and `check` (and, for a whole batch, `limitAll` and `checkAll`). */
-export type RateLimitResult = { ok: true; retryAfter?: number } | { ok: false; retryAfter: number };
+/**
+ * What enforcing would have answered, on the answer of a dry run (a limit or call with `dryRun: true`):
+ * `{ ok: false, retryAfter }` is a would-be refusal (nothing was charged), `{ ok: true }` a grant
+ * (charged as usual).
+ */
+export interface DryRunReport {
+  /** Whether enforcing would have granted. */
+  ok: boolean;
+  /** The wait enforcing would have answered, in ms: a would-be refusal's, or a reservation's. */
+  retryAfter?: number;
+}
+
+/**
+ * The answer to `limit` and `check` (and, for a whole batch, `limitAll` and `checkAll`). A dry
+ * run is `ok: true` with `dryRun` (a batch that mixes dry-run and enforced limits may be refused by
+ * its enforced ones, and carries the dry-run limits' report too).
+ */
+export type RateLimitResult = { ok: true; retryAfter?: number; dryRun?: DryRunReport } | { ok: false; retryAfter: number; dryRun?: DryRunReport };
 
 /** The state after a transition, and how long to wait if it went negative. */
 export interface RateLimitTransition {
@@ -115,7 +131,7 @@ export interface RateLimitFigures {
   limit: number;
   /** `r`: whole tokens available now, never below 0. */
   remaining: number;
-  /** `t`: whole seconds until the limit is full again (token bucket) or its current window ends (fixed window), rounded up; 0 when full. */
+  /** draft-10's `t`: whole seconds until the limit is full again (token bucket) or its current window ends (fixed window), rounded up; 0 when full. */
   reset: number;
   /** `w`: the period in whole seconds, rounded up. */
   window: number;
@@ -123,6 +139,12 @@ export interface RateLimitFigures {
   retryAfter?: number;
   /** How many shards the figures rest on (the limit's shard count when all were read). */
   sampled: number;
+  /**
+   * draft-11's `t`, the effective window: whole seconds within which no more than `remaining`
+   * tokens can be spent, rounded up. A token bucket: until its next whole token; a fixed window:
+   * until its window ends. Never more than `retryAfter`.
+   */
+  effectiveWindow: number;
 }
 
 /** What one shard gave to a grant. */
