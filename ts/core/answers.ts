@@ -79,6 +79,8 @@ export interface BatchOptions {
   throws?: boolean;
   /** Answer with each limit's figures, in the order asked. */
   figures?: boolean;
+  /** Decide every limit of the batch as a dry run: never refused, the would-be answer in `dryRun`. */
+  dryRun?: boolean;
 }
 
 /** What `limitAll`/`checkAll` answer for `Options`. */

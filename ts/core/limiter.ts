@@ -13,9 +13,10 @@ import { runOne } from "./run-one.js";
 import { mustBe, unknownLimit, wrongArgument } from "./errors.js";
 import type { GrantResult } from "./grant-handle.js";
 import type { AcquireAllAnswer, AcquireAllOptions, AcquireAnswer, AcquireOptions, AcquireRequest, Reserving } from "./acquire.js";
-import { checkOptions, isPlainObject, limitFields, own, ownOptions, refusal } from "./options.js";
+import { checkOptions, isPlainObject, limitFields, own, ownOptions, refusal, type LimitFields } from "./options.js";
+import { asDryRun, enforcing } from "./dry-run.js";
 import type { BatchRequest, GetValueOptions, Inline, LimitOptions, Named, StoreErrorPolicy, ResetOptions, SettleOptions } from "./options.js";
-import { FailurePolicy, type FailureOptions, type FallbackLimiter, type LimitConfig } from "./failure-policy.js";
+import { FailurePolicy, type FailureOptions, type FallbackLimiter, type LimitConfig, type Policy as StorePolicy } from "./failure-policy.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
 import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
 import type { DecisionHook, Probe } from "./decision-hook.js";
@@ -196,18 +197,29 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     return this.#observed(name, options, false) as Promise<CheckResultOf<Limits, Name, Options, Policy>>;
   }
 
-  /** `limit` (write) or `check`. Not an async function: a synchronous store answers with one settled Promise. */
+  /** `limit` (write) or `check`, enforced or as a dry run (the limit's `dryRun` or the call's: `dry-run.ts`). */
   #decide(name: string, options: LimitOptions | undefined, write: boolean, recorded: Probe | undefined): Promise<RateLimitResult> {
     try {
       const given = limitFields(name, options);
+      const { config, policy, dryRun } = this.#failure.limitPolicy(name, given.config);
+      if (!dryRun && !checkFlag(checkName(name), "dryRun", given.dryRun)) return this.#enforce(name, options, given, config, policy, write, recorded);
+      if (recorded !== undefined) recorded.dryRun = [true];
+      return this.#enforce(name, options, enforcing(given), config, policy, write, recorded).then(asDryRun);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** `limit` (write) or `check`, enforced. Not an async function: a synchronous store answers with one settled Promise. */
+  #enforce(name: string, options: LimitOptions | undefined, given: LimitFields, config: unknown, policy: StorePolicy, write: boolean, recorded: Probe | undefined): Promise<RateLimitResult> {
+    try {
       if (given.grant !== undefined) {
-        if (!write) checkOptions(name, options, ["key", "count", "reserve", "throws", "config", "figures"]);
+        if (!write) checkOptions(name, options, ["key", "count", "reserve", "throws", "config", "figures", "dryRun"]);
         if (checkFlag(checkName(name), "grant", given.grant)) {
           return grantCall(this.#internals, (data, actual, inline) => this.settle(data, actual, inline), name, given, recorded) as Promise<RateLimitResult>;
         }
       }
       const figures = given.figures === undefined ? false : checkFlag(typeof name === "string" ? name : "", "figures", given.figures);
-      const { config, policy } = this.#failure.limitPolicy(name, given.config);
       if (this.#slab && recorded === undefined && this.#failure.isPlain(policy)) {
         const answer = inSlab(this.#internals, this.#store as SlabStore, this.#inTable, name, given, config, write, figures);
         if (answer !== undefined) return answer;

@@ -13,8 +13,8 @@ import type { Call } from "./driver.js";
 import type { FailurePolicy } from "./failure-policy.js";
 import type { RefusalCache } from "./refusal-cache.js";
 
-/** The fields a limiter's config may have: a config's, and its limit's failure policy. */
-const LIMIT_FIELDS = [...CONFIG_FIELDS, "onStoreError"];
+/** The fields a limiter's config may have: a config's, its limit's failure policy, and `dryRun`. */
+const LIMIT_FIELDS = [...CONFIG_FIELDS, "onStoreError", "dryRun"];
 
 /**
  * A limit's config compiled for the limiter, refusing one that could never grant: `capacity: 0`
