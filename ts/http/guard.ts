@@ -63,6 +63,8 @@ export type GuardResult =
       /** Whole seconds in `Retry-After` (absent for a 400). */
       retryAfter?: number;
       finish?: undefined;
+      /** A dry run never refuses: never here. */
+      dryRun?: undefined;
     };
 
 /** A decision made, before it becomes a `Response` or an Express answer. */
