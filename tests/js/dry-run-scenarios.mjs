@@ -15,6 +15,9 @@ export const ALGORITHMS = {
 // Both algorithms, at NOW: two calls pass, the third would wait 30 s (bucket) or until the window ends.
 const WAIT = { "token bucket": 30_000, "fixed window": 60_000 - (NOW % 60_000) };
 
+/** Every tag the scenarios ask `makeStore` for (a host whose namespaces must be made first makes these). */
+export const STORE_TAGS = [...Object.keys(ALGORITHMS).flatMap((algorithm) => [`dry-${algorithm}`, `enforced-${algorithm}`]), "figures", "inline", "mixed"];
+
 /**
  * Registers the scenarios.
  *

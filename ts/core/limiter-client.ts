@@ -29,9 +29,9 @@ export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig
   // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
   check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   /** As `RateLimiter.limitAll`: several limits of this object, all or none. */
-  limitAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & InlineConfig)>, options?: { throws?: boolean; figures?: boolean }): Promise<RateLimitResult>;
+  limitAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & InlineConfig)>, options?: { throws?: boolean; figures?: boolean; dryRun?: boolean }): Promise<RateLimitResult>;
   /** As `RateLimiter.checkAll`. */
-  checkAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & InlineConfig)>, options?: { throws?: boolean }): Promise<RateLimitResult>;
+  checkAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & InlineConfig)>, options?: { throws?: boolean; dryRun?: boolean }): Promise<RateLimitResult>;
   /** As `RateLimiter.getValue`. */
   getValue(name: string, options: GetValueOptions & InlineConfig): Promise<RateLimitValue>;
   // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.

@@ -143,7 +143,7 @@ export interface DurableObjectStateLike {
 /** The body of a request to a {@link RateLimiterObject}, one per operation. */
 export type RateLimiterRequest =
   | { op: "limit" | "check"; name: string; options?: Omit<LimitOptions, "throws"> }
-  | { op: "limitAll" | "checkAll"; requests: BatchRequest[]; options?: { figures?: boolean } }
+  | { op: "limitAll" | "checkAll"; requests: BatchRequest[]; options?: { figures?: boolean; dryRun?: boolean } }
   | { op: "getValue"; name: string; options?: GetValueOptions }
   | { op: "reset"; name: string; options?: ResetOptions }
   | { op: "settle"; grant: GrantData; actual: number; options?: SettleOptions };
@@ -243,8 +243,9 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
       case "checkAll": {
         if (!Array.isArray(requests)) throw new TypeError(`ratebound: ${op} needs an array of requests`);
         const batch = requests as (BatchRequest & Inline)[];
-        // `figures` passes through, as `limit`'s options do: the object's decision computes them.
-        const batchOptions = (isObject(body.options) && body.options.figures === true ? { figures: true } : {}) as { throws?: boolean };
+        // `figures` and `dryRun` pass through, as `limit`'s options do: the object's decision computes them.
+        const given = isObject(body.options) ? body.options : {};
+        const batchOptions = { ...(given.figures === true ? { figures: true } : {}), ...(given.dryRun === true ? { dryRun: true } : {}) } as { throws?: boolean };
         return op === "limitAll" ? limiter.limitAll(batch, batchOptions) : limiter.checkAll(batch, batchOptions);
       }
       case "getValue":
@@ -330,7 +331,7 @@ export function rateLimiterClient<Limits extends Record<string, RateLimitConfig>
     const inline = rest.config === undefined ? undefined : { config: rest.config };
     return { ...answer, grant: new Grant(answer.grant, (data, actual) => settle(data, actual, inline)) };
   };
-  const batch = (op: "limitAll" | "checkAll") => async (requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean; figures?: boolean } = {}) => {
+  const batch = (op: "limitAll" | "checkAll") => async (requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean; figures?: boolean; dryRun?: boolean } = {}) => {
     const { throws, ...rest } = options;
     const answer = await send({ op, requests: [...requests], ...(Object.keys(rest).length === 0 ? {} : { options: rest }) });
     return decide(requests.map((request) => request.name).join(", "), answer as RateLimitResult, throws);
