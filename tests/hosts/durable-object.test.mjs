@@ -95,6 +95,11 @@ for (const { storage, binding, probe } of BACKENDS) {
       assert.equal((await call(binding, object, batch("cy"))).result.ok, false); // global is used up
       const { result } = await call(binding, object, { op: "getValue", name: "perUser", options: { key: "cy" } });
       assert.ok(Math.abs(result.value - 3) < 0.01, `cy's perUser is untouched (value ${result.value})`);
+      // A batch's dryRun reaches the object: never refused, its would-be refusal reported, nothing charged.
+      const dry = (await call(binding, object, { ...batch("cy"), batchOptions: { dryRun: true, throws: true } })).result;
+      assert.deepEqual([dry.ok, dry.dryRun.ok], [true, false]);
+      const untouched = (await call(binding, object, { op: "getValue", name: "perUser", options: { key: "cy" } })).result;
+      assert.ok(Math.abs(untouched.value - 3) < 0.01, `cy's perUser is untouched by the dry run (value ${untouched.value})`);
     });
 
     test("a request with a bad config gets a 400 with the core's error, and changes nothing", async () => {
