@@ -103,6 +103,20 @@ for (const algorithm of Object.keys(LIMITS)) {
       assert.throws(() => guardOf(algorithm, "draft-11", { quotaUnit: "bytes" }), { code: "HTTP_GUARD_CONFIG", message: /quotaUnit must be one of requests, content-bytes, concurrent-requests/ });
     });
 
+    test("draft-11: a refused request's Retry-After is never earlier than any limit's effective window", async () => {
+      // api refuses for 30 s (bucket) or 40 s (window); a daily limit's window would say hours.
+      const limits = { ...LIMITS[algorithm], daily: { kind: "fixed window", rate: 1000, period: 86_400_000, start: 0 } };
+      const limiter = new RateLimiter(new MemoryStore(), limits, { now: () => NOW });
+      const guard = http.httpGuard(limiter, ["api", "daily"], { headers: "draft-11", key: (incoming) => incoming.headers.get("x-user") ?? undefined });
+      const granted = await guard(request());
+      assert.ok(members(granted.headers, "RateLimit")[1][1].t > 3600, "granted: daily's effective window is its window's end");
+      await guard(request());
+      const refused = await guard(request());
+      const retryAfter = Number(refused.response.headers.get("Retry-After"));
+      assert.equal(retryAfter, EXPECTED[algorithm].api[2].retryAfter);
+      for (const [name, { t }] of members(refused.response.headers, "RateLimit")) assert.ok(t <= retryAfter, `${name}: t=${t} past Retry-After ${retryAfter}`);
+    });
+
     test("draft-10: q and w, r and t (until the limit resets), no partition key", async () => {
       const guard = guardOf(algorithm, "draft-10");
       for (const [index, api] of EXPECTED[algorithm].api.entries()) {

@@ -178,8 +178,9 @@ export async function decide<R>(plan: Plan<R>, request: R): Promise<Decision> {
   // A degraded admission under policy "open" carries no figures (nothing decided): it adds no field, under every format.
   const limits: NamedFigures[] = figures.length === names.length ? names.map((name, index) => ({ name, key: keys[index], figures: figures[index]! })) : [];
   // The fields of every limit decided for this request: guards stacked on its route append theirs.
-  const headers = await rateLimitHeaders(plan.headers, stackedLimits(request, limits), plan.quotaUnit);
+  const stacked = stackedLimits(request, limits);
   if (result.ok) {
+    const headers = await rateLimitHeaders(plan.headers, stacked, plan.quotaUnit);
     const { grant } = result;
     const finish =
       grant === undefined
@@ -196,6 +197,8 @@ export async function decide<R>(plan: Plan<R>, request: R): Promise<Decision> {
   // The limits that refused on their own carry a wait; a batch waits for the longest.
   const waits = limits.flatMap(({ figures }) => (figures.retryAfter === undefined ? [] : [figures.retryAfter]));
   const retryAfter = waits.length > 0 ? Math.max(...waits) : Math.ceil((result.retryAfter ?? 0) / 1000);
+  // draft-11 §6: Retry-After never names a point earlier than any effective window's end.
+  const headers = await rateLimitHeaders(plan.headers, stacked, plan.quotaUnit, retryAfter);
   headers.unshift(["Retry-After", headerInteger(retryAfter)]);
   const violated = limits.filter(({ figures }) => figures.retryAfter !== undefined).map(({ name }) => name);
   const body =

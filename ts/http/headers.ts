@@ -116,19 +116,21 @@ async function partitionKey(key: string): Promise<string> {
  * @param draft Which draft to follow; `"none"` writes nothing.
  * @param limits Each guarding limit's figures (and key), in the order the limits were given.
  * @param quotaUnit What the tokens count, for draft-11's `qu` (not written for `"requests"`).
+ * @param retryAfter The response's `Retry-After` in whole seconds, when it has one: draft-11's `t`
+ *   is never written past it (§6), as a shorter effective window is still a true one.
  * @returns The header fields as name and value pairs.
  * @example
  * await rateLimitHeaders("draft-10", [{ name: "api", figures }]);
  * // => [["RateLimit-Policy", '"api";q=10;w=60'], ["RateLimit", '"api";r=9;t=6']]
  */
-export async function rateLimitHeaders(draft: HeaderDraft, limits: readonly NamedFigures[], quotaUnit: QuotaUnit = "requests"): Promise<HeaderPairs> {
+export async function rateLimitHeaders(draft: HeaderDraft, limits: readonly NamedFigures[], quotaUnit: QuotaUnit = "requests", retryAfter?: number): Promise<HeaderPairs> {
   if (draft === "none" || limits.length === 0) return [];
   if (draft === "draft-11") {
     const pks = await Promise.all(limits.map(({ key }) => (key === undefined ? "" : partitionKey(key).then((pk) => `;pk=:${pk}:`))));
     const qu = quotaUnit === "requests" ? "" : `;qu=${sfString(quotaUnit)}`;
     return [
       ["RateLimit-Policy", limits.map(({ name, figures }, index) => `${sfString(name)};q=${headerInteger(figures.limit)}${qu};w=${headerInteger(figures.window)}${pks[index]}`).join(", ")],
-      ["RateLimit", limits.map(({ name, figures }, index) => `${sfString(name)};r=${headerInteger(figures.remaining)};t=${headerInteger(figures.effectiveWindow)}${pks[index]}`).join(", ")],
+      ["RateLimit", limits.map(({ name, figures }, index) => `${sfString(name)};r=${headerInteger(figures.remaining)};t=${headerInteger(retryAfter === undefined ? figures.effectiveWindow : Math.min(figures.effectiveWindow, retryAfter))}${pks[index]}`).join(", ")],
     ];
   }
   if (draft === "draft-10") {
