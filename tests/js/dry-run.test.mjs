@@ -60,3 +60,22 @@ describe("dry runs in the metrics and with a refusal cache", () => {
     assert.equal((await limiter.getValue("api")).value, 1, "the grant settled; the would-be refusal took nothing");
   });
 });
+
+describe("dry runs when the store fails", () => {
+  const down = Object.assign(new Error("the store is down"), { code: "STORE_DOWN" });
+  const throwingStore = { read() { throw down; }, write() { throw down; } };
+  const limits = { perUser: { ...ALGORITHMS["token bucket"] }, global: { ...ALGORITHMS["token bucket"], dryRun: true } };
+  const batch = [{ name: "perUser", key: "ada" }, { name: "global" }];
+
+  test('under "closed" a dry run still fails closed: a store failure is no refusal to excuse', async () => {
+    const limiter = new RateLimiter(throwingStore, limits, { now: () => NOW });
+    await assert.rejects(limiter.limit("global"), { code: "STORE_DOWN" });
+    await assert.rejects(limiter.limitAll(batch, { figures: true }), { code: "STORE_DOWN" });
+  });
+
+  test('under "open" a mixed batch is admitted undecided, without figures', async () => {
+    const limiter = new RateLimiter(throwingStore, limits, { now: () => NOW, onStoreError: "open" });
+    const answer = await limiter.limitAll(batch, { figures: true });
+    assert.deepEqual([answer.ok, answer.degraded, answer.figures, answer.dryRun], [true, "store-error", undefined, { ok: true }]);
+  });
+});

@@ -110,7 +110,8 @@ export async function batchCall(
   const { figures: _enforced, ...decided } = first.result;
   void _enforced;
   const result: RateLimitResult & { figures?: RateLimitFigures[] } = { ...decided, dryRun: reportOf(second.result) };
-  if (figures) {
+  // An open admission (the store failed under "open") decided nothing and has no figures: nor has the batch then.
+  if (figures && first.result.figures !== undefined && second.result.figures !== undefined) {
     const each: RateLimitFigures[] = [];
     enforced.forEach((index, at) => (each[index] = first.result.figures![at]!));
     dryRuns.forEach((index, at) => (each[index] = second.result.figures![at]!));
