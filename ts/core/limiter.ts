@@ -202,7 +202,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     try {
       const given = limitFields(name, options);
       const { config, policy, dryRun } = this.#failure.limitPolicy(name, given.config);
-      if (!dryRun && !checkFlag(checkName(name), "dryRun", given.dryRun)) return this.#enforce(name, options, given, config, policy, write, recorded);
+      if (!dryRun && (given.dryRun === undefined || !checkFlag(checkName(name), "dryRun", given.dryRun))) return this.#enforce(name, options, given, config, policy, write, recorded);
       if (recorded !== undefined) recorded.dryRun = [true];
       return this.#enforce(name, options, enforcing(given), config, policy, write, recorded).then(asDryRun);
     } catch (error) {
