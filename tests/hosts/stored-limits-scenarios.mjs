@@ -1,8 +1,8 @@
 // Limits stored in the host (setLimit, getLimit, deleteLimit), as every host must honour them:
 // two limiter instances over one store, where what one stores the other obeys at its next call.
 // `storedLimitScenarios(test, open)` registers the scenarios with the runner's `test`; `open()`
-// answers `{ store, close? }`, a store over a fresh, empty place (each scenario uses its own
-// names, so one place may serve them all).
+// answers `{ store, other?, close? }`: a store over an empty place, and another store over the
+// same place (another connection or client: the second instance's), or the same one.
 import assert from "node:assert/strict";
 
 const { RateLimiter } = await import("../../pkg/dist/node.js");
@@ -19,10 +19,10 @@ export const LIMITS = {
   sharded: { kind: "token bucket", rate: 40, period: 60_000, shards: 4 },
 };
 
-/** Two limiters over `store` on one clock, reading stored limits. */
-export function pair(store, clock = { now: NOW }) {
-  const make = () => new RateLimiter(store, LIMITS, { now: () => clock.now, storedLimits: true });
-  return { a: make(), b: make(), clock };
+/** Two limiters (over `store` and `other`) on one clock, reading stored limits. */
+export function pair(store, other = store, clock = { now: NOW }) {
+  const make = (over) => new RateLimiter(over, LIMITS, { now: () => clock.now, storedLimits: true });
+  return { a: make(store), b: make(other), clock };
 }
 
 /** `count` calls of one token each, answering whether each was granted. */
@@ -37,16 +37,16 @@ const repeat = (ok, times) => Array.from({ length: times }, () => ok);
 export function storedLimitScenarios(test, open) {
   const run = (title, body) =>
     test(title, async () => {
-      const { store, close } = await open();
+      const { store, other, close } = await open();
       try {
-        await body(store);
+        await body(store, other ?? store);
       } finally {
         await close?.();
       }
     });
 
-  run("a key's limit set by one instance is obeyed by another at its next call, and other keys keep the code's", async (store) => {
-    const { a, b } = pair(store);
+  run("a key's limit set by one instance is obeyed by another at its next call, and other keys keep the code's", async (store, other) => {
+    const { a, b } = pair(store, other);
     assert.deepEqual(await grants(b, "api", "acme", 1), [true]);
     await a.setLimit("api", { kind: "token bucket", rate: 3, period: 60_000 }, { key: "acme" });
     // acme's bucket held 9 of 10: capped at the new capacity, 3.
@@ -54,8 +54,8 @@ export function storedLimitScenarios(test, open) {
     assert.deepEqual(await grants(b, "api", "bob", 11), [...repeat(true, 10), false]);
   });
 
-  run("the key's limit wins over the name's, and the name's over the code's; getLimit says which", async (store) => {
-    const { a, b } = pair(store);
+  run("the key's limit wins over the name's, and the name's over the code's; getLimit says which", async (store, other) => {
+    const { a, b } = pair(store, other);
     assert.deepEqual(await b.getLimit("api", { key: "k1" }), { config: { kind: "token bucket", rate: 10, period: 60_000, capacity: 10, shards: 1 }, source: "code" });
     await a.setLimit("api", { kind: "token bucket", rate: 2, period: 60_000 });
     await a.setLimit("api", { kind: "token bucket", rate: 4, period: 60_000, capacity: 5, maxReserved: 3 }, { key: "k1" });
@@ -74,8 +74,8 @@ export function storedLimitScenarios(test, open) {
     assert.deepEqual(await grants(b, "api", "k3", 11), [...repeat(true, 10), false]);
   });
 
-  run("changing a limit keeps the state: a grown capacity is not a refill", async (store) => {
-    const { a, b, clock } = pair(store);
+  run("changing a limit keeps the state: a grown capacity is not a refill", async (store, other) => {
+    const { a, b, clock } = pair(store, other);
     assert.deepEqual(await grants(b, "api", "grow", 8), repeat(true, 8));
     await a.setLimit("api", { kind: "token bucket", rate: 10, period: 60_000, capacity: 20 }, { key: "grow" });
     assert.equal((await b.limit("api", { key: "grow", count: 3 })).ok, false);
@@ -86,8 +86,8 @@ export function storedLimitScenarios(test, open) {
     clock.now = NOW;
   });
 
-  run("a fixed window's stored rate applies to its current window", async (store) => {
-    const { a, b, clock } = pair(store);
+  run("a fixed window's stored rate applies to its current window", async (store, other) => {
+    const { a, b, clock } = pair(store, other);
     clock.now = 60_000 * 1000;
     await a.setLimit("window", { kind: "fixed window", rate: 2, period: 60_000, start: 0 }, { key: "w" });
     assert.deepEqual(await grants(b, "window", "w", 3), [true, true, false]);
@@ -96,8 +96,8 @@ export function storedLimitScenarios(test, open) {
     clock.now = NOW;
   });
 
-  run("a stored limit keeps the kind, shards and start in code, and is checked as code's configs are", async (store) => {
-    const { a } = pair(store);
+  run("a stored limit keeps the kind, shards and start in code, and is checked as code's configs are", async (store, other) => {
+    const { a } = pair(store, other);
     const code = (promise) => promise.then(() => "stored", (error) => `${error.code} ${error.field ?? ""}`.trim());
     assert.equal(await code(a.setLimit("api", { kind: "fixed window", rate: 3, period: 60_000 })), "INVALID_CONFIG kind");
     assert.equal(await code(a.setLimit("sharded", { kind: "token bucket", rate: 3, period: 60_000 })), "INVALID_CONFIG shards");
@@ -113,8 +113,8 @@ export function storedLimitScenarios(test, open) {
     assert.equal((await a.getLimit("sharded", { key: "s" })).source, "code");
   });
 
-  run("a sharded limit takes its stored rate on every shard", async (store) => {
-    const { a, b } = pair(store);
+  run("a sharded limit takes its stored rate on every shard", async (store, other) => {
+    const { a, b } = pair(store, other);
     await a.setLimit("sharded", { kind: "token bucket", rate: 4, period: 60_000, shards: 4 }, { key: "s" });
     // 4 tokens over 4 shards: at most 4 grants whatever the shards chosen, and 1 token a shard can never take 2.
     const answers = await grants(b, "sharded", "s", 8);
@@ -122,8 +122,8 @@ export function storedLimitScenarios(test, open) {
     assert.equal((await b.limit("sharded", { key: "s", count: 3 }).catch((error) => error)).code, "COUNT_EXCEEDS_MAX");
   });
 
-  run("records that are not a limit fail closed and write nothing", async (store) => {
-    const { b } = pair(store);
+  run("records that are not a limit fail closed and write nothing", async (store, other) => {
+    const { b } = pair(store, other);
     await store.write({ name: "api", key: "bad", shard: KEY_LIMIT_SHARD }, { value: -3, ts: 60_000 }, { now: NOW, fullAt: Infinity });
     await store.write({ name: "api", key: "bad", shard: KEY_LIMIT_SHARD + 1 }, { value: 5, ts: -1 }, { now: NOW, fullAt: Infinity });
     const error = await b.limit("api", { key: "bad" }).catch((thrown) => thrown);
@@ -135,8 +135,8 @@ export function storedLimitScenarios(test, open) {
     assert.equal((await b.check("api", { key: "half" }).catch((thrown) => thrown)).code, "CORRUPT_STATE");
   });
 
-  run("a call's inline config is its own: stored limits do not apply to it", async (store) => {
-    const { a, b } = pair(store);
+  run("a call's inline config is its own: stored limits do not apply to it", async (store, other) => {
+    const { a, b } = pair(store, other);
     await a.setLimit("api", { kind: "token bucket", rate: 1, period: 60_000 }, { key: "inline" });
     const config = { kind: "token bucket", rate: 10, period: 60_000 };
     const answers = [];
@@ -144,8 +144,8 @@ export function storedLimitScenarios(test, open) {
     assert.deepEqual(answers, [true, true, true]);
   });
 
-  run("limitAll and check decide on the stored limits of each of their limits", async (store) => {
-    const { a, b } = pair(store);
+  run("limitAll and check decide on the stored limits of each of their limits", async (store, other) => {
+    const { a, b } = pair(store, other);
     await a.setLimit("api", { kind: "token bucket", rate: 1, period: 60_000 }, { key: "all" });
     // The count is checked against the stored capacity, not the code's.
     assert.match((await b.check("api", { key: "all", count: 2 }).catch((error) => error)).message, /count 2 exceeds 1/);
