@@ -86,6 +86,15 @@ export function storedLimitScenarios(test, open) {
     clock.now = NOW;
   });
 
+  run("a count above the code's capacity but within the stored one is granted, at an instance's first call", async (store, other) => {
+    const { a } = pair(store, other);
+    await a.setLimit("api", { kind: "token bucket", rate: 10, period: 60_000, capacity: 25 }, { key: "big" });
+    // The bucket starts full at the stored capacity: 15 then 10 are granted, 1 more is not.
+    assert.deepEqual([(await a.limit("api", { key: "big", count: 15 })).ok, (await a.limit("api", { key: "big", count: 10 })).ok], [true, true]);
+    assert.equal((await a.limit("api", { key: "big" })).ok, false);
+    assert.match((await a.limit("api", { key: "big", count: 26 }).catch((error) => error)).message, /count 26 exceeds 25/);
+  });
+
   run("a fixed window's stored rate applies to its current window", async (store, other) => {
     const { a, b, clock } = pair(store, other);
     clock.now = 60_000 * 1000;

@@ -9,7 +9,7 @@ import { CONFIG_KIND, CONFIG_PERIOD, CONFIG_SHARDS, CONFIG_START, ITEM, ITEMS, P
 import { io, layout, ownPlan, planOwner } from "./engine.js";
 import { RateboundError } from "./errors.js";
 import { refId } from "./call.js";
-import { decideOn, planInBuffer, planWithLimits, type BatchAnswer, type Planned } from "./driver.js";
+import { decideOn, planInBuffer, planWithLimits, readAll, type BatchAnswer, type Planned } from "./driver.js";
 import type { RateLimitState, RateLimitStore, RemoteAnswer, RemoteItem } from "./types.js";
 
 /**
@@ -98,26 +98,46 @@ const lastRead = new WeakMap<object, Map<string, unknown>>();
  * sent with them (`RemoteBatch.limits`), so the store decides in the same
  * round trip; when they changed since, it decides and writes nothing and
  * answers them (`replan`), and the batch is planned again on them: one more
- * round trip, on the first call after a change only.
+ * round trip, on the first call after a change only. A plan that fails on
+ * records not yet read by this call (a count above the code's capacity at
+ * the first call, or records since replaced) reads them first.
  */
 async function decideChecked(store: RateLimitStore & { decide: NonNullable<RateLimitStore["decide"]> }, planned: Planned): Promise<RemoteAnswer> {
   let cache = lastRead.get(store);
   if (cache === undefined) lastRead.set(store, (cache = new Map()));
   const ids = planned.refs.map((ref, index) => (index < planned.states ? "" : refId(ref.name, ref.key, ref.shard)));
-  for (let attempt = 0; ; attempt++) {
-    const assumed: unknown[] = ids.map((id) => (id === "" ? null : (cache.get(id) ?? null)));
-    const items = remoteItems(planned, assumed);
-    const limits = assumed.slice(planned.states) as (RateLimitState | null)[];
-    const remote = await store.decide({ refs: planned.refs, items, all: planned.all, limits });
+  const remember = (stored: readonly unknown[]) => {
     for (let ref = planned.states; ref < ids.length; ref++) {
       const id = ids[ref]!;
       cache.delete(id);
-      cache.set(id, remote.stored[ref] ?? null);
+      cache.set(id, stored[ref] ?? null);
     }
     while (cache.size > CACHED_RECORDS) cache.delete(cache.keys().next().value as string);
+  };
+  let read = false;
+  for (let attempt = 0; ; attempt++) {
+    const assumed: unknown[] = ids.map((id) => (id === "" ? null : (cache.get(id) ?? null)));
+    let items: RemoteItem[];
+    try {
+      items = remoteItems(planned, assumed);
+    } catch (error) {
+      if (read) throw error;
+      const records = planned.refs.slice(planned.states);
+      const now = Math.max(...planned.calls.map((call) => call.now));
+      remember([...assumed.slice(0, planned.states), ...(await readAll(store, records, now))]);
+      read = true;
+      continue;
+    }
+    const limits = assumed.slice(planned.states) as (RateLimitState | null)[];
+    const remote = await store.decide({ refs: planned.refs, items, all: planned.all, limits });
+    remember(remote.stored);
+    read = true;
     if (remote.replan !== true) return remote;
     if (attempt + 1 >= REPLANS) {
-      throw new RateboundError("STORE_MISMATCH", `Rate limit ${JSON.stringify(planned.calls[0]!.name)}: its stored limit changed ${REPLANS} times while the call was sent; nothing was written, the call failed closed`);
+      throw new RateboundError(
+        "STORE_MISMATCH",
+        `Rate limit ${JSON.stringify(planned.calls[0]!.name)}: its stored limit changed ${REPLANS} times while the call was sent; nothing was written, the call failed closed`,
+      );
     }
   }
 }
