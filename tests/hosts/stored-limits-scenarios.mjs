@@ -49,7 +49,9 @@ export function storedLimitScenarios(test, open) {
     const { a, b } = pair(store, other);
     assert.deepEqual(await grants(b, "api", "acme", 1), [true]);
     await a.setLimit("api", { kind: "token bucket", rate: 3, period: 60_000 }, { key: "acme" });
-    // acme's bucket held 9 of 10: capped at the new capacity, 3.
+    // acme's bucket holds 9 of 10: getValue reports that state with the stored limit, which caps it at 3.
+    const { value, config } = await b.getValue("api", { key: "acme" });
+    assert.deepEqual([value, config.rate, config.capacity], [9, 3, 3]);
     assert.deepEqual(await grants(b, "api", "acme", 4), [true, true, true, false]);
     assert.deepEqual(await grants(b, "api", "bob", 11), [...repeat(true, 10), false]);
   });
