@@ -11,7 +11,6 @@
  */
 import {
   BATCH_WAIT,
-  CODES,
   CONFIG_KIND,
   CONFIG_LEN,
   ITEM_COUNT,
@@ -35,7 +34,7 @@ import { core, figuresAt, io, itemsOwner, layout, ownItems, ownPlan } from "./en
 import { coreError, corruptState, mustBe, RateboundError, wrongArgument, type Place } from "./errors.js";
 import { refId, refOf } from "./call.js";
 import type { Compiled } from "./config.js";
-import { applyLimit } from "./stored-limits.js";
+import { applyLimits, planStoredAgain } from "./stored-limits.js";
 import type { RateLimitFigures, RateLimitResult, RateLimitState, RateLimitStore, RemoteAnswer, StateRef } from "./types.js";
 
 /** One decision: a limit's call, checked, with its random numbers drawn. */
@@ -141,28 +140,6 @@ export function planWithLimits(planned: Planned, stored: readonly unknown[]): (R
   const errors = applyLimits(planned, stored);
   core.rb_plan(planned.calls.length);
   return errors;
-}
-
-/**
- * A call that reads stored limits asks what its stored limit allows, not the
- * code's: a count beyond the code's capacity (`COUNT_EXCEEDS_MAX`,
- * `WAIT_UNBOUNDED`) is checked once the records are read. The shards it
- * reads do not depend on the count, so such a call is planned again as a
- * count of 0 (its item is written whole again before it is decided).
- *
- * @returns The core's status of the plan.
- */
-function planStoredAgain(calls: readonly Call[]): number {
-  const { PLAN, PLAN_STRIDE, ITEMS, ITEM } = layout;
-  let again = false;
-  for (let index = 0; index < calls.length; index++) {
-    const code = CODES[-io[PLAN + index * PLAN_STRIDE + PLAN_STATUS]!];
-    if (calls[index]!.records === undefined || (code !== "COUNT_EXCEEDS_MAX" && code !== "WAIT_UNBOUNDED")) continue;
-    io[ITEMS + index * ITEM + ITEM_COUNT] = 0;
-    io[ITEMS + index * ITEM + ITEM_RESERVE] = 0;
-    again = true;
-  }
-  return again ? core.rb_plan(calls.length) : -1;
 }
 
 /**
@@ -337,28 +314,6 @@ export function decideOn(planned: Planned, stored: unknown[]): BatchAnswer {
   const wait = io[EXTRA + BATCH_WAIT]!;
   const batch: RateLimitResult = status === 1 ? (Number.isNaN(wait) ? ALLOWED : { ok: true, retryAfter: wait }) : { ok: false, retryAfter: wait };
   return { each, batch };
-}
-
-/**
- * The items of `planned` (in the buffer, with their configs in code) take
- * their stored limits from the records read (`stored`, per ref).
- *
- * @returns Per call, the error its records gave (it is then refused by the core), or `undefined`.
- */
-export function applyLimits(planned: Planned, stored: readonly unknown[]): (RateboundError | undefined)[] {
-  const errors: (RateboundError | undefined)[] = [];
-  for (let index = 0; index < planned.calls.length; index++) {
-    const first = planned.records[index]!;
-    const call = planned.calls[index]!;
-    if (first < 0 || call.records === undefined || planned.errors[index] !== undefined) {
-      errors.push(undefined);
-      continue;
-    }
-    const count = call.records.length;
-    const source = applyLimit(index, call, call.records, stored.slice(first, first + count));
-    errors.push(source instanceof RateboundError ? source : undefined);
-  }
-  return errors;
 }
 
 /**

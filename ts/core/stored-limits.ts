@@ -9,14 +9,14 @@
  * core; this module only moves them.
  * @module
  */
-import { CONFIG_LEN, EXTRA, ITEM, ITEM_COUNT, ITEMS, KEY_LIMIT_SHARD, LIMIT_CODE, LIMIT_KEY, LIMIT_NAME, LIMIT_STORED, LIMIT_WRITE, NAME_LIMIT_SHARD, OUT, OUT_STRIDE } from "./boundary.js";
+import { CODES, CONFIG_LEN, EXTRA, ITEM, ITEM_COUNT, ITEM_RESERVE, ITEMS, KEY_LIMIT_SHARD, LIMIT_CODE, LIMIT_KEY, LIMIT_NAME, LIMIT_STORED, LIMIT_WRITE, NAME_LIMIT_SHARD, OUT, OUT_STRIDE, PLAN, PLAN_STATUS, PLAN_STRIDE } from "./boundary.js";
 import { checkKey, checkName, checkNow, refOf } from "./call.js";
 import { laneOf } from "./coalesce.js";
 import { describe, type Compiled } from "./config.js";
 import { compileLimit, type Internals } from "./limits.js";
 import { core, io } from "./engine.js";
 import { coreError, corruptState, RateboundError, wrongArgument } from "./errors.js";
-import { putItem, putState, type Call } from "./driver.js";
+import { putItem, putState, type Call, type Planned } from "./driver.js";
 import { checkedOptions, own } from "./options.js";
 import type { RateLimitConfig, RateLimitState, RateLimitStore, StateRef } from "./types.js";
 
@@ -183,4 +183,47 @@ async function readRecords(store: RateLimitStore, refs: readonly StateRef[], now
   const states: unknown[] = [];
   for (const ref of refs) states.push(await store.read(ref, { now }));
   return states;
+}
+
+/**
+ * The items of `planned` (in the buffer, with their configs in code) take
+ * their stored limits from the records read (`stored`, per ref).
+ *
+ * @returns Per call, the error its records gave (it is then refused by the core), or `undefined`.
+ */
+export function applyLimits(planned: Planned, stored: readonly unknown[]): (RateboundError | undefined)[] {
+  const errors: (RateboundError | undefined)[] = [];
+  for (let index = 0; index < planned.calls.length; index++) {
+    const first = planned.records[index]!;
+    const call = planned.calls[index]!;
+    if (first < 0 || call.records === undefined || planned.errors[index] !== undefined) {
+      errors.push(undefined);
+      continue;
+    }
+    const count = call.records.length;
+    const source = applyLimit(index, call, call.records, stored.slice(first, first + count));
+    errors.push(source instanceof RateboundError ? source : undefined);
+  }
+  return errors;
+}
+
+/**
+ * A call that reads stored limits asks what its stored limit allows, not the
+ * code's: a count beyond the code's capacity (`COUNT_EXCEEDS_MAX`,
+ * `WAIT_UNBOUNDED`) is checked once the records are read. The shards it
+ * reads do not depend on the count, so such a call is planned again as a
+ * count of 0 (its item is written whole again before it is decided).
+ *
+ * @returns The core's status of the plan.
+ */
+export function planStoredAgain(calls: readonly Call[]): number {
+  let again = false;
+  for (let index = 0; index < calls.length; index++) {
+    const code = CODES[-io[PLAN + index * PLAN_STRIDE + PLAN_STATUS]!];
+    if (calls[index]!.records === undefined || (code !== "COUNT_EXCEEDS_MAX" && code !== "WAIT_UNBOUNDED")) continue;
+    io[ITEMS + index * ITEM + ITEM_COUNT] = 0;
+    io[ITEMS + index * ITEM + ITEM_RESERVE] = 0;
+    again = true;
+  }
+  return again ? core.rb_plan(calls.length) : -1;
 }
