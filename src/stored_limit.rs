@@ -173,6 +173,39 @@ mod tests {
         assert_eq!(resolve_limit(&code, [None, None], [None, None]).unwrap(), (code, LimitSource::Code));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn every_limit_of_the_code_s_shape_reads_back_bit_for_bit(
+            fixed in proptest::bool::ANY,
+            rate in 1e-6..1e12f64,
+            period in 1e-3..1e10f64,
+            capacity in proptest::option::of(0.0..1e12f64),
+            max_reserved in proptest::option::of(0.0..1e12f64),
+            shards in 1u32..=8,
+        ) {
+            let shaped = |rate: f64, period: f64| {
+                let input = if fixed { ConfigInput::fixed_window(rate, period).with("start", 0.0) } else { ConfigInput::token_bucket(rate, period) };
+                input.with("shards", f64::from(shards))
+            };
+            let code = Config::try_from(&shaped(10.0, 1000.0)).unwrap();
+            let mut input = shaped(rate, period);
+            if let Some(capacity) = capacity {
+                input = input.with("capacity", capacity);
+            }
+            if let Some(max_reserved) = max_reserved {
+                input = input.with("maxReserved", max_reserved);
+            }
+            let Ok(stored) = Config::try_from(&input) else { return Ok(()) };
+            let records = encode_limit(&code, &stored).unwrap().map(Some);
+            let decoded = decode_limit(&code, records).unwrap().unwrap();
+            let bits = |config: &Config| {
+                [config.rate, config.period_ms, config.capacity, config.max_reserved.unwrap_or(f64::NAN), config.start_ms.unwrap_or(f64::NAN)].map(f64::to_bits)
+            };
+            proptest::prop_assert_eq!(bits(&decoded), bits(&stored));
+            proptest::prop_assert_eq!((decoded.kind, decoded.shard_count), (stored.kind, stored.shard_count));
+        }
+    }
+
     #[test]
     fn records_that_are_not_a_limit_fail_closed() {
         let code = bucket(10.0, 1000.0);
