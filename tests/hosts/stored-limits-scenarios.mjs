@@ -146,6 +146,27 @@ export function storedLimitScenarios(test, open) {
     assert.equal((await b.check("api", { key: "half" }).catch((thrown) => thrown)).code, "CORRUPT_STATE");
   });
 
+  run("random traffic on a stored limit answers exactly what the same limit in code answers", async (store, other) => {
+    // Stored for "api" key "same": the config another limiter has in code for "twin".
+    const twin = { kind: "token bucket", rate: 7, period: 60_000, capacity: 12, maxReserved: 5 };
+    const { a, b, clock } = pair(store, other);
+    const coded = new RateLimiter(other, { ...LIMITS, twin }, { now: () => clock.now });
+    await a.setLimit("api", twin, { key: "same" });
+    let seed = 7;
+    const next = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    for (let call = 0; call < 150; call++) {
+      clock.now += Math.floor(next() * 6_000);
+      const options = { count: Math.floor(next() * 4), reserve: next() < 0.3, figures: true };
+      const write = next() < 0.8;
+      const [stored, code] = await Promise.all([
+        (write ? b.limit("api", { key: "same", ...options }) : b.check("api", { key: "same", ...options })).catch((error) => error.code),
+        (write ? coded.limit("twin", { key: "same", ...options }) : coded.check("twin", { key: "same", ...options })).catch((error) => error.code),
+      ]);
+      assert.deepEqual(stored, code, `call ${call}`);
+    }
+    clock.now = NOW;
+  });
+
   run("a call's inline config is its own: stored limits do not apply to it", async (store, other) => {
     const { a, b } = pair(store, other);
     await a.setLimit("api", { kind: "token bucket", rate: 1, period: 60_000 }, { key: "inline" });
