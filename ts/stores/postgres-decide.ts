@@ -310,11 +310,28 @@ export function decideParts(table: string, h: Helpers): { declarations: string; 
  * and ts each ref held (as `ok` does), so the limiter plans the batch again on them.
  */
 function decideSql(table: string, decide: string, h: Helpers, limits = false): string {
-  const { declarations, lockAndRead, itemLoop } = decideParts(table, h);
+  const { declarations, lockOrder, lockAndRead, itemLoop } = decideParts(table, h);
+  // With stored limits, only the states are locked (in the global order, as always); the records
+  // are read as they are committed: a setLimit that commits after this read is after this call.
+  const statesOnly = `    IF refs - checks = 1 THEN
+      lock_order := ARRAY[1];
+    ELSE
+      lock_order := ARRAY(SELECT u.o FROM unnest(p_names[1:refs - checks], p_keys[1:refs - checks], p_shards[1:refs - checks])
+        WITH ORDINALITY AS u(n, k, s, o) ORDER BY u.n COLLATE "C", u.k COLLATE "C", u.s);
+    END IF;`;
+  const readStates = lockAndRead.slice(lockOrder.length);
+  const readRecords = `
+    FOR ref IN refs - checks + 1 .. refs LOOP
+      SELECT value, ts INTO row_value, row_ts FROM ${table} WHERE name = p_names[ref] AND key = p_keys[ref] AND shard = p_shards[ref];
+      IF FOUND THEN
+        stored_value[ref] := row_value;
+        stored_ts[ref] := row_ts;
+      END IF;
+    END LOOP;`;
   const check = `
     -- Stored limits: decide only on the records the batch was planned on.
-    FOR checked IN 1 .. coalesce(cardinality(p_expect), 0) / 2 LOOP
-      ref := refs - coalesce(cardinality(p_expect), 0) / 2 + checked;
+    FOR checked IN 1 .. checks LOOP
+      ref := refs - checks + checked;
       IF stored_value[ref] IS DISTINCT FROM p_expect[2 * checked - 1] OR stored_ts[ref] IS DISTINCT FROM p_expect[2 * checked] THEN
         answer := 'replan';
         FOR ref IN 1 .. refs LOOP
@@ -328,11 +345,10 @@ function decideSql(table: string, decide: string, h: Helpers, limits = false): s
   p_items float8[], p_all boolean${limits ? ", p_expect float8[]" : ""}) RETURNS text
 LANGUAGE plpgsql VOLATILE ${PINNED} SET extra_float_digits = 3 AS $fn$
 DECLARE
-${declarations}${limits ? "\n  checked integer;" : ""}
+${declarations}${limits ? "\n  checked integer;\n  checks integer := coalesce(cardinality(p_expect), 0) / 2;" : ""}
 BEGIN
   BEGIN
-${lockAndRead}
-${limits ? check : ""}
+${limits ? `${statesOnly}${readStates}${readRecords}${check}` : lockAndRead}
     IF NOT corrupt THEN
 ${itemLoop("0", "items - 1", "p_all")}
 
