@@ -16,6 +16,15 @@ test("the browser entry decides on the small module, which has no grant exports"
   assert.equal((await limiter.getValue("send")).value, 1);
 });
 
+test("a limiter that would read stored limits is refused on the small module, which cannot decode them", () => {
+  assert.equal(engine.core.rb_limit_resolve, undefined);
+  assert.throws(() => new RateLimiter(new MemoryStore(), { send: { kind: "token bucket", rate: 2, period: SECOND } }, { storedLimits: true }), {
+    code: "INVALID_ARGUMENT",
+    field: "storedLimits",
+    message: /the full module/,
+  });
+});
+
 test("a grant whose full module cannot be loaded is refused with where it was looked for, and the next grant tries again", async () => {
   const limiter = new RateLimiter(new MemoryStore(), { llm: { kind: "token bucket", rate: 100, period: SECOND } }, { now: () => 0 });
   const full = new URL("../../pkg/dist/wasm/ratebound.wasm", import.meta.url);

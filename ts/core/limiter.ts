@@ -20,6 +20,7 @@ import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
 import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
 import type { DecisionHook, Probe } from "./decision-hook.js";
 import { checkStore } from "./store-shape.js";
+import { core } from "./engine.js";
 import { SlabStore } from "./slab-store.js";
 import { inSlab, InTable, intoTable } from "./slab-road.js";
 import { compileInline, compileLimit, type Internals } from "./limits.js";
@@ -94,6 +95,9 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const [now, random, , , refusalCache, onDecision, storedLimits] = ownOptions("RateLimiter", options, OPTIONS);
     if (storedLimits !== undefined && typeof storedLimits !== "boolean") throw wrongArgument("RateLimiter", "storedLimits", mustBe("storedLimits", "a boolean", storedLimits));
     this.#stored = storedLimits === true;
+    if (this.#stored && typeof core.rb_limit_resolve !== "function") {
+      throw wrongArgument("RateLimiter", "storedLimits", "storedLimits needs the full module (ratebound.wasm): the browser's small one decides on the config in code only");
+    }
     // A store that decides next to its data reads stored limits in the same round trip only when it checks them.
     this.#remote = typeof store.decide === "function" && (!this.#stored || store.checksStoredLimits === true);
     this.#direct = !this.#remote && typeof store.transaction !== "function";

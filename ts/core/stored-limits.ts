@@ -109,13 +109,6 @@ function target(limiter: Internals, method: string, name: unknown, options: unkn
   return { name: limitName, key, limit, now: checkNow(limitName, limiter.now()) };
 }
 
-/** Whether the module has the stored limits' exports (the browser's small module has none). */
-function exportsOrThrow(method: string): void {
-  if (typeof core.rb_limit_resolve !== "function") {
-    throw new RateboundError("INVALID_REQUEST", `${method}: stored limits need the full module (ratebound.wasm), not the browser's small one`);
-  }
-}
-
 /**
  * Stores `config` as the limit of `name` (for `options.key` alone when given). See `RateLimiter.setLimit`.
  *
@@ -126,7 +119,6 @@ function exportsOrThrow(method: string): void {
  */
 export async function setLimit(limiter: Internals, name: string, config: unknown, options: StoredLimitOptions | undefined): Promise<void> {
   const { name: limitName, key, limit, now } = target(limiter, "setLimit", name, options);
-  exportsOrThrow("setLimit");
   const stored = compileLimit(limitName, config);
   io.set(limit.numbers, EXTRA + LIMIT_CODE);
   io.set(stored.numbers, EXTRA + LIMIT_STORED);
@@ -167,7 +159,6 @@ export async function deleteLimit(limiter: Internals, name: string, options: Sto
  */
 export async function getLimit(limiter: Internals, name: string, options: StoredLimitOptions | undefined): Promise<StoredLimit> {
   const { name: limitName, key, limit, now } = target(limiter, "getLimit", name, options);
-  exportsOrThrow("getLimit");
   const refs = limitRefs(limitName, key);
   const states = await limiter.failure.transact((store) => readRecords(store, refs, now));
   const call: Call = { name: limitName, key, limit, count: 0, reserve: false, write: false, now, draws: [] };
