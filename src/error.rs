@@ -117,6 +117,8 @@ pub enum Rule {
     OneOrTwoShards = 14,
     /// "a finite number"
     Finite = 15,
+    /// "the limit's own in code" (a stored limit changes rate, period, capacity and maxReserved only)
+    SameAsCode = 16,
 }
 
 /// How a rule reads in a message.
@@ -130,7 +132,7 @@ pub enum Wording {
 
 impl Rule {
     /// Every rule, in the order of their numbers (from 1).
-    pub const ALL: [Rule; 15] = [
+    pub const ALL: [Rule; 16] = [
         Rule::Number,
         Rule::PositiveFinite,
         Rule::FiniteNonNegative,
@@ -146,6 +148,7 @@ impl Rule {
         Rule::GrantShard,
         Rule::OneOrTwoShards,
         Rule::Finite,
+        Rule::SameAsCode,
     ];
 
     /// The rule's words in the package's messages (`ts/core/errors.ts` has them, generated).
@@ -170,6 +173,7 @@ impl Rule {
             Rule::GrantShard => Wording::Sentence("the grant names shard {0}, which is not another shard of this limit (it has {1})"),
             Rule::OneOrTwoShards => Wording::MustBe("one or two shards"),
             Rule::Finite => Wording::MustBe("a finite number"),
+            Rule::SameAsCode => Wording::MustBe("the limit's own in code: a stored limit changes rate, period, capacity and maxReserved only"),
         }
     }
 }
@@ -327,7 +331,7 @@ mod tests {
         }
         // The last variants: nothing past the tables (a new variant must join them, or these fail).
         assert_eq!(Field::ALL.len(), Field::MaxJitter as usize);
-        assert_eq!(Rule::ALL.len(), Rule::Finite as usize);
+        assert_eq!(Rule::ALL.len(), Rule::SameAsCode as usize);
     }
 
     #[test]

@@ -32,6 +32,7 @@ mod result;
 mod settle;
 mod shard;
 mod state;
+mod stored_limit;
 mod token_bucket;
 mod transition;
 mod value;
@@ -56,6 +57,7 @@ pub use settle::{
     GrantShard, Settled, Writes,
 };
 pub use shard::{combine, first_shard, second_shard, Combined};
+pub use stored_limit::{check_shape, decode_limit, encode_limit, resolve_limit, LimitSource, KEY_LIMIT_BASE, LIMIT_RECORDS, NAME_LIMIT_BASE, NO_MAX_RESERVED};
 pub use state::{State, StateRef, StateStore, Transition, WriteInfo};
 pub use transition::{advance, calculate_rate_limit, filled_at, full_at, initial_state};
 pub use value::{plan_value, value_draws_needed, value_of, ValueReport};

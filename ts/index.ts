@@ -47,6 +47,7 @@ export { SECOND, MINUTE, HOUR, DAY, WEEK } from "./core/time.js";
 export { StoreTimeoutError, isDegraded } from "./core/failure-policy.js";
 export type { Degraded, FailureOptions, LimitConfig, StoreErrorPolicy } from "./core/failure-policy.js";
 export type { RefusalCacheOption } from "./core/refusal-cache.js";
+export type { LimitSource, StoredLimit, StoredLimitOptions } from "./core/stored-limits.js";
 export type { DecisionEvent, DecisionHook } from "./core/decision-hook.js";
 export type {
   BatchAnswerOf,

@@ -245,6 +245,25 @@ layout! { EXTRA_GRANTS: "EXTRA for a grant's charge and settle (offsets from EXT
     WRITE_FULL_AT = 3;
 }
 
+layout! { EXTRA_LIMITS: "EXTRA for limits stored in the host (offsets from EXTRA), and where their records live.";
+    /// `rb_limit_encode` in: the limit's config in code (seven numbers).
+    LIMIT_CODE = 0;
+    /// `rb_limit_encode` in: the config to store, compiled (seven numbers).
+    LIMIT_STORED = 8;
+    /// `rb_limit_encode` out: its two records (value, ts each).
+    LIMIT_WRITE = 16;
+    /// `rb_limit_resolve` in: the key's two records (value, ts each; NaN value: none).
+    LIMIT_KEY = 0;
+    /// `rb_limit_resolve` in: the name's two records.
+    LIMIT_NAME = 4;
+    /// How many records one stored limit takes.
+    LIMIT_RECORDS = crate::LIMIT_RECORDS as usize;
+    /// The shard of a key's first record (its key's own limit).
+    KEY_LIMIT_SHARD = crate::KEY_LIMIT_BASE as usize;
+    /// The shard of a name's first record (the key none).
+    NAME_LIMIT_SHARD = crate::NAME_LIMIT_BASE as usize;
+}
+
 layout! { EXTRA_PURE: "EXTRA for getValue and the pure functions (offsets from EXTRA).";
     /// `rb_plan_value` in: the draws.
     VALUE_DRAWS = 0;
@@ -297,7 +316,7 @@ const _: () = assert!(VALUE_SHARDS + MAX_SAMPLED <= VALUE_STATES && EXTRA + VALU
 
 /// Every table, in the order the generated module lists them.
 #[cfg(not(target_arch = "wasm32"))]
-pub const SECTIONS: [Section; 10] = [BUFFER, STATES, ITEM_FIELDS, PLAN_FIELDS, SLOT_FIELDS, OUT_FIELDS, EXTRA_DECIDE, EXTRA_GRANTS, EXTRA_PURE, super::slab_layout::SLAB];
+pub const SECTIONS: [Section; 11] = [BUFFER, STATES, ITEM_FIELDS, PLAN_FIELDS, SLOT_FIELDS, OUT_FIELDS, EXTRA_DECIDE, EXTRA_GRANTS, EXTRA_LIMITS, EXTRA_PURE, super::slab_layout::SLAB];
 
 static mut IO: [f64; IO_LEN] = [0.0; IO_LEN];
 

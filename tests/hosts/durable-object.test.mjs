@@ -87,6 +87,22 @@ for (const { storage, binding, probe } of BACKENDS) {
       assert.ok(taken <= 20 && taken >= 15, `admitted ${taken}`);
     });
 
+    test("a limit stored in the object through one client is obeyed by the next call of another, and deleteLimit restores the code's", async () => {
+      const object = freshObject();
+      const stored = { kind: "token bucket", rate: 2, period: 86_400_000 };
+      assert.deepEqual(await call(binding, object, { op: "setLimit", name: "daily", config: stored, options: { key: "ada" } }), { result: null });
+      const limits = await call(binding, object, { op: "getLimit", name: "daily", options: { key: "ada" } });
+      assert.deepEqual(limits.result, { config: { ...stored, capacity: 2, shards: 1 }, source: "key" });
+      const answers = [];
+      for (let index = 0; index < 3; index++) answers.push((await call(binding, object, { op: "limit", name: "daily", options: { key: "ada" } })).result.ok);
+      assert.deepEqual(answers, [true, true, false]);
+      assert.equal((await call(binding, object, { op: "limit", name: "daily", options: { key: "bob", count: 10 } })).result.ok, true, "another key keeps the code's 10");
+      const refused = await call(binding, object, { op: "setLimit", name: "daily", config: { ...stored, shards: 2 }, options: { key: "ada" } });
+      assert.deepEqual([refused.error.status, refused.error.code], [400, "INVALID_CONFIG"]);
+      await call(binding, object, { op: "deleteLimit", name: "daily", options: { key: "ada" } });
+      assert.equal((await call(binding, object, { op: "getLimit", name: "daily", options: { key: "ada" } })).result.source, "code");
+    });
+
     test("two limits in one limitAll are all-or-nothing", async () => {
       const object = freshObject();
       const batch = (user) => ({ op: "limitAll", requests: [{ name: "perUser", key: user }, { name: "global" }] });

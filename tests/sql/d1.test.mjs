@@ -149,4 +149,17 @@ describe("Cloudflare D1 in workerd (Miniflare)", () => {
     assert.deepEqual(await posts("rival"), []);
     assert.equal((await rowOf("daily", "rival")).value, 9 - 3 * 0.5, "only the rival's three updates landed");
   });
+  test("a limit stored by one Worker request is obeyed by the next request's limiter, and deleteLimit restores the code's", async () => {
+    const stored = (body) => route("stored", body);
+    const config = { kind: "token bucket", rate: 2, period: 86_400_000 };
+    assert.deepEqual(await stored({ op: "setLimit", name: "daily", config, options: { key: "stored-ada" } }), { result: null });
+    assert.deepEqual((await stored({ op: "getLimit", name: "daily", options: { key: "stored-ada" } })).result, { config: { ...config, capacity: 2, shards: 1 }, source: "key" });
+    const answers = [];
+    for (let call = 0; call < 3; call++) answers.push((await stored({ op: "limit", name: "daily", options: { key: "stored-ada" } })).result.ok);
+    assert.deepEqual(answers, [true, true, false]);
+    assert.equal((await stored({ op: "limit", name: "daily", options: { key: "stored-bob", count: 10 } })).result.ok, true);
+    assert.equal((await stored({ op: "setLimit", name: "daily", config: { ...config, shards: 2 } })).error.code, "INVALID_CONFIG");
+    await stored({ op: "deleteLimit", name: "daily", options: { key: "stored-ada" } });
+    assert.equal((await stored({ op: "getLimit", name: "daily", options: { key: "stored-ada" } })).result.source, "code");
+  });
 });

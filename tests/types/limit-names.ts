@@ -55,3 +55,15 @@ export async function valuesProject(): Promise<number> {
   const { value, ts, config, shard } = await limiter.getValue("sendMessage", { key: "ada" });
   return value + ts + config.rate + shard;
 }
+
+export async function storedLimitsAreNamed(): Promise<string> {
+  const stored = new RateLimiter(new MemoryStore(), { api: { kind: "token bucket", rate: 10, period: MINUTE } }, { storedLimits: true });
+  await stored.setLimit("api", { kind: "token bucket", rate: 1_000, period: MINUTE }, { key: "acme" });
+  // @ts-expect-error setLimit takes a named limit only (a stored limit keeps the kind, shards and start in code)
+  await stored.setLimit("apii", { kind: "token bucket", rate: 1, period: MINUTE });
+  // @ts-expect-error a stored limit is a config, without onStoreError
+  await stored.setLimit("api", { kind: "token bucket", rate: 1, period: MINUTE, onStoreError: "open" });
+  await stored.deleteLimit("api", { key: "acme" });
+  const { config, source } = await stored.getLimit("api");
+  return `${config.rate} ${source satisfies "key" | "name" | "code"}`;
+}

@@ -211,6 +211,24 @@ export const WRITE_STATE = 1;
 /** A write: its fullAt. */
 export const WRITE_FULL_AT = 3;
 
+// EXTRA for limits stored in the host (offsets from EXTRA), and where their records live.
+/** `rb_limit_encode` in: the limit's config in code (seven numbers). */
+export const LIMIT_CODE = 0;
+/** `rb_limit_encode` in: the config to store, compiled (seven numbers). */
+export const LIMIT_STORED = 8;
+/** `rb_limit_encode` out: its two records (value, ts each). */
+export const LIMIT_WRITE = 16;
+/** `rb_limit_resolve` in: the key's two records (value, ts each; NaN value: none). */
+export const LIMIT_KEY = 0;
+/** `rb_limit_resolve` in: the name's two records. */
+export const LIMIT_NAME = 4;
+/** How many records one stored limit takes. */
+export const LIMIT_RECORDS = 2;
+/** The shard of a key's first record (its key's own limit). */
+export const KEY_LIMIT_SHARD = 1073743872;
+/** The shard of a name's first record (the key none). */
+export const NAME_LIMIT_SHARD = 1073743874;
+
 // EXTRA for getValue and the pure functions (offsets from EXTRA).
 /** `rb_plan_value` in: the draws. */
 export const VALUE_DRAWS = 0;
@@ -326,6 +344,7 @@ export const RULES = [
   "",
   "one or two shards",
   "a finite number",
+  "the limit's own in code: a stored limit changes rate, period, capacity and maxReserved only",
 ] as const;
 /** The rules a message words whole, the error's numbers as {0}, {1}, {2} ("": a phrase). */
 export const SENTENCES = [
@@ -343,6 +362,7 @@ export const SENTENCES = [
   "",
   "the limit's state would leave the range of numbers (value {0}, ts {1}); nothing was written",
   "the grant names shard {0}, which is not another shard of this limit (it has {1})",
+  "",
   "",
   "",
 ] as const;

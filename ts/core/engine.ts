@@ -23,6 +23,9 @@ export interface CoreExports {
   rb_charge(slot: number, tag: number): number;
   rb_settle_reads(): number;
   rb_settle(actual: number, now: number): number;
+  /** Limits stored in the host (`src/wasm/limits.rs`): in the full module only. */
+  rb_limit_encode(): number;
+  rb_limit_resolve(index: number): number;
   rb_value_draws(asked: number, wanted: number): number;
   rb_plan_value(asked: number, wanted: number, now: number): number;
   rb_value(count: number, now: number): number;

@@ -8,6 +8,7 @@
 import type { GrantResult } from "./grant-handle.js";
 import type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions, SettleOptions } from "./options.js";
 import type { GrantData, RateLimitConfig, RateLimitResult, RateLimitValue, SettleResult } from "./types.js";
+import type { StoredLimit, StoredLimitOptions } from "./stored-limits.js";
 
 /** A limit's name among `Limits`. */
 type Named<Limits> = Extract<keyof Limits, string>;
@@ -42,4 +43,10 @@ export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig
   reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   /** As `RateLimiter.settle`: settles a grant's data in the object (from an alarm, a queue…). */
   settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult>;
+  /** As `RateLimiter.setLimit`: stores the limit in the object (for its keys, or its whole name). */
+  setLimit(name: Named<Limits>, config: RateLimitConfig, options?: StoredLimitOptions): Promise<void>;
+  /** As `RateLimiter.getLimit`. */
+  getLimit(name: Named<Limits>, options?: StoredLimitOptions): Promise<StoredLimit>;
+  /** As `RateLimiter.deleteLimit`. */
+  deleteLimit(name: Named<Limits>, options?: StoredLimitOptions): Promise<void>;
 }

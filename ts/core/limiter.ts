@@ -4,7 +4,7 @@
  * then run by the driver under the limit's failure policy.
  * @module
  */
-import type { RateLimiterOptions, RateLimitResult, RateLimitStore, RateLimitValue, GrantData, SettleResult } from "./types.js";
+import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore, RateLimitValue, GrantData, SettleResult } from "./types.js";
 import { checkCount, checkFlag, checkKey, checkName, checkNow, drawMany, type Random } from "./call.js";
 import type { Compiled } from "./config.js";
 import { isThenable, plan, type BatchAnswer, type Call, type Decided } from "./driver.js";
@@ -21,6 +21,7 @@ import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
 import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
 import type { DecisionHook, Probe } from "./decision-hook.js";
 import { checkStore } from "./store-shape.js";
+import { core } from "./engine.js";
 import { SlabStore } from "./slab-store.js";
 import { inSlab, InTable, intoTable } from "./slab-road.js";
 import { compileInline, compileLimit, type Internals } from "./limits.js";
@@ -28,10 +29,11 @@ import { hooked, isBatchAnswer, isDecided, only, shaped } from "./decided.js";
 import { batchCall } from "./batch-call.js";
 import { grantCall, settleGrant } from "./granting.js";
 import { resetKey, valueOf } from "./state-calls.js";
+import { deleteLimit, getLimit, limitRefs, setLimit, type StoredLimit, type StoredLimitOptions } from "./stored-limits.js";
 
 // Waiting for a turn (acquire.ts), loaded by the first acquire.
 const waits = () => import("./acquire.js");
-const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision"] as const;
+const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision", "storedLimits"] as const;
 const NO_DRAWS: readonly number[] = Object.freeze([]);
 
 /**
@@ -70,6 +72,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   readonly #onDecision: DecisionHook | undefined;
   /** What the modules that run its batches and grants take of it. */
   readonly #internals: Internals;
+  /** Whether calls on named limits read their stored limits (`storedLimits: true`). */
+  readonly #stored: boolean;
 
   /**
    * @param store The host's persistence: `read(ref)` and `write(ref, state | null)` (see `RateLimitStore`).
@@ -77,20 +81,29 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @param options `now` and `random`, for tests and replays; `onStoreError` and `timeout`
    *   (see {@link FailureOptions}); `refusalCache` to repeat a store's refusal locally until its
    *   wait is over (see {@link RefusalCacheOption}); `onDecision` to be told of every decided
-   *   call, for metrics (see {@link DecisionEvent}; `ratebound/otel` records them).
+   *   call, for metrics (see {@link DecisionEvent}; `ratebound/otel` records them); `storedLimits:
+   *   true` to decide every call on a named limit on the limit stored in the store for its key or
+   *   name, when there is one (see {@link RateLimiter.setLimit}).
    */
   constructor(
     store: RateLimitStore,
     limits: Limits = {} as Limits,
-    options: RateLimiterOptions & FailureOptions & { onStoreError?: Policy; refusalCache?: RefusalCacheOption; onDecision?: DecisionHook } = {},
+    options: RateLimiterOptions & FailureOptions & { onStoreError?: Policy; refusalCache?: RefusalCacheOption; onDecision?: DecisionHook; storedLimits?: boolean } = {},
   ) {
     // The failure policy takes its fields off the limits and the options (own fields only).
     this.#failure = new FailurePolicy(store, limits, options, RateLimiter);
     this.#store = checkStore(store);
-    this.#remote = typeof store.decide === "function";
+    const [now, random, , , refusalCache, onDecision, storedLimits] = ownOptions("RateLimiter", options, OPTIONS);
+    if (storedLimits !== undefined && typeof storedLimits !== "boolean") throw wrongArgument("RateLimiter", "storedLimits", mustBe("storedLimits", "a boolean", storedLimits));
+    this.#stored = storedLimits === true;
+    if (this.#stored && typeof core.rb_limit_resolve !== "function") {
+      throw wrongArgument("RateLimiter", "storedLimits", "storedLimits needs the full module (ratebound.wasm): the browser's small one decides on the config in code only");
+    }
+    // A store that decides next to its data reads stored limits in the same round trip only when it checks them.
+    this.#remote = typeof store.decide === "function" && (!this.#stored || store.checksStoredLimits === true);
     this.#direct = !this.#remote && typeof store.transaction !== "function";
-    this.#slab = this.#direct && store instanceof SlabStore;
-    const [now, random, , , refusalCache, onDecision] = ownOptions("RateLimiter", options, OPTIONS);
+    // The one-crossing road decides on the config in code: a limiter that reads stored limits takes the general one.
+    this.#slab = this.#direct && store instanceof SlabStore && !this.#stored;
     this.#refusals = RefusalCache.from(refusalCache);
     if (onDecision !== undefined && typeof onDecision !== "function") throw wrongArgument("RateLimiter", "onDecision", mustBe("onDecision", "a function", onDecision));
     this.#onDecision = onDecision as DecisionHook | undefined;
@@ -115,6 +128,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     this.#internals = {
       failure: this.#failure,
       remote: this.#remote,
+      storedLimits: this.#stored,
       refusals: this.#refusals,
       random: this.#random,
       now: () => this.#now(),
@@ -151,6 +165,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const limit = this.#resolve(checked, config);
     const now = checkNow(checked, this.#now());
     const draws = limit.draws === 0 ? NO_DRAWS : drawMany(this.#random, limit.draws);
+    // A named limit's stored limits are read with its states; an inline config is the call's own.
+    if (this.#stored && config === undefined) return { name: checked, key, limit, count, reserve, write, now, draws, records: limitRefs(checked, key) };
     return { name: checked, key, limit, count, reserve, write, now, draws };
   }
 
@@ -408,5 +424,50 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   reset(name: string, options?: ResetOptions): Promise<void> {
     return resetKey(this.#internals, name, options);
+  }
+
+  /**
+   * Stores a limit for a named limit in the store itself: for one `key` (a customer), or for the
+   * whole name. Every limiter over that store made with `storedLimits: true` decides its next
+   * call on it (the key's, else the name's, else the config in code), read with the states in
+   * the same round trip. It changes `rate`, `period`, `capacity` and `maxReserved`; `kind`,
+   * `shards` and `start` must stay those in code (`INVALID_CONFIG` otherwise). The states are
+   * kept: a bucket keeps its tokens, up to the new capacity.
+   *
+   * @param name A named limit.
+   * @param config The limit, checked as configs in code are.
+   * @param options `key`: the key's own limit; absent: the whole name's.
+   * @example
+   * await limiter.setLimit("api", { kind: "token bucket", rate: 1_000, period: MINUTE }, { key: "acme" });
+   */
+  setLimit(name: Named<Limits>, config: RateLimitConfig, options?: StoredLimitOptions): Promise<void> {
+    return setLimit(this.#internals, name, config, options);
+  }
+
+  /**
+   * The limit a call on `name` with `options.key` decides on now, and where it comes from
+   * (`"key"`, `"name"` or `"code"`).
+   *
+   * @param name A named limit.
+   * @param options `key`.
+   * @returns `{ config, source }`.
+   * @example
+   * const { config, source } = await limiter.getLimit("api", { key: "acme" });
+   */
+  getLimit(name: Named<Limits>, options?: StoredLimitOptions): Promise<StoredLimit> {
+    return getLimit(this.#internals, name, options);
+  }
+
+  /**
+   * Deletes the limit stored for `options.key` (or for the whole name): its calls decide on the
+   * name's stored limit, else the config in code, from their next call. The states are kept.
+   *
+   * @param name A named limit.
+   * @param options `key`.
+   * @example
+   * await limiter.deleteLimit("api", { key: "acme" });
+   */
+  deleteLimit(name: Named<Limits>, options?: StoredLimitOptions): Promise<void> {
+    return deleteLimit(this.#internals, name, options);
   }
 }

@@ -64,6 +64,8 @@ export interface Internals {
   readonly failure: FailurePolicy;
   /** Whether the store decides next to its data. */
   readonly remote: boolean;
+  /** Whether calls on named limits read their stored limits. */
+  readonly storedLimits: boolean;
   /** Its refusal cache, when asked for. */
   readonly refusals: RefusalCache | undefined;
   /** Its randomness (`undefined`: the pool). */

@@ -254,6 +254,13 @@ export interface RemoteBatch {
   items: RemoteItem[];
   /** `limitAll`: every item is granted and written, or none is written. */
   all: boolean;
+  /**
+   * The records of stored limits the items were planned on (`null`: none), for the last
+   * `limits.length` refs (which no item reads): when any of those refs holds another state, the
+   * store decides and writes nothing and answers `replan: true` with what they hold. Sent only to
+   * a store with `checksStoredLimits: true`.
+   */
+  limits?: (RateLimitState | null)[];
 }
 
 /** What a store that decided next to its data answers. */
@@ -268,6 +275,8 @@ export interface RemoteAnswer {
    * `batchSize` to the limiter's `onDecision` hook. Absent: the batch went alone.
    */
   batchSize?: number;
+  /** The records of {@link RemoteBatch.limits} differed from the batch's: nothing was decided or written. */
+  replan?: boolean;
 }
 
 /**
@@ -305,4 +314,9 @@ export interface RateLimitStore {
    * fails closed when the store's writes differ from it.
    */
   decide?(batch: RemoteBatch): Promise<RemoteAnswer>;
+  /**
+   * Optional: `decide` honours {@link RemoteBatch.limits}. Without it, a limiter made with
+   * `storedLimits: true` runs its calls as transactions of reads and writes instead.
+   */
+  readonly checksStoredLimits?: boolean;
 }

@@ -28,6 +28,8 @@ import {
   type RateLimitValue,
   type ResetOptions,
   type StateRef,
+  type StoredLimit,
+  type StoredLimitOptions,
 } from "ratebound";
 import type { InlineConfig as Inline, RateLimiterClient } from "../core/limiter-client.js";
 import { ownCopy } from "./shared/options.js";
@@ -146,7 +148,9 @@ export type RateLimiterRequest =
   | { op: "limitAll" | "checkAll"; requests: BatchRequest[]; options?: { figures?: boolean; dryRun?: boolean } }
   | { op: "getValue"; name: string; options?: GetValueOptions }
   | { op: "reset"; name: string; options?: ResetOptions }
-  | { op: "settle"; grant: GrantData; actual: number; options?: SettleOptions };
+  | { op: "settle"; grant: GrantData; actual: number; options?: SettleOptions }
+  | { op: "setLimit"; name: string; config: RateLimitConfig; options?: StoredLimitOptions }
+  | { op: "getLimit" | "deleteLimit"; name: string; options?: StoredLimitOptions };
 
 /** What the object answers to `limit` with `grant: true`: the grant as its data. */
 export type GrantAnswer = RateLimitResult & { grant?: GrantData };
@@ -195,7 +199,8 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
    */
   constructor(ctx: DurableObjectStateLike, env?: unknown, limits: Limits = {} as Limits) {
     void env;
-    this.#limiter = new RateLimiter(durableObjectStore(ctx.storage), limits);
+    // Its named limits decide on the limits stored in the object (setLimit), when there are any.
+    this.#limiter = new RateLimiter(durableObjectStore(ctx.storage), limits, { storedLimits: true });
   }
 
   /**
@@ -222,7 +227,7 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
     }
   }
 
-  async #decide(body: Record<string, unknown>): Promise<RateLimitResult | GrantAnswer | RateLimitValue | SettleResult | void> {
+  async #decide(body: Record<string, unknown>): Promise<RateLimitResult | GrantAnswer | RateLimitValue | SettleResult | StoredLimit | void> {
     const limiter = this.#limiter;
     const { op, name, requests } = body;
     const options = (isObject(body.options) ? body.options : {}) as unknown as LimitOptions & Inline;
@@ -252,8 +257,16 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
         return limiter.getValue(name as string, inline);
       case "reset":
         return limiter.reset(name as string, inline);
+      case "setLimit":
+        return limiter.setLimit(name as string, body.config as RateLimitConfig, body.options as StoredLimitOptions | undefined);
+      case "getLimit":
+        return limiter.getLimit(name as string, body.options as StoredLimitOptions | undefined);
+      case "deleteLimit":
+        return limiter.deleteLimit(name as string, body.options as StoredLimitOptions | undefined);
       default:
-        throw new TypeError(`ratebound: unknown op ${JSON.stringify(op)} (limit, check, limitAll, checkAll, getValue, reset or settle)`);
+        throw new TypeError(
+          `ratebound: unknown op ${JSON.stringify(op)} (limit, check, limitAll, checkAll, getValue, reset, settle, setLimit, getLimit or deleteLimit)`,
+        );
     }
   }
 }
@@ -346,5 +359,12 @@ export function rateLimiterClient<Limits extends Record<string, RateLimitConfig>
       await send({ op: "reset", name, options });
     },
     settle,
+    setLimit: async (name: string, config: RateLimitConfig, options: StoredLimitOptions = {}) => {
+      await send({ op: "setLimit", name, config, options });
+    },
+    getLimit: async (name: string, options: StoredLimitOptions = {}) => (await send({ op: "getLimit", name, options })) as StoredLimit,
+    deleteLimit: async (name: string, options: StoredLimitOptions = {}) => {
+      await send({ op: "deleteLimit", name, options });
+    },
   } as RateLimiterClient<Limits>;
 }

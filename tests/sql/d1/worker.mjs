@@ -47,6 +47,11 @@ const routes = {
     const limiter = limiterOn(d1Store(env.DB));
     return op === "limitAll" ? limiter.limitAll(requests) : limiter[op](name, options);
   },
+  /** A call of its own through d1Store on a limiter that reads stored limits (a new instance each request). */
+  stored: (env, { op, name, config, options }) => {
+    const limiter = new RateLimiter(d1Store(env.DB), LIMITS, { now: () => NOW, storedLimits: true });
+    return op === "setLimit" ? limiter.setLimit(name, config, options) : limiter[op](name, options);
+  },
   /** Writes each ref's state in one transaction, then reads each back. */
   collide: async (env, { refs, states }) => {
     const store = d1Store(env.DB);

@@ -1,0 +1,35 @@
+// Limits stored in the host on Convex (convex-test): setLimit in one mutation, obeyed by the next
+// mutation's limiter; getLimit in a query; deleteLimit; a limit that changes the shards is refused
+// and rolls back.
+import { convexTest } from "convex-test";
+import { describe, expect, test } from "vitest";
+import { api } from "./app/convex/_generated/api.js";
+import schema from "./app/convex/schema.js";
+
+const modules = import.meta.glob("./app/convex/**/*.*s");
+const now = 1_700_000_000_000;
+
+describe("stored limits in Convex functions", () => {
+  test("a key's stored limit is obeyed by the next mutation, the name's by other keys, and deleteLimit restores the code's", async () => {
+    const t = convexTest(schema, modules);
+    const at = { name: "daily", now };
+    await t.mutation(api.stored.setLimit, { ...at, key: "ada", config: { kind: "token bucket", rate: 2, period: 86_400_000 } });
+    await t.mutation(api.stored.setLimit, { ...at, config: { kind: "token bucket", rate: 1, period: 86_400_000 } });
+    expect(await t.query(api.stored.getLimit, { ...at, key: "ada" })).toEqual({ config: { kind: "token bucket", rate: 2, period: 86_400_000, capacity: 2, shards: 1 }, source: "key" });
+    expect(await t.query(api.stored.getLimit, { ...at, key: "bob" })).toMatchObject({ source: "name" });
+    const ada = [];
+    for (let call = 0; call < 3; call++) ada.push((await t.mutation(api.stored.limit, { ...at, key: "ada" })).ok);
+    expect(ada).toEqual([true, true, false]);
+    expect((await t.mutation(api.stored.limit, { ...at, key: "bob" })).ok).toBe(true);
+    expect((await t.mutation(api.stored.limit, { ...at, key: "bob" })).ok).toBe(false);
+    await t.mutation(api.stored.deleteLimit, at);
+    expect(await t.query(api.stored.getLimit, { ...at, key: "cy" })).toMatchObject({ source: "code" });
+    expect((await t.mutation(api.stored.limit, { ...at, key: "cy", count: 10 })).ok).toBe(true);
+  });
+
+  test("a stored limit that changes the shards is refused and stores nothing", async () => {
+    const t = convexTest(schema, modules);
+    await expect(t.mutation(api.stored.setLimit, { name: "daily", now, config: { kind: "token bucket", rate: 2, period: 1000, shards: 2 } })).rejects.toThrow(/shards must be the limit's own in code/);
+    expect(await t.query(api.stored.getLimit, { name: "daily", now })).toMatchObject({ source: "code" });
+  });
+});
