@@ -390,7 +390,7 @@ pub fn put_error(io: &mut [f64], out: usize, error: &Error) -> f64 {
         Error::CountExceedsMax { count, max, shard_count, reserve } => (0, 0, [count, max, f64::from(shard_count)], reserve),
         Error::WaitUnbounded { count } => (0, 0, [count, f64::NAN, f64::NAN], false),
         Error::InvalidRandom { got } => (0, 0, [got, f64::NAN, f64::NAN], false),
-        Error::GrantSettled => (0, 0, [f64::NAN; 3], false),
+        Error::GrantSettled | Error::LeaseLost => (0, 0, [f64::NAN; 3], false),
     };
     io[out + OUT_FIELD] = f64::from(field);
     io[out + OUT_RULE] = f64::from(rule);

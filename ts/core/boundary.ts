@@ -259,6 +259,7 @@ export const CODES = [
   "WAIT_UNBOUNDED",
   "INVALID_RANDOM",
   "GRANT_SETTLED",
+  "LEASE_LOST",
 ] as const;
 /** The fields (`Field`), as messages and `error.field` name them. */
 export const FIELDS = [
@@ -283,6 +284,10 @@ export const FIELDS = [
   "grant.shards.value",
   "retryAfter",
   "maxJitter",
+  "max",
+  "lease",
+  "lease.id",
+  "lease.slots",
 ] as const;
 /** The rules (`Rule`) a message words as "{field} must be {rule} (got …)" ("": a sentence). */
 export const RULES = [
@@ -302,6 +307,10 @@ export const RULES = [
   "",
   "one or two shards",
   "a finite number",
+  "an integer from 1 to 64",
+  "an integer from 1 to 9007199254740992 (2^53)",
+  "",
+  "",
 ] as const;
 /** The rules a message words whole, the error's numbers as {0}, {1}, {2} ("": a phrase). */
 export const SENTENCES = [
@@ -321,4 +330,8 @@ export const SENTENCES = [
   "the grant names shard {0}, which is not another shard of this limit (it has {1})",
   "",
   "",
+  "",
+  "",
+  "lease must be at least the clock's resolution at now (got lease {0} ms, now {1}, whose resolution is {2} ms)",
+  "the lease names slot {0} twice or one this limit does not have (it has {1})",
 ] as const;
