@@ -47,7 +47,7 @@ pub extern "C" fn rb_layout(which: u32) -> u32 {
     value as u32
 }
 
-fn given(tag: f64, value: f64) -> Given {
+pub(super) fn given(tag: f64, value: f64) -> Given {
     match tag as u8 {
         0 => Given::Absent,
         1 => Given::Null,

@@ -284,6 +284,29 @@ layout! { EXTRA_PURE: "EXTRA for getValue and the pure functions (offsets from E
     DECIDED_TS = 3;
 }
 
+layout! { EXTRA_CONCURRENCY: "EXTRA for a concurrency limit's lease (offsets from EXTRA): `rb_concurrency_*`.";
+    /// `rb_concurrency_compile` in: `max` as a (tag, value) pair as `COMPILE_FIELDS`, then `lease`.
+    CONCURRENCY_FIELDS = 0;
+    /// `rb_concurrency_compile` out: the limit's max.
+    CONCURRENCY_MAX = 0;
+    /// `rb_concurrency_compile` out: its lease in ms.
+    CONCURRENCY_LEASE = 1;
+    /// In: every slot's state as read (two numbers a slot, value NaN: none), slot 0 first.
+    CONCURRENCY_STATES = 0;
+    /// In (release, extend): the lease's slots; out: the slots written (as many as `LEASE_SLOT_COUNT`).
+    CONCURRENCY_SLOTS = 128;
+    /// Out: the lease's answer (LEASE_*).
+    CONCURRENCY_ANSWER = 192;
+    /// A lease's answer: how many slots are taken, released or extended (and written).
+    LEASE_SLOT_COUNT = 0;
+    /// A lease's answer: when it expires, in ms (NaN: refused, or released).
+    LEASE_EXPIRES_AT = 1;
+    /// A lease's answer: the state each slot written gets (value NaN: deleted), then its fullAt.
+    LEASE_WRITE = 2;
+    /// A lease's answer: the written state's fullAt.
+    LEASE_FULL_AT = 4;
+}
+
 // Checked as the crate compiles: no region, record or sub-layout runs into the next.
 const _: () = assert!(PLAN >= ITEMS + ITEM * MAX_ITEMS && MAP >= PLAN + PLAN_STRIDE * MAX_ITEMS && SLOTS >= MAP + 2 * MAX_ITEMS);
 const _: () = assert!(OUT >= SLOTS + SLOT * MAX_SLOTS && EXTRA >= OUT + OUT_STRIDE * MAX_ITEMS);
@@ -291,11 +314,13 @@ const _: () = assert!(ITEM_FIGURES < ITEM && PLAN_MAX_RESERVED < PLAN_STRIDE && 
 const _: () = assert!(OUT_FIGURES + FIGURE_SAMPLED < OUT_SHARES && CONFIG_LEN <= ITEM_COUNT);
 const _: () = assert!(CHARGE_STATES + 10 <= CHARGE_GRANT && CHARGE_GRANT + GRANT_PARTS + 2 * GRANT_PART <= CHARGE_WRITES);
 const _: () = assert!(SETTLE_GRANT + GRANT_TAG < SETTLE_DRAWS && SETTLE_READS + 5 <= SETTLE_STATES && SETTLE_STATES + 10 <= SETTLE_ANSWER);
+const _: () = assert!(CONCURRENCY_SLOTS >= CONCURRENCY_STATES + 2 * 64 && CONCURRENCY_ANSWER >= CONCURRENCY_SLOTS + 64);
 const _: () = assert!(VALUE_SHARDS + MAX_SAMPLED <= VALUE_STATES && EXTRA + VALUE_STATES + 2 * MAX_SAMPLED <= IO_LEN);
 
 /// Every table, in the order the generated module lists them.
 #[cfg(not(target_arch = "wasm32"))]
-pub const SECTIONS: [Section; 9] = [BUFFER, STATES, ITEM_FIELDS, PLAN_FIELDS, SLOT_FIELDS, OUT_FIELDS, EXTRA_DECIDE, EXTRA_GRANTS, EXTRA_PURE];
+pub const SECTIONS: [Section; 10] =
+    [BUFFER, STATES, ITEM_FIELDS, PLAN_FIELDS, SLOT_FIELDS, OUT_FIELDS, EXTRA_DECIDE, EXTRA_GRANTS, EXTRA_PURE, EXTRA_CONCURRENCY];
 
 static mut IO: [f64; IO_LEN] = [0.0; IO_LEN];
 

@@ -8,12 +8,13 @@
 //! it instantiates anywhere, at once.
 //!
 //! The exports, by idea: [`decide`] (compile, plan, decide), [`grants`]
-//! (charge and settle), [`value`] (`getValue`, `reset`), [`pure`] (the pure
+//! (charge and settle), [`concurrency`] (leases), [`value`] (`getValue`, `reset`), [`pure`] (the pure
 //! functions). It compiles natively too, where its records are tested
 //! (`tests`) and [`boundary`] writes the layout and the error tables into
 //! the package's `ts/core/boundary.ts`.
 
 pub mod calculate;
+pub mod concurrency;
 pub mod decide;
 pub mod grants;
 pub mod io;

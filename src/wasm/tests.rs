@@ -13,7 +13,7 @@ use crate::error::{Field, Rule};
 
 static LOCK: Mutex<()> = Mutex::new(());
 
-fn buffer() -> (MutexGuard<'static, ()>, &'static mut [f64; IO_LEN]) {
+pub(super) fn buffer() -> (MutexGuard<'static, ()>, &'static mut [f64; IO_LEN]) {
     let guard = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let io = io();
     io.fill(0.0);

@@ -249,6 +249,28 @@ export const DECIDED_VALUE = 2;
 /** `rb_decide_state` out: the next ts. */
 export const DECIDED_TS = 3;
 
+// EXTRA for a concurrency limit's lease (offsets from EXTRA): `rb_concurrency_*`.
+/** `rb_concurrency_compile` in: `max` as a (tag, value) pair as `COMPILE_FIELDS`, then `lease`. */
+export const CONCURRENCY_FIELDS = 0;
+/** `rb_concurrency_compile` out: the limit's max. */
+export const CONCURRENCY_MAX = 0;
+/** `rb_concurrency_compile` out: its lease in ms. */
+export const CONCURRENCY_LEASE = 1;
+/** In: every slot's state as read (two numbers a slot, value NaN: none), slot 0 first. */
+export const CONCURRENCY_STATES = 0;
+/** In (release, extend): the lease's slots; out: the slots written (as many as `LEASE_SLOT_COUNT`). */
+export const CONCURRENCY_SLOTS = 128;
+/** Out: the lease's answer (LEASE_*). */
+export const CONCURRENCY_ANSWER = 192;
+/** A lease's answer: how many slots are taken, released or extended (and written). */
+export const LEASE_SLOT_COUNT = 0;
+/** A lease's answer: when it expires, in ms (NaN: refused, or released). */
+export const LEASE_EXPIRES_AT = 1;
+/** A lease's answer: the state each slot written gets (value NaN: deleted), then its fullAt. */
+export const LEASE_WRITE = 2;
+/** A lease's answer: the written state's fullAt. */
+export const LEASE_FULL_AT = 4;
+
 // The core's errors (src/error.rs): each table by number, 0 for none.
 /** The codes (`Error::number`). */
 export const CODES = [
