@@ -27,6 +27,8 @@ import { hooked, isBatchAnswer, isDecided, only, shaped } from "./decided.js";
 import { batchCall } from "./batch-call.js";
 import { grantCall, settleGrant } from "./granting.js";
 import { resetKey, valueOf } from "./state-calls.js";
+import { compileConcurrency, isConcurrency, type ConcurrencyCompiled } from "./concurrency.js";
+import { leaseCall } from "./leasing.js";
 
 // Waiting for a turn (acquire.ts), loaded by the first acquire.
 const waits = () => import("./acquire.js");
@@ -55,6 +57,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   readonly #random: Random;
   /** Named limits, compiled once. */
   readonly #limits = new Map<string, Compiled>();
+  readonly #leases = new Map<string, ConcurrencyCompiled>();
   /** Whether the store decides next to its data. */
   readonly #remote: boolean;
   /** Whether a call may go straight to the driver: the store neither decides nor has a transaction. */
@@ -107,7 +110,11 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       } catch {
         throw wrongArgument("RateLimiter", "limits", "limits must be a plain object (listing its names threw) (got an object)");
       }
-      for (const name of names) this.#limits.set(checkName(name), compileLimit(name, named[name]));
+      for (const name of names) {
+        const config = named[name];
+        if (isConcurrency(config)) this.#leases.set(checkName(name), compileConcurrency(name, config as object));
+        else this.#limits.set(checkName(name), compileLimit(name, config));
+      }
     }
     // A named limit's config goes into the core's config table now, once.
     if (this.#slab) intoTable(this.#limits, this.#inTable);
@@ -199,6 +206,11 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   /** `limit` (write) or `check`. Not an async function: a synchronous store answers with one settled Promise. */
   #decide(name: string, options: LimitOptions | undefined, write: boolean, recorded: Probe | undefined): Promise<RateLimitResult> {
     try {
+      const leased = this.#leases.get(name);
+      if (leased !== undefined) {
+        if (!write) throw wrongArgument("check", "name", `check does not take concurrency limits yet (${name} is one); limit takes a lease`);
+        return leaseCall(this.#internals, name, leased, options) as Promise<RateLimitResult>;
+      }
       const given = limitFields(name, options);
       if (given.grant !== undefined) {
         if (!write) checkOptions(name, options, ["key", "count", "reserve", "throws", "config", "figures"]);

@@ -1,0 +1,117 @@
+// Concurrency limits with leases, host-neutral: each scenario takes a harness
+// { clock?, connect(limits), bare(limits) } (connect: a limiter over the host with its
+// transaction; bare: the same data through a store without one, whose reads wait). With a
+// `clock` (a manualClock the limiters read), time is moved by hand; without one, real time.
+import assert from "node:assert/strict";
+
+let keys = 0;
+/** A key no other scenario uses (hosts keep their data between scenarios). */
+export const freshKey = (what) => `${what}-${process.pid}-${Date.now()}-${keys++}`;
+
+const limitsOf = (max, lease) => ({ jobs: { kind: "concurrency", max, lease } });
+
+async function rejectsWith(promise, code, what) {
+  await assert.rejects(promise, (error) => error.code === code, what);
+}
+
+/** Two slots: two leases, a third refused until one is released; a second release gives back nothing. */
+export async function takeReleaseAndReleaseTwice(h) {
+  const limiter = await h.connect(limitsOf(2, 60_000));
+  const key = freshKey("take");
+  const first = await limiter.limit("jobs", { key });
+  const second = await limiter.limit("jobs", { key });
+  assert.equal(first.ok && second.ok, true);
+  assert.notDeepEqual(first.lease.slots, second.lease.slots, "two leases, two slots");
+  const third = await limiter.limit("jobs", { key });
+  assert.equal(third.ok, false);
+  assert.ok(third.retryAfter > 0 && third.retryAfter <= 60_000, `retryAfter ${third.retryAfter}`);
+  assert.deepEqual(await first.lease.release(), { released: 1 });
+  assert.deepEqual(await first.lease.release(), { released: 0 }, "a second release gives back nothing");
+  const again = await limiter.limit("jobs", { key });
+  assert.equal(again.ok, true);
+  assert.equal((await limiter.limit("jobs", { key })).ok, false, "the second release did not free the slot the new lease holds");
+  await rejectsWith(limiter.limit("jobs", { key, throws: true }), "RATE_LIMITED", "throws: true");
+}
+
+/** A holder that never releases (a crash): its slot comes back when the lease expires; the stale lease then releases nothing and cannot extend. */
+export async function anExpiredLeaseFreesItsSlot(h) {
+  const lease = h.clock ? 1_000 : 300;
+  const limiter = await h.connect(limitsOf(1, lease));
+  const key = freshKey("crash");
+  const crashed = await limiter.limit("jobs", { key });
+  assert.equal(crashed.ok, true);
+  const refused = await limiter.limit("jobs", { key });
+  assert.equal(refused.ok, false);
+  if (h.clock) {
+    assert.equal(refused.retryAfter, lease, "the earliest instant the held lease expires");
+    h.clock.now += lease;
+  } else await new Promise((resolve) => setTimeout(resolve, lease + 50));
+  const next = await limiter.limit("jobs", { key });
+  assert.equal(next.ok, true, "the expired lease's slot is free");
+  assert.deepEqual(await crashed.lease.release(), { released: 0 }, "the expired lease gives back nothing");
+  await rejectsWith(crashed.lease.extend(10_000), "LEASE_LOST", "an expired lease cannot extend");
+  assert.equal((await limiter.limit("jobs", { key })).ok, false, "the new holder still holds its slot");
+}
+
+/** Extending moves the expiry, and so the refusal's retryAfter; it never shortens. */
+export async function extendingMovesRetryAfter(h) {
+  if (!h.clock) return;
+  const limiter = await h.connect(limitsOf(1, 1_000));
+  const key = freshKey("extend");
+  const held = await limiter.limit("jobs", { key });
+  const start = h.clock.now;
+  h.clock.now += 500;
+  assert.deepEqual(await held.lease.extend(5_000), { expiresAt: start + 5_500 });
+  assert.equal(held.lease.expiresAt, start + 5_500);
+  assert.deepEqual(await held.lease.extend(10), { expiresAt: start + 5_500 }, "never shortens");
+  const refused = await limiter.limit("jobs", { key });
+  assert.equal(refused.retryAfter, 5_000);
+  h.clock.now = start + 5_499;
+  assert.equal((await limiter.limit("jobs", { key })).ok, false);
+  h.clock.now = start + 5_500;
+  assert.equal((await limiter.limit("jobs", { key })).ok, true);
+}
+
+/** `count` takes several slots at once; more than max, a bad count or a bad config are coded errors. */
+export async function countsAndBadInput(h) {
+  const limiter = await h.connect(limitsOf(3, 60_000));
+  const key = freshKey("count");
+  const two = await limiter.limit("jobs", { key, count: 2 });
+  assert.equal(two.lease.slots.length, 2);
+  assert.equal((await limiter.limit("jobs", { key, count: 2 })).ok, false);
+  await rejectsWith(limiter.limit("jobs", { key, count: 4 }), "COUNT_EXCEEDS_MAX", "count 4 of 3");
+  await rejectsWith(limiter.limit("jobs", { key, count: 1.5 }), "INVALID_REQUEST", "count 1.5");
+  await rejectsWith(limiter.limit("jobs", { key, bogus: 1 }), "INVALID_REQUEST", "an unknown option");
+  assert.deepEqual(await two.lease.release(), { released: 2 });
+  assert.equal((await limiter.limit("jobs", { key, count: 3 })).ok, true);
+  for (const [config, field] of [
+    [{ kind: "concurrency", max: 65, lease: 1 }, "max"],
+    [{ kind: "concurrency", max: 2 }, "lease"],
+    [{ kind: "concurrency", max: 2, lease: 1, rate: 3 }, "rate"],
+  ]) {
+    await assert.rejects(async () => h.connect({ jobs: config }), (error) => error.code === "INVALID_CONFIG" && error.field === field, field);
+  }
+}
+
+/** `n` limiters on one key take leases at once: how many were granted. */
+async function race(limiters, key) {
+  const answers = await Promise.all(limiters.map((limiter) => limiter.limit("jobs", { key })));
+  return answers.filter((answer) => answer.ok).length;
+}
+
+/** Many calls at once through the host's transaction grant exactly max. */
+export async function exactUnderConcurrentCalls(h, n = 12, max = 3) {
+  const limiters = await Promise.all(Array.from({ length: n }, () => h.connect(limitsOf(max, 60_000))));
+  const granted = await race(limiters, freshKey("race"));
+  assert.equal(granted, max, `${granted} of ${n} granted on ${max} slots`);
+}
+
+/** The same traffic through the bare store (no transaction, reads that wait) grants more than max: the control. */
+export async function overAdmitsWithoutTransaction(h, n = 12, max = 3) {
+  const limiters = await Promise.all(Array.from({ length: n }, () => h.bare(limitsOf(max, 60_000))));
+  const granted = await race(limiters, freshKey("bare"));
+  assert.ok(granted > max, `without the transaction ${granted} of ${n} granted on ${max} slots (expected more than ${max})`);
+  return granted;
+}
+
+export const SCENARIOS = { takeReleaseAndReleaseTwice, anExpiredLeaseFreesItsSlot, extendingMovesRetryAfter, countsAndBadInput, exactUnderConcurrentCalls };

@@ -1,0 +1,123 @@
+/**
+ * A limiter's calls on its concurrency limits: `limit` takes slots and
+ * answers a {@link Lease}; the lease releases or extends them. Each runs in
+ * the store's transaction (the limiter's `transact`, in the key's lane on a
+ * store whose calls are coalesced), and fails closed: a store that fails
+ * fails the call, whatever the limit's `onStoreError`.
+ * @module
+ */
+import { checkCount, checkKey, checkNow, drawMany } from "./call.js";
+import { laneOf } from "./coalesce.js";
+import { extendSlots, releaseSlots, takeSlots, type ConcurrencyCompiled, type LeaseData } from "./concurrency.js";
+import { checkOptions, refusal } from "./options.js";
+import type { Internals } from "./limits.js";
+import type { RateLimitResult, RateLimitStore } from "./types.js";
+
+/**
+ * Slots held until {@link Lease.release} or until `expiresAt` (ms), whichever
+ * comes first: a holder that crashes never leaks them.
+ *
+ * @example
+ * ```ts
+ * // fragment: a limiter with limits { exports: { kind: "concurrency", max: 4, lease: 30_000 } }
+ * const answer = await limiter.limit("exports", { key: teamId });
+ * if (!answer.ok) return retryIn(answer.retryAfter);
+ * try {
+ *   await runExport();
+ * } finally {
+ *   await answer.lease.release();
+ * }
+ * ```
+ */
+export class Lease {
+  /** The lease's id (the slots hold it). */
+  readonly id: number;
+  /** The slots it holds. */
+  readonly slots: readonly number[];
+  /** When it expires unless extended, in ms (moved by {@link Lease.extend}). */
+  expiresAt: number;
+  readonly #data: LeaseData;
+  readonly #limiter: Internals;
+  readonly #limit: ConcurrencyCompiled;
+
+  constructor(limiter: Internals, limit: ConcurrencyCompiled, data: LeaseData, expiresAt: number) {
+    this.id = data.id;
+    this.slots = Object.freeze([...data.slots]);
+    this.expiresAt = expiresAt;
+    this.#data = data;
+    this.#limiter = limiter;
+    this.#limit = limit;
+  }
+
+  /**
+   * Gives the slots back. A second release, or one after the lease expired,
+   * gives back nothing (another holder may have the slots now).
+   *
+   * @returns How many slots it gave back.
+   */
+  release(): Promise<{ released: number }> {
+    const now = this.#limiter.now();
+    return this.#transact((store) => releaseSlots(store, this.#limit, this.#data, now)).then((released) => ({ released }));
+  }
+
+  /**
+   * Keeps the slots until `ms` from now at least (never shortens the lease).
+   *
+   * @param ms How long from now, in ms: a positive finite number.
+   * @returns The new expiry; rejects with `LEASE_LOST` when the lease holds no slot any more.
+   */
+  extend(ms: number): Promise<{ expiresAt: number }> {
+    const now = this.#limiter.now();
+    return this.#transact((store) => extendSlots(store, this.#limit, this.#data, now, ms)).then((expiresAt) => {
+      this.expiresAt = expiresAt;
+      return { expiresAt };
+    });
+  }
+
+  /** The lease's data (name, key, id, slots): all another process needs to hold it. */
+  toJSON(): LeaseData {
+    return this.#data;
+  }
+
+  #transact<T>(work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
+    return this.#limiter.failure.transact(work, [laneOf(this.#data.name, this.#data.key)]);
+  }
+}
+
+/** What `limit` answers on a concurrency limit. */
+export type LeaseResult = { ok: true; lease: Lease } | (RateLimitResult & { ok: false });
+
+/** The options a concurrency limit's `limit` takes. */
+const LEASE_OPTIONS = ["key", "count", "throws"];
+
+/** Two draws as a lease id: an integer from 1 to 2^53 (53 random bits). */
+function leaseId(limiter: Internals): number {
+  const [high, low] = drawMany(limiter.random, 2) as [number, number];
+  return Math.floor(high * 2 ** 21) * 2 ** 32 + Math.floor(low * 2 ** 32) + 1;
+}
+
+/**
+ * `limit` on a concurrency limit: takes `count` slots (1 by default) for a new lease.
+ *
+ * @param limiter The limiter's internals.
+ * @param name The limit's name.
+ * @param limit The compiled limit.
+ * @param options `key`, `count`, `throws`.
+ * @returns The lease, or the wait until enough slots can be free.
+ */
+export function leaseCall(limiter: Internals, name: string, limit: ConcurrencyCompiled, options: unknown): Promise<LeaseResult> {
+  try {
+    if (options !== undefined) checkOptions(name, options, LEASE_OPTIONS);
+    const given = (options ?? {}) as { key?: unknown; count?: unknown; throws?: unknown };
+    const key = checkKey(name, given.key);
+    const count = checkCount(name, given.count);
+    const now = checkNow(name, limiter.now());
+    const id = leaseId(limiter);
+    return limiter.failure.transact((store) => takeSlots(store, name, key, limit, count, id, now), [laneOf(name, key)]).then((taken) => {
+      if (!taken.ok) return refusal(name, taken, given.throws === true) as LeaseResult;
+      return { ok: true as const, lease: new Lease(limiter, limit, taken.data, taken.expiresAt) };
+    });
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
