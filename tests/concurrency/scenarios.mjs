@@ -93,6 +93,27 @@ export async function countsAndBadInput(h) {
   }
 }
 
+/** `acquire` waits for a slot: a release elsewhere lets it in; past maxWait it is WAIT_TOO_LONG, aborted it is ABORTED. */
+export async function acquireWaitsForASlot(h) {
+  const limiter = await h.connect(limitsOf(1, 60_000));
+  const other = await h.connect(limitsOf(1, 60_000));
+  const key = freshKey("acquire");
+  const held = await limiter.acquire("jobs", { key });
+  assert.equal(held.lease.slots.length, 1);
+  let got;
+  const waiting = other.acquire("jobs", { key }).then((answer) => (got = answer));
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  assert.equal(got, undefined, "no slot while the lease is held");
+  assert.deepEqual(await held.lease.release(), { released: 1 });
+  const acquired = await waiting;
+  assert.deepEqual(acquired.lease.slots, [0]);
+  await rejectsWith(limiter.acquire("jobs", { key, maxWait: 0 }), "WAIT_TOO_LONG", "maxWait 0 while held");
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(new Error("shutdown")), 40);
+  await rejectsWith(limiter.acquire("jobs", { key, signal: controller.signal }), "ABORTED", "aborted while waiting");
+  assert.deepEqual(await acquired.lease.release(), { released: 1 }, "the waiters took nothing");
+}
+
 /** `n` limiters on one key take leases at once: how many were granted. */
 async function race(limiters, key) {
   const answers = await Promise.all(limiters.map((limiter) => limiter.limit("jobs", { key })));
@@ -114,4 +135,4 @@ export async function overAdmitsWithoutTransaction(h, n = 12, max = 3) {
   return granted;
 }
 
-export const SCENARIOS = { takeReleaseAndReleaseTwice, anExpiredLeaseFreesItsSlot, extendingMovesRetryAfter, countsAndBadInput, exactUnderConcurrentCalls };
+export const SCENARIOS = { takeReleaseAndReleaseTwice, anExpiredLeaseFreesItsSlot, extendingMovesRetryAfter, countsAndBadInput, acquireWaitsForASlot, exactUnderConcurrentCalls };

@@ -358,6 +358,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * const response = await fetch("https://api.github.com/rate_limit");
    */
   acquire<const Options extends AcquireOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<AcquireAnswer<Options>> {
+    if (this.#leases.has(name)) return import("./acquire-lease.js").then(({ acquireLease }) => acquireLease(this as never, this.#now, name, options)) as never;
     return waits().then(({ acquire }) => acquire(this as unknown as Reserving, this.#now, name, options)) as Promise<AcquireAnswer<Options>>;
   }
 
