@@ -1,12 +1,39 @@
-// Concurrency limits with leases, host-neutral: each scenario takes a harness
-// { clock?, connect(limits), bare(limits) } (connect: a limiter over the host with its
-// transaction; bare: the same data through a store without one, whose reads wait). With a
-// `clock` (a manualClock the limiters read), time is moved by hand; without one, real time.
-import assert from "node:assert/strict";
+// Concurrency limits with leases, host-neutral (Node, Deno, workerd: no imports, its own
+// assertions): each scenario takes a harness { clock?, connect(limits), bare(limits) } (connect: a
+// limiter over the host with its transaction; bare: the same data through a store without one,
+// whose reads wait). With a `clock` ({ now, read }, which the limiters read), time is moved by
+// hand; without one, real time.
+
+const shown = (value) => JSON.stringify(value);
+/** The few assertions the scenarios make, as node:assert words them. */
+const assert = {
+  ok(value, what = "expected a truthy value") {
+    if (!value) throw new Error(what);
+  },
+  equal(actual, expected, what = "") {
+    if (!Object.is(actual, expected)) throw new Error(`${what}: got ${shown(actual)}, expected ${shown(expected)}`);
+  },
+  deepEqual(actual, expected, what = "") {
+    if (shown(actual) !== shown(expected)) throw new Error(`${what}: got ${shown(actual)}, expected ${shown(expected)}`);
+  },
+  notDeepEqual(actual, expected, what = "") {
+    if (shown(actual) === shown(expected)) throw new Error(`${what}: both ${shown(actual)}`);
+  },
+  async rejects(promiseOrFn, check, what = "") {
+    let error;
+    try {
+      await (typeof promiseOrFn === "function" ? promiseOrFn() : promiseOrFn);
+    } catch (caught) {
+      error = caught;
+    }
+    if (error === undefined) throw new Error(`${what}: did not reject`);
+    if (!check(error)) throw new Error(`${what}: rejected with ${error?.code ?? ""} ${error?.field ?? ""} ${error?.message ?? error}`);
+  },
+};
 
 let keys = 0;
 /** A key no other scenario uses (hosts keep their data between scenarios). */
-export const freshKey = (what) => `${what}-${process.pid}-${Date.now()}-${keys++}`;
+export const freshKey = (what) => `${what}-${crypto.randomUUID()}-${keys++}`;
 
 const limitsOf = (max, lease) => ({ jobs: { kind: "concurrency", max, lease } });
 
