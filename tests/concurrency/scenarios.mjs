@@ -16,6 +16,15 @@ const assert = {
   deepEqual(actual, expected, what = "") {
     if (shown(actual) !== shown(expected)) throw new Error(`${what}: got ${shown(actual)}, expected ${shown(expected)}`);
   },
+  throws(fn, code) {
+    try {
+      fn();
+    } catch (error) {
+      if (error?.code === code) return;
+      throw new Error(`threw ${error?.code} ${error?.message}, expected ${code}`);
+    }
+    throw new Error(`did not throw ${code}`);
+  },
   notDeepEqual(actual, expected, what = "") {
     if (shown(actual) === shown(expected)) throw new Error(`${what}: both ${shown(actual)}`);
   },
@@ -141,6 +150,26 @@ export async function acquireWaitsForASlot(h) {
   assert.deepEqual(await acquired.lease.release(), { released: 1 }, "the waiters took nothing");
 }
 
+/** A lease's data through JSON, on another limiter: it releases and extends as the original; a forged id gives back nothing. */
+export async function leaseDataOnAnotherLimiter(h) {
+  const limiter = await h.connect(limitsOf(2, 60_000));
+  const other = await h.connect(limitsOf(2, 60_000));
+  const key = freshKey("data");
+  const taken = await limiter.limit("jobs", { key, count: 2 });
+  const data = JSON.parse(JSON.stringify(taken.lease));
+  assert.deepEqual(data, { name: "jobs", key, id: taken.lease.id, slots: [0, 1] });
+  const forged = other.lease({ ...data, id: data.id === 1 ? 2 : data.id - 1 });
+  assert.deepEqual(await forged.release(), { released: 0 }, "a forged id gives back nothing");
+  await rejectsWith(forged.extend(1_000), "LEASE_LOST", "a forged id cannot extend");
+  await rejectsWith(Promise.resolve().then(() => other.lease({ ...data, slots: [0, 2] }).release()), "INVALID_REQUEST", "a slot the limit does not have");
+  assert.equal((await limiter.limit("jobs", { key })).ok, false, "still held");
+  const handle = other.lease(data);
+  if (h.clock) assert.deepEqual(await handle.extend(120_000), { expiresAt: h.clock.now + 120_000 });
+  assert.deepEqual(await handle.release(), { released: 2 });
+  assert.deepEqual(await taken.lease.release(), { released: 0 }, "released once, through either handle");
+  assert.throws(() => other.lease({ ...data, name: "nope" }), "INVALID_ARGUMENT");
+}
+
 /** `n` limiters on one key take leases at once: how many were granted. */
 async function race(limiters, key) {
   const answers = await Promise.all(limiters.map((limiter) => limiter.limit("jobs", { key })));
@@ -162,4 +191,4 @@ export async function overAdmitsWithoutTransaction(h, n = 12, max = 3) {
   return granted;
 }
 
-export const SCENARIOS = { takeReleaseAndReleaseTwice, anExpiredLeaseFreesItsSlot, extendingMovesRetryAfter, countsAndBadInput, acquireWaitsForASlot, exactUnderConcurrentCalls };
+export const SCENARIOS = { takeReleaseAndReleaseTwice, anExpiredLeaseFreesItsSlot, extendingMovesRetryAfter, countsAndBadInput, acquireWaitsForASlot, leaseDataOnAnotherLimiter, exactUnderConcurrentCalls };

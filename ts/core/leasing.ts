@@ -9,6 +9,7 @@
 import { checkCount, checkKey, checkNow, drawMany } from "./call.js";
 import { laneOf } from "./coalesce.js";
 import { extendSlots, releaseSlots, takeSlots, type ConcurrencyCompiled, type LeaseData } from "./concurrency.js";
+import { mustBe, wrongArgument } from "./errors.js";
 import { checkOptions, refusal } from "./options.js";
 import type { Internals } from "./limits.js";
 import type { RateLimitResult, RateLimitStore } from "./types.js";
@@ -82,6 +83,30 @@ export class Lease {
   #transact<T>(work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
     return this.#limiter.failure.transact(work, [laneOf(this.#data.name, this.#data.key)]);
   }
+}
+
+/**
+ * A handle on a lease from its data (`lease.toJSON()`, through JSON or another process): its
+ * `release` and `extend` work as the original's. The data's shape is checked here; its id and
+ * slots by the core when it releases or extends (a forged lease gives back nothing).
+ *
+ * @param limiter The limiter's internals.
+ * @param limits The limiter's concurrency limits.
+ * @param data What `toJSON()` answered.
+ * @returns The handle (its `expiresAt` unknown: NaN until it extends).
+ */
+export function leaseOf(limiter: Internals, limits: ReadonlyMap<string, ConcurrencyCompiled>, data: unknown): Lease {
+  const given = (typeof data === "object" && data !== null ? data : {}) as Record<string, unknown>;
+  const name = given.name;
+  const limit = typeof name === "string" ? limits.get(name) : undefined;
+  if (limit === undefined) throw wrongArgument("lease", "data", mustBe("data.name", "the name of one of the limiter's concurrency limits", name));
+  const key = checkKey(name as string, given.key ?? undefined);
+  const { id, slots } = given;
+  if (typeof id !== "number") throw wrongArgument("lease", "data", mustBe("data.id", "a number", id));
+  if (!Array.isArray(slots) || slots.length > 64 || !slots.every((slot) => typeof slot === "number")) {
+    throw wrongArgument("lease", "data", mustBe("data.slots", "an array of at most 64 slot numbers", slots));
+  }
+  return new Lease(limiter, limit, { name: name as string, key, id, slots: [...(slots as number[])] }, Number.NaN);
 }
 
 /** What `limit` answers on a concurrency limit. */

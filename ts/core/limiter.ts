@@ -28,7 +28,7 @@ import { batchCall } from "./batch-call.js";
 import { grantCall, settleGrant } from "./granting.js";
 import { resetKey, valueOf } from "./state-calls.js";
 import { compileConcurrency, isConcurrency, type ConcurrencyCompiled } from "./concurrency.js";
-import { leaseCall } from "./leasing.js";
+import { leaseCall, leaseOf, type Lease } from "./leasing.js";
 
 // Waiting for a turn (acquire.ts), loaded by the first acquire.
 const waits = () => import("./acquire.js");
@@ -297,6 +297,11 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    */
   settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult> {
     return settleGrant(this.#internals, data, actual, options);
+  }
+
+  /** A concurrency limit's lease from its data (`lease.toJSON()`), to release or extend it here (`ts/core/leasing.ts`). */
+  lease(data: unknown): Lease {
+    return leaseOf(this.#internals, this.#leases, data);
   }
 
   /**
