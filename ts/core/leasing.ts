@@ -112,8 +112,8 @@ export function leaseOf(limiter: Internals, limits: ReadonlyMap<string, Concurre
 /** What `limit` answers on a concurrency limit. */
 export type LeaseResult = { ok: true; lease: Lease } | (RateLimitResult & { ok: false });
 
-/** The options a concurrency limit's `limit` takes. */
-const LEASE_OPTIONS = ["key", "count", "throws"];
+/** The options a concurrency limit's `limit` takes (`figures`, which the HTTP guard asks, answers none yet). */
+const LEASE_OPTIONS = ["key", "count", "throws", "figures"];
 
 /** Two draws as a lease id: an integer from 1 to 2^53 (53 random bits). */
 function leaseId(limiter: Internals): number {

@@ -136,7 +136,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * if (!limiter.limitNames.includes(name)) throw new Error(`no limit ${name}`);
    */
   get limitNames(): readonly string[] {
-    return [...this.#limits.keys()];
+    return [...this.#limits.keys(), ...this.#leases.keys()];
   }
 
   /** The named limit's config, or the inline one compiled now. */

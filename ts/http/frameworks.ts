@@ -75,7 +75,7 @@ export interface ExpressResponseLike {
   /** Sends the body and ends the response. */
   end(body: string): unknown;
   /** Listens for the response to be sent (`refundSuccessful` gives the tokens back then). */
-  once(event: "finish", listener: () => void): unknown;
+  once(event: "finish" | "close", listener: () => void): unknown;
   /** True once headers went out (then the middleware writes none, and a refusal only ends the response). */
   readonly headersSent?: boolean;
 }
@@ -182,6 +182,8 @@ export function expressRateLimit<
       if (!res.headersSent) for (const [field, value] of decision.headers) res.setHeader(field, value);
       if (decision.ok) {
         if (plan.refundSuccessful) res.once("finish", () => void decision.finish(res.statusCode));
+        // A concurrency limit's slot: back when the response is done or the client went away ("close" comes either way).
+        if (decision.holds) res.once("close", () => void decision.finish(res.statusCode));
         return next();
       }
       // Answered already by another middleware: end it there; the route never runs.

@@ -75,8 +75,10 @@ export interface Decision {
   retryAfter?: number;
   /** When not ok: the body and its content type. */
   body?: { text: string; contentType: string };
-  /** When ok: tells the guard the response's status (refunds a successful one with `refundSuccessful`). Never rejects. */
+  /** When ok: tells the guard the response's status (refunds a successful one with `refundSuccessful`; gives a concurrency limit's slot back). Never rejects. */
   finish(status: number): Promise<void>;
+  /** When ok on a concurrency limit: the request holds a slot until `finish` (call it however the response ends: sent, failed or aborted). */
+  holds?: boolean;
 }
 
 const QUOTA_EXCEEDED = "https://iana.org/assignments/http-problem-types#quota-exceeded";
@@ -170,6 +172,17 @@ export async function decide<R>(plan: Plan<R>, request: R): Promise<Decision> {
   // The fields of every limit decided for this request: guards stacked on its route append theirs.
   const headers = await rateLimitHeaders(plan.headers, stackedLimits(request, limits));
   if (result.ok) {
+    const { lease } = result as { lease?: { release(): Promise<unknown> } };
+    if (lease !== undefined) {
+      // A concurrency limit's slot, held while the request is in flight: given back once, however it ends.
+      let released: Promise<void> | undefined;
+      const finish = () =>
+        (released ??= lease.release().then(
+          () => {},
+          (error: unknown) => report(plan, error, request),
+        ));
+      return { ok: true, headers, limits, finish, holds: true };
+    }
     const { grant } = result;
     const finish =
       grant === undefined

@@ -62,6 +62,8 @@ export function nestRateLimit<Limits extends Record<string, RateLimitConfig>, Re
       if (!res.headersSent) for (const [field, value] of decision.headers) res.setHeader(field, value);
       if (decision.ok) {
         if (plan.refundSuccessful) res.once("finish", () => void decision.finish(res.statusCode));
+        // A concurrency limit's slot: back when the response is done or the client went away.
+        if (decision.holds) res.once("close", () => void decision.finish(res.statusCode));
         return true;
       }
       if (res.headersSent) {

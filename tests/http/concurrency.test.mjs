@@ -1,0 +1,89 @@
+// The HTTP guard on a concurrency limit: requests in flight per key, on a real Express server and
+// through the fetch guard. A request holds a slot from the guard until its response ends: sent,
+// failed in the handler (Express's 500), or aborted by the client (the socket closed before an
+// answer); each way the slot comes back once, and a request past max in flight gets a 429.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import express from "express";
+import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
+import { expressRateLimit, httpGuard } from "../../pkg/dist/http.js";
+
+const LIMITS = { inflight: { kind: "concurrency", max: 1, lease: 60_000 } };
+const until = async (what, check) => {
+  for (let tries = 0; tries < 200; tries++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`never: ${what}`);
+};
+
+describe("expressRateLimit on a concurrency limit: requests in flight per key", () => {
+  let server;
+  let base;
+  const limiter = new RateLimiter(new MemoryStore(), LIMITS);
+  const held = [];
+  before(async () => {
+    const app = express();
+    app.use(expressRateLimit(limiter, "inflight", { key: (req) => String(req.query.user) }));
+    app.get("/hold", (req, res) => held.push(res));
+    app.get("/boom", () => {
+      throw new Error("the handler failed");
+    });
+    app.get("/ok", (req, res) => res.send("ok"));
+    app.use((error, req, res, next) => res.status(500).send("failed"));
+    server = http.createServer(app);
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${server.address().port}`;
+  });
+  after(() => new Promise((resolve) => server.close(resolve)));
+
+  const free = async (user) => {
+    const answer = await limiter.limit("inflight", { key: user });
+    if (answer.ok) await answer.lease.release();
+    return answer.ok;
+  };
+
+  test("a second request while one is in flight is refused; the slot is back when the first response is sent", async () => {
+    const first = fetch(`${base}/hold?user=a`);
+    await until("the first request is in its handler", () => held.length === 1);
+    const second = await fetch(`${base}/ok?user=a`);
+    assert.equal(second.status, 429);
+    assert.equal((await fetch(`${base}/ok?user=b`)).status, 200, "another key has its own slots");
+    held.pop().send("done");
+    assert.equal((await first).status, 200);
+    await until("the slot is back", () => free("a"));
+    assert.equal((await fetch(`${base}/ok?user=a`)).status, 200);
+  });
+
+  test("a handler that fails (Express's 500) gives the slot back", async () => {
+    assert.equal((await fetch(`${base}/boom?user=c`)).status, 500);
+    await until("the slot is back", () => free("c"));
+  });
+
+  test("a client that aborts before the answer gives the slot back", async () => {
+    const controller = new AbortController();
+    const aborted = fetch(`${base}/hold?user=d`, { signal: controller.signal }).catch((error) => error.name);
+    await until("the request is in its handler", () => held.length === 1);
+    assert.equal(await free("d"), false, "held while in flight");
+    controller.abort();
+    assert.equal(await aborted, "AbortError");
+    await until("the slot is back after the socket closed", () => free("d"));
+    held.pop().end();
+  });
+});
+
+test("httpGuard on a concurrency limit: finish(response) gives the slot back, once", async () => {
+  const limiter = new RateLimiter(new MemoryStore(), LIMITS);
+  const guard = httpGuard(limiter, "inflight", { key: () => "k" });
+  const first = await guard(new Request("http://x/"));
+  assert.equal(first.ok, true);
+  const second = await guard(new Request("http://x/"));
+  assert.equal(second.ok, false);
+  assert.equal(second.response.status, 429);
+  await first.finish(new Response("ok"));
+  await first.finish(500);
+  const third = await guard(new Request("http://x/"));
+  assert.equal(third.ok, true, "back after finish");
+  assert.equal((await guard(new Request("http://x/"))).ok, false, "a second finish gave back nothing more");
+});
