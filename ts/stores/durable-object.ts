@@ -146,13 +146,23 @@ export type RateLimiterRequest =
   | { op: "limitAll" | "checkAll"; requests: BatchRequest[]; options?: { figures?: boolean } }
   | { op: "getValue"; name: string; options?: GetValueOptions }
   | { op: "reset"; name: string; options?: ResetOptions }
-  | { op: "settle"; grant: GrantData; actual: number; options?: SettleOptions };
+  | { op: "settle"; grant: GrantData; actual: number; options?: SettleOptions }
+  | { op: "release"; lease: LeaseData }
+  | { op: "extend"; lease: LeaseData; ms: number };
+
+/** A concurrency limit's lease as it crosses the wire (`lease.toJSON()`): the client wraps it in a handle. */
+export interface LeaseData {
+  name: string;
+  key?: string;
+  id: number;
+  slots: number[];
+}
 
 /** What the object answers to `limit` with `grant: true`: the grant as its data. */
 export type GrantAnswer = RateLimitResult & { grant?: GrantData };
 
 /** The codes of errors that are the caller's fault: answered with status 400. */
-const CALLER_ERRORS = new Set(["INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "UNKNOWN_LIMIT", "GRANT_SETTLED"]);
+const CALLER_ERRORS = new Set(["INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "UNKNOWN_LIMIT", "GRANT_SETTLED", "LEASE_LOST"]);
 
 function json(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
@@ -229,10 +239,15 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
     const inline = options as GetValueOptions & Inline;
     switch (op) {
       case "limit": {
-        const result = (await limiter.limit(name as string, { ...options, throws: false })) as RateLimitResult & { grant?: unknown };
-        // A grant crosses the wire as its data; the client wraps it in a handle again.
+        const result = (await limiter.limit(name as string, { ...options, throws: false })) as RateLimitResult & { grant?: unknown; lease?: { toJSON(): LeaseData; expiresAt: number } };
+        // A grant or a lease crosses the wire as its data; the client wraps it in a handle again.
+        if (result.lease !== undefined) return { ok: true, lease: result.lease.toJSON(), expiresAt: result.lease.expiresAt } as RateLimitResult;
         return result.grant instanceof Grant ? { ...result, grant: result.grant.data } : result;
       }
+      case "release":
+        return (await limiter.lease(body.lease).release()) as unknown as RateLimitResult;
+      case "extend":
+        return (await limiter.lease(body.lease).extend(body.ms as number)) as unknown as RateLimitResult;
       case "settle": {
         const settleOptions = (isObject(body.options) ? body.options : undefined) as SettleOptions | undefined;
         return limiter.settle(body.grant as GrantData, body.actual as number, settleOptions);
@@ -252,7 +267,7 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
       case "reset":
         return limiter.reset(name as string, inline);
       default:
-        throw new TypeError(`ratebound: unknown op ${JSON.stringify(op)} (limit, check, limitAll, checkAll, getValue, reset or settle)`);
+        throw new TypeError(`ratebound: unknown op ${JSON.stringify(op)} (limit, check, limitAll, checkAll, getValue, reset, settle, release or extend)`);
     }
   }
 }
@@ -325,7 +340,8 @@ export function rateLimiterClient<Limits extends Record<string, RateLimitConfig>
     (await send({ op: "settle", grant: data, actual, ...(options === undefined ? {} : { options }) })) as SettleResult;
   const single = (op: "limit" | "check") => async (name: string, options: LimitOptions = {}) => {
     const { throws, ...rest } = options;
-    const answer = (await decide(name, (await send({ op, name, options: rest })) as GrantAnswer, throws)) as GrantAnswer;
+    const answer = (await decide(name, (await send({ op, name, options: rest })) as GrantAnswer, throws)) as GrantAnswer & { lease?: LeaseData; expiresAt?: number };
+    if (answer.lease !== undefined) return { ok: true, lease: leaseHandle(answer.lease, answer.expiresAt!) };
     if (answer.grant === undefined) return answer;
     const inline = rest.config === undefined ? undefined : { config: rest.config };
     return { ...answer, grant: new Grant(answer.grant, (data, actual) => settle(data, actual, inline)) };
@@ -335,7 +351,24 @@ export function rateLimiterClient<Limits extends Record<string, RateLimitConfig>
     const answer = await send({ op, requests: [...requests], ...(Object.keys(rest).length === 0 ? {} : { options: rest }) });
     return decide(requests.map((request) => request.name).join(", "), answer as RateLimitResult, throws);
   };
+  /** A lease's handle over the wire: `release` and `extend` are requests to the object. */
+  const leaseHandle = (data: LeaseData, expiresAt: number) => {
+    const handle = {
+      id: data.id,
+      slots: Object.freeze([...data.slots]),
+      expiresAt,
+      release: async () => (await send({ op: "release", lease: data })) as { released: number },
+      extend: async (ms: number) => {
+        const extended = (await send({ op: "extend", lease: data, ms })) as { expiresAt: number };
+        handle.expiresAt = extended.expiresAt;
+        return extended;
+      },
+      toJSON: () => data,
+    };
+    return handle;
+  };
   return {
+    lease: (data: LeaseData) => leaseHandle(data, Number.NaN),
     limit: single("limit"),
     check: single("check"),
     limitAll: batch("limitAll"),
