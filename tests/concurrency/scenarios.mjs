@@ -4,7 +4,9 @@
 // whose reads wait). With a `clock` ({ now, read }, which the limiters read), time is moved by
 // hand; without one, real time.
 
-const shown = (value) => JSON.stringify(value);
+/** JSON with each object's fields in name order, so that deep equality ignores their order. */
+const shown = (value) =>
+  JSON.stringify(value, (_, inner) => (inner && typeof inner === "object" && !Array.isArray(inner) ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => (a < b ? -1 : 1))) : inner));
 /** The few assertions the scenarios make, as node:assert words them. */
 const assert = {
   ok(value, what = "expected a truthy value") {
