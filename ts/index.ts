@@ -30,6 +30,8 @@ export type {
 } from "./core/types.js";
 export type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions, SettleOptions } from "./core/options.js";
 export { Grant } from "./core/grant-handle.js";
+export type { Lease, LeaseResult } from "./core/leasing.js";
+export type { ConcurrencyConfig } from "./core/types.js";
 export type { GrantResult } from "./core/grant-handle.js";
 export { RateLimiter } from "./core/limiter.js";
 // Waiting for a turn: acquire, acquireAll and throttle (docs/outbound.md).

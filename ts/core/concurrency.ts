@@ -20,15 +20,6 @@ import type { RateLimitResult, RateLimitState, RateLimitStore, StateRef } from "
 /** A concurrency limit's fields, in the order its config lists them. */
 export const CONCURRENCY_FIELDS = ["kind", "max", "lease"] as const;
 
-/** A concurrency limit as callers write it. */
-export interface ConcurrencyConfig {
-  kind: "concurrency";
-  /** How many slots may be held at once: an integer from 1 to 64. */
-  max: number;
-  /** How long a lease holds its slots unless released or extended, in ms. */
-  lease: number;
-}
-
 /** A concurrency limit validated by the core. */
 export interface ConcurrencyCompiled {
   readonly max: number;

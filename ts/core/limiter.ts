@@ -14,7 +14,7 @@ import { mustBe, unknownLimit, wrongArgument } from "./errors.js";
 import type { GrantResult } from "./grant-handle.js";
 import type { AcquireAllAnswer, AcquireAllOptions, AcquireAnswer, AcquireOptions, AcquireRequest, Reserving } from "./acquire.js";
 import { checkOptions, isPlainObject, limitFields, own, ownOptions, refusal } from "./options.js";
-import type { BatchRequest, GetValueOptions, Inline, LimitOptions, Named, StoreErrorPolicy, ResetOptions, SettleOptions } from "./options.js";
+import type { BatchRequest, GetValueOptions, Inline, LimitOptions, Named, NamedLimitConfig, StoreErrorPolicy, ResetOptions, SettleOptions } from "./options.js";
 import { FailurePolicy, type FailureOptions, type FallbackLimiter, type LimitConfig } from "./failure-policy.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
 import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
@@ -49,7 +49,7 @@ const NO_DRAWS: readonly number[] = Object.freeze([]);
  * });
  * const { ok, retryAfter } = await limiter.limit("sendMessage", { key: userId });
  */
-export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<string, never>, Policy extends StoreErrorPolicy = StoreErrorPolicy> {
+export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Record<string, never>, Policy extends StoreErrorPolicy = StoreErrorPolicy> {
   /** What a call does when the store fails (`onStoreError`, `timeout`): every store call goes through it. */
   readonly #failure: FailurePolicy;
   readonly #store: RateLimitStore;
