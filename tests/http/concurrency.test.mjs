@@ -6,8 +6,9 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import express from "express";
+import Fastify from "fastify";
 import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
-import { expressRateLimit, httpGuard } from "../../pkg/dist/http.js";
+import { expressRateLimit, fastifyRateLimit, httpGuard } from "../../pkg/dist/http.js";
 
 const LIMITS = { inflight: { kind: "concurrency", max: 1, lease: 60_000 } };
 const until = async (what, check) => {
@@ -71,6 +72,35 @@ describe("expressRateLimit on a concurrency limit: requests in flight per key", 
     await until("the slot is back after the socket closed", () => free("d"));
     held.pop().end();
   });
+});
+
+test("fastifyRateLimit on a concurrency limit: a client that aborts gives the slot back, a finished response too", async () => {
+  const limiter = new RateLimiter(new MemoryStore(), LIMITS);
+  const app = Fastify();
+  const held = [];
+  await app.register(fastifyRateLimit(limiter, "inflight", { key: () => "k" }));
+  app.get("/hold", (request, reply) => new Promise((resolve) => held.push(() => resolve("done"))));
+  app.get("/ok", async () => "ok");
+  const address = await app.listen({ port: 0, host: "127.0.0.1" });
+  try {
+    const free = async () => {
+      const answer = await limiter.limit("inflight", { key: "k" });
+      if (answer.ok) await answer.lease.release();
+      return answer.ok;
+    };
+    const controller = new AbortController();
+    const aborted = fetch(`${address}/hold`, { signal: controller.signal }).catch((error) => error.name);
+    await until("the request is in its handler", () => held.length === 1);
+    assert.equal((await fetch(`${address}/ok`)).status, 429);
+    controller.abort();
+    assert.equal(await aborted, "AbortError");
+    await until("the slot is back after the socket closed", free);
+    held.pop()();
+    assert.equal((await fetch(`${address}/ok`)).status, 200);
+    await until("the slot is back after the response", free);
+  } finally {
+    await app.close();
+  }
 });
 
 test("httpGuard on a concurrency limit: finish(response) gives the slot back, once", async () => {
