@@ -12,7 +12,7 @@
  */
 import * as at from "./boundary.js";
 import { core as mainCore, io as mainIo, layout as mainLayout, ownItems, grantsEngine, type Engine } from "./engine.js";
-import { coreError, invalidConfig, mustBe, unknownField, wrongArgument } from "./errors.js";
+import { coreError, invalidConfig, mustBe, RateboundError, unknownField, wrongArgument } from "./errors.js";
 import { refOf } from "./call.js";
 import { isThenable, putState, readAll } from "./driver.js";
 import type { RateLimitResult, RateLimitState, RateLimitStore, StateRef } from "./types.js";
@@ -140,9 +140,27 @@ export interface LeaseData {
 }
 
 /**
+ * A store that decides a concurrency limit's operation next to its data, in one round trip
+ * (Redis: `ts/stores/redis-script-concurrency.ts`): it reads `refs`, decides as the core does,
+ * writes, and answers what each ref held and the indexes of the refs it wrote.
+ */
+export interface SlotsDecider {
+  decideSlots(refs: StateRef[], args: string[]): Promise<{ stored: unknown[]; wrote: number[] }>;
+}
+
+/** Whether `store` decides concurrency limits next to its data. */
+export function decidesSlots(store: RateLimitStore): store is RateLimitStore & SlotsDecider {
+  return typeof (store as Partial<SlotsDecider>).decideSlots === "function";
+}
+
+/**
  * Reads `slots` of the limit (by slot: the others absent), runs `decide` on
  * the core with them in the buffer, writes what it answers; synchronously on
- * a synchronous store, so nothing runs between the read and the write.
+ * a synchronous store, so nothing runs between the read and the write. On a
+ * store that decides next to its data (`remote`: the script's arguments), the
+ * call is checked on the core first (nothing read), sent, and the core
+ * replayed on what the store read: other slots written than the core's fail
+ * the call closed (`STORE_MISMATCH`).
  */
 function onSlots<T>(
   store: RateLimitStore,
@@ -152,18 +170,50 @@ function onSlots<T>(
   slots: readonly number[],
   now: number,
   decide: (e: Engine) => { answer: SlotAnswer | undefined; result: T },
+  remote: string[],
 ): T | Promise<T> {
   const refs: StateRef[] = slots.map((slot) => refOf(name, key, slot));
-  const finish = (e: Engine, states: unknown[]): T | Promise<T> => {
+  const inBuffer = (e: Engine, states: unknown[]) => {
     const { io } = e;
     for (let slot = 0; slot < limit.max; slot++) putState(at.EXTRA + at.CONCURRENCY_STATES + 2 * slot, null, refOf(name, key, slot), io);
     slots.forEach((slot, index) => putState(at.EXTRA + at.CONCURRENCY_STATES + 2 * slot, states[index], refs[index]!, io));
     slots.forEach((slot, index) => (io[at.EXTRA + at.CONCURRENCY_SLOTS + index] = slot));
+  };
+  const finish = (e: Engine, states: unknown[]): T | Promise<T> => {
+    inBuffer(e, states);
     const { answer, result } = decide(e);
     const done = answer === undefined ? undefined : writeSlots(store, name, key, answer, now);
     return isThenable(done) ? done.then(() => result) : result;
   };
   const e = engine();
+  if (decidesSlots(store)) {
+    const send = async (loaded: Engine): Promise<T> => {
+      // Bad input fails here, before the store is touched (a lease that holds nothing is the store's to find).
+      try {
+        inBuffer(loaded, slots.map(() => null));
+        decide(loaded);
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== "LEASE_LOST") throw error;
+      }
+      const { stored, wrote } = await store.decideSlots(refs, remote);
+      inBuffer(loaded, stored);
+      let decided: { answer: SlotAnswer | undefined; result: T } | undefined;
+      let failure: unknown;
+      try {
+        decided = decide(loaded);
+      } catch (error) {
+        failure = error;
+      }
+      const core = (decided?.answer?.slots ?? []).join(",");
+      const script = wrote.map((index) => slots[index]).join(",");
+      if (core !== script) {
+        throw new RateboundError("STORE_MISMATCH", `Rate limit ${JSON.stringify(name)}: the store wrote slots [${script}] where the core decided [${core}]; the call failed closed`);
+      }
+      if (decided === undefined) throw failure;
+      return decided.result;
+    };
+    return isThenable(e) ? Promise.resolve(e).then(send) : send(e);
+  }
   const stored = readAll(store, refs, now);
   if (!isThenable(e) && !isThenable(stored)) return finish(e, stored);
   return Promise.all([e, stored]).then(([loaded, states]) => finish(loaded, states));
@@ -189,28 +239,35 @@ export function takeSlots(store: RateLimitStore, name: string, key: string | und
     if (status === 0) return { answer: undefined, result: { ok: false, retryAfter: e.io[at.OUT + at.OUT_RETRY_AFTER]! } };
     const answer = answered(e.io);
     return { answer, result: { ok: true, data: { name, key, id, slots: answer.slots }, expiresAt: answer.expiresAt } };
-  });
+  }, ["take", String(now), String(id), String(count), String(limit.lease)]);
 }
 
 /** Gives back the slots of `lease` that still hold its id; answers how many (0: released already, expired, or forged). */
 export function releaseSlots(store: RateLimitStore, limit: ConcurrencyCompiled, lease: LeaseData, now: number): number | Promise<number> {
   checkSlotsShape(lease);
-  return onSlots(store, lease.name, lease.key, limit, lease.slots, now, (e) => {
-    const status = exportsOf(e).rb_concurrency_release(limit.max, limit.lease, lease.id, now, lease.slots.length);
+  const slots = inOrder(lease.slots);
+  return onSlots(store, lease.name, lease.key, limit, slots, now, (e) => {
+    const status = exportsOf(e).rb_concurrency_release(limit.max, limit.lease, lease.id, now, slots.length);
     if (status < 0) throw coreError(e.io, at.OUT, lease.name);
     return { answer: answered(e.io), result: status };
-  });
+  }, ["release", String(now), String(lease.id)]);
 }
 
 /** Moves the expiry of `lease` to no earlier than `now + ms`; answers the new expiry, or throws `LEASE_LOST`. */
 export function extendSlots(store: RateLimitStore, limit: ConcurrencyCompiled, lease: LeaseData, now: number, ms: number): number | Promise<number> {
   checkSlotsShape(lease);
-  return onSlots(store, lease.name, lease.key, limit, lease.slots, now, (e) => {
-    const status = exportsOf(e).rb_concurrency_extend(limit.max, limit.lease, lease.id, now, ms, lease.slots.length);
+  const slots = inOrder(lease.slots);
+  return onSlots(store, lease.name, lease.key, limit, slots, now, (e) => {
+    const status = exportsOf(e).rb_concurrency_extend(limit.max, limit.lease, lease.id, now, ms, slots.length);
     if (status < 0) throw coreError(e.io, at.OUT, lease.name);
     const answer = answered(e.io);
     return { answer, result: answer.expiresAt };
-  });
+  }, ["extend", String(now), String(lease.id), String(ms)]);
+}
+
+/** A lease's slots lowest first (what the core and a store's port read in the same order). */
+function inOrder(slots: readonly number[]): number[] {
+  return [...slots].sort((a, b) => a - b);
 }
 
 /** A lease's slots must be a list of numbers (the core checks each against the limit). */

@@ -8,7 +8,7 @@
  */
 import { checkCount, checkKey, checkNow, drawMany } from "./call.js";
 import { laneOf } from "./coalesce.js";
-import { extendSlots, releaseSlots, takeSlots, type ConcurrencyCompiled, type LeaseData } from "./concurrency.js";
+import { decidesSlots, extendSlots, releaseSlots, takeSlots, type ConcurrencyCompiled, type LeaseData } from "./concurrency.js";
 import { mustBe, wrongArgument } from "./errors.js";
 import { checkOptions, refusal } from "./options.js";
 import type { Internals } from "./limits.js";
@@ -81,7 +81,7 @@ export class Lease {
   }
 
   #transact<T>(work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
-    return this.#limiter.failure.transact(work, [laneOf(this.#data.name, this.#data.key)]);
+    return onStore(this.#limiter, this.#data.name, this.#data.key, work);
   }
 }
 
@@ -107,6 +107,18 @@ export function leaseOf(limiter: Internals, limits: ReadonlyMap<string, Concurre
     throw wrongArgument("lease", "data", mustBe("data.slots", "an array of at most 64 slot numbers", slots));
   }
   return new Lease(limiter, limit, { name: name as string, key, id, slots: [...(slots as number[])] }, Number.NaN);
+}
+
+/**
+ * Runs `work` on the limiter's store, closed: a store that decides concurrency next to its data
+ * gets the call itself (one round trip, `decideSlots`: Redis); any other runs it in its
+ * transaction (PostgreSQL's too, until it has a port).
+ */
+function onStore<T>(limiter: Internals, name: string, key: string | undefined, work: (store: RateLimitStore) => T | Promise<T>): Promise<T> {
+  const lanes = [laneOf(name, key)];
+  if (!limiter.remote) return limiter.failure.transact(work, lanes);
+  const direct = (store: RateLimitStore): T | Promise<T> => (decidesSlots(store) || typeof store.transaction !== "function" ? work(store) : store.transaction(async (inside) => work(inside)));
+  return limiter.failure.run("closed", direct, undefined, true, lanes);
 }
 
 /** What `limit` answers on a concurrency limit. */
@@ -138,7 +150,7 @@ export function leaseCall(limiter: Internals, name: string, limit: ConcurrencyCo
     const count = checkCount(name, given.count);
     const now = checkNow(name, limiter.now());
     const id = leaseId(limiter);
-    return limiter.failure.transact((store) => takeSlots(store, name, key, limit, count, id, now), [laneOf(name, key)]).then((taken) => {
+    return onStore(limiter, name, key, (store) => takeSlots(store, name, key, limit, count, id, now)).then((taken) => {
       if (!taken.ok) return refusal(name, taken, given.throws === true) as LeaseResult;
       return { ok: true as const, lease: new Lease(limiter, limit, taken.data, taken.expiresAt) };
     });
