@@ -7,7 +7,7 @@ import { RateLimiterObject, rateLimiterClient, rateLimiterObject } from "ratebou
 import * as scenarios from "./scenarios.mjs";
 
 /** The configs the scenarios use (they run in real time here: a lease of 300 ms where they wait for an expiry). */
-const CONFIGS = { C2: [2, 60_000], C1short: [1, 300], C1: [1, 60_000], C3: [3, 60_000] };
+const CONFIGS = { C2: [2, 60_000], C1short: [1, 300], C1: [1, 60_000], C3: [3, 60_000], C64: [64, 60_000] };
 const limitsOf = ([max, lease]) => ({ jobs: { kind: "concurrency", max, lease } });
 const bindingOf = (limits) => Object.keys(CONFIGS).find((name) => JSON.stringify(limitsOf(CONFIGS[name])) === JSON.stringify(limits));
 
@@ -19,6 +19,8 @@ export class C3Kv extends rateLimiterObject(limitsOf(CONFIGS.C3)) {}
 export class C2Kv extends rateLimiterObject(limitsOf(CONFIGS.C2)) {}
 export class C1shortKv extends rateLimiterObject(limitsOf(CONFIGS.C1short)) {}
 export class C1Kv extends rateLimiterObject(limitsOf(CONFIGS.C1)) {}
+export class C64 extends rateLimiterObject(limitsOf(CONFIGS.C64)) {}
+export class C64Kv extends rateLimiterObject(limitsOf(CONFIGS.C64)) {}
 
 export class Racy extends RateLimiterObject {
   constructor(ctx, env) {

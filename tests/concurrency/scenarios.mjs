@@ -177,6 +177,19 @@ export async function leaseDataOnAnotherLimiter(h) {
   if (!h.remote) assert.throws(() => other.lease({ ...data, name: "nope" }), "INVALID_ARGUMENT");
 }
 
+/** The largest limit, 64 slots: all taken by one lease, then one at a time after its release. */
+export async function sixtyFourSlots(h) {
+  const limiter = await h.connect(limitsOf(64, 60_000));
+  const key = freshKey("sixty-four");
+  const all = await limiter.limit("jobs", { key, count: 64 });
+  assert.equal(all.ok && all.lease.slots.length, 64);
+  assert.equal((await limiter.limit("jobs", { key })).ok, false);
+  assert.deepEqual(await all.lease.release(), { released: 64 });
+  const one = await limiter.limit("jobs", { key });
+  assert.deepEqual(one.lease.slots, [0]);
+  assert.deepEqual((await limiter.limit("jobs", { key, count: 63 })).ok, true);
+}
+
 /** `n` limiters on one key take leases at once: how many were granted. */
 async function race(limiters, key) {
   const answers = await Promise.all(limiters.map((limiter) => limiter.limit("jobs", { key })));
@@ -198,4 +211,4 @@ export async function overAdmitsWithoutTransaction(h, n = 12, max = 3) {
   return granted;
 }
 
-export const SCENARIOS = { takeReleaseAndReleaseTwice, anExpiredLeaseFreesItsSlot, extendingMovesRetryAfter, countsAndBadInput, badConfigsAreInvalidConfig, acquireWaitsForASlot, leaseDataOnAnotherLimiter, exactUnderConcurrentCalls };
+export const SCENARIOS = { takeReleaseAndReleaseTwice, anExpiredLeaseFreesItsSlot, extendingMovesRetryAfter, countsAndBadInput, badConfigsAreInvalidConfig, acquireWaitsForASlot, leaseDataOnAnotherLimiter, sixtyFourSlots, exactUnderConcurrentCalls };

