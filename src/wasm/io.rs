@@ -314,7 +314,8 @@ const _: () = assert!(ITEM_FIGURES < ITEM && PLAN_MAX_RESERVED < PLAN_STRIDE && 
 const _: () = assert!(OUT_FIGURES + FIGURE_SAMPLED < OUT_SHARES && CONFIG_LEN <= ITEM_COUNT);
 const _: () = assert!(CHARGE_STATES + 10 <= CHARGE_GRANT && CHARGE_GRANT + GRANT_PARTS + 2 * GRANT_PART <= CHARGE_WRITES);
 const _: () = assert!(SETTLE_GRANT + GRANT_TAG < SETTLE_DRAWS && SETTLE_READS + 5 <= SETTLE_STATES && SETTLE_STATES + 10 <= SETTLE_ANSWER);
-const _: () = assert!(CONCURRENCY_SLOTS >= CONCURRENCY_STATES + 2 * 64 && CONCURRENCY_ANSWER >= CONCURRENCY_SLOTS + 64);
+const SLOTS_MAX: usize = crate::concurrency::MAX_CONCURRENCY as usize;
+const _: () = assert!(CONCURRENCY_SLOTS >= CONCURRENCY_STATES + 2 * SLOTS_MAX && CONCURRENCY_ANSWER >= CONCURRENCY_SLOTS + SLOTS_MAX);
 const _: () = assert!(VALUE_SHARDS + MAX_SAMPLED <= VALUE_STATES && EXTRA + VALUE_STATES + 2 * MAX_SAMPLED <= IO_LEN);
 
 /// Every table, in the order the generated module lists them.
