@@ -3,6 +3,7 @@
 // transaction; the same traffic through an asynchronous store over the same MemoryStore (reads
 // that wait) over-admits.
 import { describe, test } from "node:test";
+import assert from "node:assert/strict";
 import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
 import { manualClock } from "./helpers.mjs";
 import { SCENARIOS, overAdmitsWithoutTransaction } from "../concurrency/scenarios.mjs";
@@ -18,4 +19,17 @@ describe("concurrency limits on a MemoryStore", () => {
   for (const [name, scenario] of Object.entries(SCENARIOS)) test(name, () => scenario(harness()));
   test("the same concurrent calls through a store whose reads wait, without a transaction, over-admit (so the test above can fail)", () =>
     overAdmitsWithoutTransaction(harness()));
+});
+
+test("what does not take a concurrency limit yet says so with a coded error: check, limitAll, getValue, reset", async () => {
+  const limiter = new RateLimiter(new MemoryStore(), { jobs: { kind: "concurrency", max: 2, lease: 1_000 } });
+  for (const [what, call] of [
+    ["check", () => limiter.check("jobs")],
+    ["limitAll", () => limiter.limitAll([{ name: "jobs" }])],
+    ["getValue", () => limiter.getValue("jobs")],
+    ["reset", () => limiter.reset("jobs")],
+  ]) {
+    await assert.rejects(call(), (error) => error.code === "INVALID_ARGUMENT" && /concurrency limit/.test(error.message), what);
+  }
+  assert.deepEqual(limiter.limitNames, ["jobs"]);
 });

@@ -143,6 +143,7 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
   #resolve(name: string, config: unknown): Compiled {
     if (config !== undefined) return compileInline(name, config);
     const limit = this.#limits.get(name);
+    if (limit === undefined && this.#leases.has(name)) throw wrongArgument(name, "name", `${name} is a concurrency limit: only limit, acquire and lease take it yet`);
     if (limit === undefined) throw unknownLimit(name);
     return limit;
   }
