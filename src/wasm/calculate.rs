@@ -8,7 +8,7 @@
 //! the buffer every other export writes, so nothing between two calls can
 //! change it.
 
-use super::io::{io, maybe, or_nan, put_error, CALCULATED_RETRY_AFTER, CALCULATED_STATUS, CALCULATED_TS, CALCULATED_WINDOW_START, EXTRA, OUT, PURE_ANSWER};
+use super::io::{compiled_config, io, maybe, or_nan, put_error, CALCULATED_RETRY_AFTER, CALCULATED_STATUS, CALCULATED_TS, CALCULATED_WINDOW_START, EXTRA, OUT, PURE_ANSWER};
 use crate::config::{Config, Kind};
 use crate::error::{Error, Field, Rule};
 use crate::plan::unit_random;
@@ -26,15 +26,7 @@ static mut LOADED: Config = Config { kind: Kind::TokenBucket, rate: 0.0, period_
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn rb_calculate_use(kind: f64, rate: f64, period: f64, capacity: f64, max_reserved: f64, shards: f64, start: f64) {
-    let config = Config {
-        kind: if kind == 1.0 { Kind::FixedWindow } else { Kind::TokenBucket },
-        rate,
-        period_ms: period,
-        capacity,
-        max_reserved: maybe(max_reserved),
-        shard_count: shards as u32,
-        start_ms: maybe(start),
-    };
+    let config = compiled_config([kind, rate, period, capacity, max_reserved, shards, start]);
     // SAFETY: calls into the module run one at a time and never re-enter (see `io`).
     unsafe { *core::ptr::addr_of_mut!(LOADED) = config };
 }

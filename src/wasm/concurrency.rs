@@ -6,10 +6,11 @@
 //! one state answered to the slots answered, inside its store's transaction.
 
 use super::decide::given;
-use super::io::{
-    io, or_nan, put_error, put_state, state_at, CONCURRENCY_ANSWER, CONCURRENCY_FIELDS, CONCURRENCY_LEASE, CONCURRENCY_MAX, CONCURRENCY_SLOTS,
-    CONCURRENCY_STATES, EXTRA, IO_LEN, LEASE_EXPIRES_AT, LEASE_FULL_AT, LEASE_SLOT_COUNT, LEASE_WRITE, OUT, OUT_RETRY_AFTER, OUT_STATUS,
+use super::concurrency_layout::{
+    CONCURRENCY_ANSWER, CONCURRENCY_FIELDS, CONCURRENCY_LEASE, CONCURRENCY_MAX, CONCURRENCY_SLOTS, CONCURRENCY_STATES, LEASE_EXPIRES_AT, LEASE_FULL_AT,
+    LEASE_SLOT_COUNT, LEASE_WRITE,
 };
+use super::io::{io, or_nan, put_error, put_state, state_at, EXTRA, IO_LEN, OUT, OUT_RETRY_AFTER, OUT_STATUS};
 use crate::concurrency::{
     check_slots, extend_slots, release_slots, slot_list, take_slots, ConcurrencyConfig, ConcurrencyInput, SlotWrites, Taken, MAX_CONCURRENCY,
 };

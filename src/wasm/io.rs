@@ -284,29 +284,6 @@ layout! { EXTRA_PURE: "EXTRA for getValue and the pure functions (offsets from E
     DECIDED_TS = 3;
 }
 
-layout! { EXTRA_CONCURRENCY: "EXTRA for a concurrency limit's lease (offsets from EXTRA): `rb_concurrency_*`.";
-    /// `rb_concurrency_compile` in: `max` as a (tag, value) pair as `COMPILE_FIELDS`, then `lease`.
-    CONCURRENCY_FIELDS = 0;
-    /// `rb_concurrency_compile` out: the limit's max.
-    CONCURRENCY_MAX = 0;
-    /// `rb_concurrency_compile` out: its lease in ms.
-    CONCURRENCY_LEASE = 1;
-    /// In: every slot's state as read (two numbers a slot, value NaN: none), slot 0 first.
-    CONCURRENCY_STATES = 0;
-    /// In (release, extend): the lease's slots; out: the slots written (as many as `LEASE_SLOT_COUNT`).
-    CONCURRENCY_SLOTS = 128;
-    /// Out: the lease's answer (LEASE_*).
-    CONCURRENCY_ANSWER = 192;
-    /// A lease's answer: how many slots are taken, released or extended (and written).
-    LEASE_SLOT_COUNT = 0;
-    /// A lease's answer: when it expires, in ms (NaN: refused, or released).
-    LEASE_EXPIRES_AT = 1;
-    /// A lease's answer: the state each slot written gets (value NaN: deleted), then its fullAt.
-    LEASE_WRITE = 2;
-    /// A lease's answer: the written state's fullAt.
-    LEASE_FULL_AT = 4;
-}
-
 // Checked as the crate compiles: no region, record or sub-layout runs into the next.
 const _: () = assert!(PLAN >= ITEMS + ITEM * MAX_ITEMS && MAP >= PLAN + PLAN_STRIDE * MAX_ITEMS && SLOTS >= MAP + 2 * MAX_ITEMS);
 const _: () = assert!(OUT >= SLOTS + SLOT * MAX_SLOTS && EXTRA >= OUT + OUT_STRIDE * MAX_ITEMS);
@@ -314,14 +291,12 @@ const _: () = assert!(ITEM_FIGURES < ITEM && PLAN_MAX_RESERVED < PLAN_STRIDE && 
 const _: () = assert!(OUT_FIGURES + FIGURE_SAMPLED < OUT_SHARES && CONFIG_LEN <= ITEM_COUNT);
 const _: () = assert!(CHARGE_STATES + 10 <= CHARGE_GRANT && CHARGE_GRANT + GRANT_PARTS + 2 * GRANT_PART <= CHARGE_WRITES);
 const _: () = assert!(SETTLE_GRANT + GRANT_TAG < SETTLE_DRAWS && SETTLE_READS + 5 <= SETTLE_STATES && SETTLE_STATES + 10 <= SETTLE_ANSWER);
-const SLOTS_MAX: usize = crate::concurrency::MAX_CONCURRENCY as usize;
-const _: () = assert!(CONCURRENCY_SLOTS >= CONCURRENCY_STATES + 2 * SLOTS_MAX && CONCURRENCY_ANSWER >= CONCURRENCY_SLOTS + SLOTS_MAX);
 const _: () = assert!(VALUE_SHARDS + MAX_SAMPLED <= VALUE_STATES && EXTRA + VALUE_STATES + 2 * MAX_SAMPLED <= IO_LEN);
 
 /// Every table, in the order the generated module lists them.
 #[cfg(not(target_arch = "wasm32"))]
-pub const SECTIONS: [Section; 10] =
-    [BUFFER, STATES, ITEM_FIELDS, PLAN_FIELDS, SLOT_FIELDS, OUT_FIELDS, EXTRA_DECIDE, EXTRA_GRANTS, EXTRA_PURE, EXTRA_CONCURRENCY];
+pub const SECTIONS: [Section; 11] =
+    [BUFFER, STATES, ITEM_FIELDS, PLAN_FIELDS, SLOT_FIELDS, OUT_FIELDS, EXTRA_DECIDE, EXTRA_GRANTS, EXTRA_PURE, super::concurrency_layout::EXTRA_CONCURRENCY, super::slab_layout::SLAB];
 
 static mut IO: [f64; IO_LEN] = [0.0; IO_LEN];
 
@@ -369,15 +344,14 @@ pub fn or_nan(number: Option<f64>) -> f64 {
 
 /// A compiled config at `at`: seven numbers as `rb_compile` wrote them.
 pub fn config_at(io: &[f64], at: usize) -> Config {
-    Config {
-        kind: if io[at + CONFIG_KIND] == 1.0 { Kind::FixedWindow } else { Kind::TokenBucket },
-        rate: io[at + CONFIG_RATE],
-        period_ms: io[at + CONFIG_PERIOD],
-        capacity: io[at + CONFIG_CAPACITY],
-        max_reserved: maybe(io[at + CONFIG_MAX_RESERVED]),
-        shard_count: io[at + CONFIG_SHARDS] as u32,
-        start_ms: maybe(io[at + CONFIG_START]),
-    }
+    compiled_config([CONFIG_KIND, CONFIG_RATE, CONFIG_PERIOD, CONFIG_CAPACITY, CONFIG_MAX_RESERVED, CONFIG_SHARDS, CONFIG_START].map(|offset| io[at + offset]))
+}
+
+/// The config a compile wrote as seven numbers (kind, rate, period, capacity, maxReserved, shards,
+/// start; NaN: none), wherever they come from: the buffer, or an export's arguments.
+pub fn compiled_config([kind, rate, period, capacity, max_reserved, shards, start]: [f64; 7]) -> Config {
+    let kind = if kind == 1.0 { Kind::FixedWindow } else { Kind::TokenBucket };
+    Config { kind, rate, period_ms: period, capacity, max_reserved: maybe(max_reserved), shard_count: shards as u32, start_ms: maybe(start) }
 }
 
 /// Writes `config` as seven numbers at `at`.

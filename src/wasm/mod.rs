@@ -17,10 +17,13 @@ pub mod calculate;
 pub mod concurrency;
 pub mod decide;
 pub mod grants;
+#[macro_use]
 pub mod io;
 pub mod pure;
 #[cfg(target_arch = "wasm32")]
 pub mod slab;
+pub mod concurrency_layout;
+pub mod slab_layout;
 pub mod value;
 
 #[cfg(not(target_arch = "wasm32"))]

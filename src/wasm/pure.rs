@@ -3,11 +3,11 @@
 //! Their answers sit at `EXTRA + PURE_ANSWER`.
 
 use super::decide::put_figures;
-use super::io::{
+use super::io::{compiled_config, 
     config_at, io, maybe, or_nan, put_error, CALCULATED_RETRY_AFTER, CALCULATED_STATUS, CALCULATED_TS, CALCULATED_WINDOW_START, DECIDED_OK, DECIDED_RETRY_AFTER,
     DECIDED_TS, DECIDED_VALUE, EXTRA, OUT, PURE_ANSWER, PURE_CONFIG,
 };
-use crate::config::{Config, Kind};
+use crate::config::Kind;
 use crate::decision::decide;
 use crate::error::{Error, Field, Rule};
 use crate::figures::figures;
@@ -26,15 +26,7 @@ use crate::transition::{calculate_rate_limit, initial_state};
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn rb_calculate(kind: f64, rate: f64, period: f64, capacity: f64, max_reserved: f64, shards: f64, start: f64, value: f64, ts: f64, now: f64, count: f64, phase: f64) -> f64 {
     let io = io();
-    let config = Config {
-        kind: if kind == 1.0 { Kind::FixedWindow } else { Kind::TokenBucket },
-        rate,
-        period_ms: period,
-        capacity,
-        max_reserved: maybe(max_reserved),
-        shard_count: shards as u32,
-        start_ms: maybe(start),
-    };
+    let config = compiled_config([kind, rate, period, capacity, max_reserved, shards, start]);
     let checked = if !now.is_finite() {
         Err(Error::request(Field::Now, Rule::FiniteMs, now))
     } else {

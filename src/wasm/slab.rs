@@ -18,11 +18,11 @@ use crate::limiter::{decide_planned, prepare, write_info};
 use crate::plan::plan;
 use crate::request::Request;
 use crate::state::State;
+use super::slab_layout::{SLAB_FIGURES, SLAB_TS, SLAB_VALUE, SLAB_MISSING_UNREADABLE, SLAB_NO_FULL_AT, SLAB_RESERVE, SLAB_SLOT_LEN, SLAB_UNREADABLE, SLAB_WRITE};
 
 /// The most distinct configs the table holds; beyond it a limit takes the general path.
 pub const MAX_CONFIGS: usize = 1024;
-/// The `f64`s of a slot: value, ts, fullAt.
-pub const SLOT_LEN: usize = 3;
+const SLOT_LEN: usize = SLAB_SLOT_LEN;
 const PAGE_BYTES: usize = 65_536;
 
 /// The table's placeholder, all zero bits, so the table costs the module no data segment (it
@@ -34,20 +34,13 @@ static mut CONFIG_COUNT: usize = 0;
 static mut SLAB_AT: usize = 0;
 static mut SLAB_SLOTS: usize = 0;
 
-/// `reserve` in `rb_slab_limit`'s flags.
-pub const RESERVE: u32 = 1;
-/// `limit` (writes) rather than `check`.
-pub const WRITE: u32 = 2;
-/// Answer the figures too.
-pub const FIGURES: u32 = 4;
-/// A missing state cannot be read as full (the store dropped states that were not full yet at
-/// `now`): the call answers [`UNREADABLE`] instead of deciding.
-pub const MISSING_UNREADABLE: u32 = 8;
-/// The store never drops states (it has no `maxKeys`), so nothing reads a slot's fullAt: it is
-/// written `Infinity` without being computed.
-pub const NO_FULL_AT: u32 = 16;
-/// `rb_slab_limit`'s status when its state is missing and [`MISSING_UNREADABLE`] was set.
-pub const UNREADABLE: f64 = 2.0;
+/// `rb_slab_limit`'s flags and status (named in `slab_layout.rs`, generated for the package).
+const RESERVE: u32 = SLAB_RESERVE as u32;
+const WRITE: u32 = SLAB_WRITE as u32;
+const FIGURES: u32 = SLAB_FIGURES as u32;
+const MISSING_UNREADABLE: u32 = SLAB_MISSING_UNREADABLE as u32;
+const NO_FULL_AT: u32 = SLAB_NO_FULL_AT as u32;
+const UNREADABLE: f64 = SLAB_UNREADABLE as f64;
 
 /// Adds the compiled config at `EXTRA` (seven numbers, as `rb_compile` wrote them) to the table.
 /// Returns its id, or -1 when the table is full (the limit then takes the general path).
@@ -117,7 +110,7 @@ pub extern "C" fn rb_slab_limit(config: u32, slot: f64, count: f64, flags: u32, 
     };
     let slab = slab();
     let at = if slot >= 0.0 { Some((slot as usize * SLOT_LEN).min(slab.len().saturating_sub(SLOT_LEN))) } else { None };
-    let stored = at.and_then(|at| (!slab[at].is_nan()).then(|| State { value: slab[at], ts: slab[at + 1] }));
+    let stored = at.and_then(|at| (!slab[at + SLAB_VALUE].is_nan()).then(|| State { value: slab[at + SLAB_VALUE], ts: slab[at + SLAB_TS] }));
     if stored.is_none() && flags & MISSING_UNREADABLE != 0 {
         return UNREADABLE;
     }

@@ -46,7 +46,7 @@ test("ratebound/preview alone carries the preview's module, not the small one", 
   for (const row of rows.filter((row) => row.app === "preview")) {
     const modules = inlinedExports(row);
     assert.equal(modules.length, 1, `${row.bundle}: one module inlined`);
-    assert.ok(modules[0].includes("rb_calculate") && modules[0].includes("rb_decide_state"), `${row.bundle}: the preview's calls`);
+    assert.ok(modules[0].includes("rb_calculate_next") && modules[0].includes("rb_decide_state"), `${row.bundle}: the preview's calls`);
     for (const name of ["rb_decide_one", "rb_plan", "rb_decide", "rb_charge", "rb_settle"]) assert.ok(!modules[0].includes(name), `${row.bundle}: no ${name}`);
   }
 });

@@ -40,7 +40,7 @@ test("the package's browser condition of ratebound/preview and ratebound/react n
 test("the preview alone compiles the tiny module, and answers as the whole package does", async () => {
   assert.equal(engine.core, undefined, "nothing compiled a module yet");
   const small = await import("../../pkg/dist/browser/preview-small.js");
-  assert.equal(typeof engine.core.rb_calculate, "function");
+  assert.equal(typeof engine.core.rb_calculate_next, "function");
   assert.equal(engine.core.rb_decide_one, undefined, "the tiny module has the preview's calls only");
   sameAnswers(small, "tiny module");
 });

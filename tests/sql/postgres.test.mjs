@@ -418,7 +418,8 @@ describe("a real PostgreSQL server", () => {
 });
 
 test("bad arguments are refused at once with the core's RateboundTypeError (a TypeError, INVALID_ARGUMENT) that says what to do", async () => {
-  const { RateboundTypeError } = await import("../../pkg/dist/node.js");
+  // The class as an app imports it: "ratebound" in Node is the bundled entry, the one ratebound/postgres imports.
+  const { RateboundTypeError } = await import("../../pkg/dist/node.bundle.js");
   const invalid = (message) => (error) => error instanceof RateboundTypeError && error instanceof TypeError && error.code === "INVALID_ARGUMENT" && message.test(error.message);
   assert.throws(() => pgHost.postgresStore(null), invalid(/ratebound\/postgres: db must have a query\(text, params\) method.*got null/));
   assert.throws(() => pgHost.postgresStore({}), invalid(/db must have a query/));

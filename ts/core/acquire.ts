@@ -92,15 +92,17 @@ const REQUEST_FIELDS = ["name", "key", "count", "config"];
 /** The longest delay a timer takes (2^31 − 1 ms); longer waits sleep in several steps. */
 const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
-/** `maxWait`, `signal` and `grant`, checked. */
-function waitOptions(limit: string, fn: string, options: object): { maxWait: number | undefined; signal: AbortSignal | undefined; grant: boolean } {
+/** `maxWait`, `signal` and `grant`, checked, and whether what is taken may have to be given back (then it is taken as grants). */
+function waitOptions(limit: string, fn: string, options: object): { maxWait: number | undefined; signal: AbortSignal | undefined; grant: boolean; returnable: boolean } {
   const maxWait = own(options, "maxWait");
   if (maxWait !== undefined && (typeof maxWait !== "number" || !(maxWait >= 0))) {
     throw invalidRequest(limit, "maxWait", mustBe("maxWait", "a number of ms >= 0", maxWait));
   }
   const signal = own(options, "signal");
   if (signal !== undefined && !isSignal(signal)) throw wrongArgument(fn, "signal", mustBe("signal", "an AbortSignal", signal));
-  return { maxWait: maxWait as number | undefined, signal: signal as AbortSignal | undefined, grant: checkFlag(limit, "grant", own(options, "grant")) };
+  const grant = checkFlag(limit, "grant", own(options, "grant"));
+  // A reservation that may have to be given back (past maxWait, or aborted) is taken as a grant.
+  return { maxWait: maxWait as number | undefined, signal: signal as AbortSignal | undefined, grant, returnable: grant || maxWait !== undefined || signal !== undefined };
 }
 
 /** Whether `value` can be listened to as an AbortSignal. */
@@ -138,6 +140,28 @@ async function giveBack(grants: readonly (Grant | undefined)[]): Promise<void> {
 }
 
 /**
+ * Sleeps until the turn that comes at `due`, unless it comes past `maxWait` after `started`
+ * (`WAIT_TOO_LONG`) or `signal` aborts (`ABORTED`): then what `held` took is given back first.
+ */
+async function waitTurn(
+  clock: () => number,
+  started: number,
+  due: number,
+  { maxWait, signal }: { maxWait: number | undefined; signal: AbortSignal | undefined },
+  label: string,
+  held: readonly (Grant | undefined)[],
+): Promise<void> {
+  try {
+    if (signal?.aborted) throw aborted(label, signal.reason);
+    if (maxWait !== undefined && due - started > maxWait) throw waitTooLong(label, due - started, maxWait);
+    await sleepUntil(clock, due, signal, label);
+  } catch (error) {
+    await giveBack(held);
+    throw error;
+  }
+}
+
+/**
  * Waits for the call's turn on one limit (see `RateLimiter.acquire`).
  *
  * @param limiter The limiter (its `limit`).
@@ -149,12 +173,11 @@ async function giveBack(grants: readonly (Grant | undefined)[]): Promise<void> {
 export async function acquire(limiter: Reserving, clock: () => number, name: string, options: AcquireOptions | undefined): Promise<{ waited: number; grant?: Grant }> {
   const label = typeof name === "string" ? name : "";
   const given = checkedOptions(name, options, ACQUIRE_OPTIONS);
-  const { maxWait, signal, grant } = waitOptions(label, "acquire", given);
-  // A reservation that may have to be given back (past maxWait, or aborted) is taken as a grant.
-  const returnable = grant || maxWait !== undefined || signal !== undefined;
+  const wait = waitOptions(label, "acquire", given);
+  const { signal, grant } = wait;
   const request: Record<string, unknown> = { reserve: true };
   for (const field of ["key", "count", "config"]) if (own(given, field) !== undefined) request[field] = own(given, field);
-  if (returnable) request.grant = true;
+  if (wait.returnable) request.grant = true;
   const started = clock();
   for (;;) {
     if (signal?.aborted) throw aborted(label, signal.reason);
@@ -162,15 +185,7 @@ export async function acquire(limiter: Reserving, clock: () => number, name: str
     const decided = clock();
     const taken = answer.ok ? answer.grant : undefined;
     // The decision's clock is read before the store answers: counting from after it is never early.
-    const due = decided + (answer.retryAfter ?? 0);
-    try {
-      if (signal?.aborted) throw aborted(label, signal.reason);
-      if (maxWait !== undefined && due - started > maxWait) throw waitTooLong(label, due - started, maxWait);
-      await sleepUntil(clock, due, signal, label);
-    } catch (error) {
-      await giveBack([taken]);
-      throw error;
-    }
+    await waitTurn(clock, started, decided + (answer.retryAfter ?? 0), wait, label, [taken]);
     // Refused (past maxReserved, or a limit without reservations): nothing was charged; ask again now.
     if (!answer.ok) continue;
     const waited = clock() - started;
@@ -219,8 +234,8 @@ export async function acquireAll(
   const items = acquireRequests(requests);
   const label = items.map((item) => (typeof item.name === "string" ? item.name : "")).join(", ");
   const given = checkedOptions("acquireAll", options, ALL_OPTIONS);
-  const { maxWait, signal, grant } = waitOptions(label, "acquireAll", given);
-  const returnable = grant || maxWait !== undefined || signal !== undefined;
+  const turn = waitOptions(label, "acquireAll", given);
+  const { signal, grant, returnable } = turn;
   const started = clock();
   for (;;) {
     if (signal?.aborted) throw aborted(label, signal.reason);
@@ -250,15 +265,7 @@ export async function acquireAll(
       // One limit refused: the others are given back before waiting, so nothing is held meanwhile.
       if (!ok) await giveBack(taken.splice(0));
     }
-    const due = clock() + wait;
-    try {
-      if (signal?.aborted) throw aborted(label, signal.reason);
-      if (maxWait !== undefined && due - started > maxWait) throw waitTooLong(label, due - started, maxWait);
-      await sleepUntil(clock, due, signal, label);
-    } catch (error) {
-      await giveBack(taken);
-      throw error;
-    }
+    await waitTurn(clock, started, clock() + wait, turn, label, taken);
     if (!ok) continue;
     const waited = clock() - started;
     return grant ? { waited, grants: taken } : { waited };

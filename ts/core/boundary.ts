@@ -271,6 +271,28 @@ export const LEASE_WRITE = 2;
 /** A lease's answer: the written state's fullAt. */
 export const LEASE_FULL_AT = 4;
 
+// The slab of MemoryStore's states in the module's memory, and rb_slab_limit's flags and status.
+/** The `f64`s of a slot: value, ts, fullAt. */
+export const SLAB_SLOT_LEN = 3;
+/** A slot's value (NaN: no state). */
+export const SLAB_VALUE = 0;
+/** A slot's ts. */
+export const SLAB_TS = 1;
+/** A slot's fullAt. */
+export const SLAB_FULL_AT = 2;
+/** A flag: `reserve`. */
+export const SLAB_RESERVE = 1;
+/** A flag: `limit` (writes) rather than `check`. */
+export const SLAB_WRITE = 2;
+/** A flag: answer the figures too. */
+export const SLAB_FIGURES = 4;
+/** A flag: a missing state cannot be read as full (the store dropped states that were not full yet at `now`): the call answers `SLAB_UNREADABLE` instead of deciding. */
+export const SLAB_MISSING_UNREADABLE = 8;
+/** A flag: the store never drops states (it has no `maxKeys`), so nothing reads a slot's fullAt: it is written `Infinity` without being computed. */
+export const SLAB_NO_FULL_AT = 16;
+/** `rb_slab_limit`'s status when its state is missing and `SLAB_MISSING_UNREADABLE` was set. */
+export const SLAB_UNREADABLE = 2;
+
 // The core's errors (src/error.rs): each table by number, 0 for none.
 /** The codes (`Error::number`). */
 export const CODES = [

@@ -9,6 +9,27 @@
  * driven by `./remote.ts`, one call alone by `./run-one.ts`.
  * @module
  */
+import {
+  BATCH_WAIT,
+  CONFIG_KIND,
+  CONFIG_LEN,
+  ITEM_COUNT,
+  ITEM_DRAWS,
+  ITEM_FIGURES,
+  ITEM_NOW,
+  ITEM_RESERVE,
+  ITEM_WRITE,
+  OUT_FIGURES,
+  OUT_RETRY_AFTER,
+  OUT_STATUS,
+  PLAN_FIRST,
+  PLAN_READS,
+  PLAN_STATUS,
+  SLOT_FULL_AT,
+  SLOT_PENDING,
+  STATE_TS,
+  STATE_VALUE,
+} from "./boundary.js";
 import { core, figuresAt, io, itemsOwner, layout, ownItems, ownPlan } from "./engine.js";
 import { coreError, corruptState, mustBe, RateboundError, wrongArgument, type Place } from "./errors.js";
 import { refId, refOf } from "./call.js";
@@ -71,14 +92,14 @@ function putItems(calls: readonly Call[], figures: boolean): void {
  */
 export function putItem(target: Float64Array, at: number, call: Call, figures: boolean): void {
   const numbers = call.limit.numbers;
-  for (let field = 0; field < 7; field++) target[at + field] = numbers[field]!;
-  target[at + 7] = call.count;
-  target[at + 8] = call.reserve ? 1 : 0;
-  target[at + 9] = call.write ? 1 : 0;
-  target[at + 10] = call.now;
+  for (let field = 0; field < CONFIG_LEN; field++) target[at + CONFIG_KIND + field] = numbers[field]!;
+  target[at + ITEM_COUNT] = call.count;
+  target[at + ITEM_RESERVE] = call.reserve ? 1 : 0;
+  target[at + ITEM_WRITE] = call.write ? 1 : 0;
+  target[at + ITEM_NOW] = call.now;
   const draws = call.draws;
-  for (let draw = 0; draw < 4; draw++) target[at + 11 + draw] = draws[draw] ?? 0;
-  target[at + 15] = figures ? 1 : 0;
+  for (let draw = 0; draw < ITEM_FIGURES - ITEM_DRAWS; draw++) target[at + ITEM_DRAWS + draw] = draws[draw] ?? 0;
+  target[at + ITEM_FIGURES] = figures ? 1 : 0;
 }
 
 /** Writes each call's slots into the buffer's map. */
@@ -121,7 +142,7 @@ export function plan(calls: readonly Call[], all: boolean, figures = false): Pla
   for (let index = 0; index < calls.length; index++) {
     const call = calls[index]!;
     const at = PLAN + index * PLAN_STRIDE;
-    if (status < 0 && io[at + 7]! < 0) {
+    if (status < 0 && io[at + PLAN_STATUS]! < 0) {
       const error = coreError(io, OUT + index * OUT_STRIDE, call.name);
       if (all) throw error;
       errors.push(error);
@@ -130,14 +151,14 @@ export function plan(calls: readonly Call[], all: boolean, figures = false): Pla
       continue;
     }
     errors.push(undefined);
-    const count = io[at + 2]!;
+    const count = io[at + PLAN_READS]!;
     reads.push(count);
     for (let read = 0; read < 2; read++) {
       if (read >= count) {
         slots.push(0);
         continue;
       }
-      const shard = io[at + read]!;
+      const shard = io[at + PLAN_FIRST + read]!;
       if (ids === undefined) {
         slots.push(refs.length);
         refs.push(refOf(call.name, call.key, shard));
@@ -193,8 +214,8 @@ export function readAll(store: RateLimitStore, refs: StateRef[], now: number): u
  */
 export function putState(at: number, answer: unknown, place: Place, target: Float64Array = io): void {
   if (answer === null || answer === undefined) {
-    target[at] = Number.NaN;
-    target[at + 1] = Number.NaN;
+    target[at + STATE_VALUE] = Number.NaN;
+    target[at + STATE_TS] = Number.NaN;
     return;
   }
   if (typeof answer !== "object") throw corruptState(place, mustBe("state", "{ value, ts } or null", answer));
@@ -208,18 +229,18 @@ export function putState(at: number, answer: unknown, place: Place, target: Floa
   }
   if (typeof value !== "number" || !Number.isFinite(value)) throw corruptState(place, mustBe("value", "a finite number", value));
   if (typeof ts !== "number" || !Number.isFinite(ts)) throw corruptState(place, mustBe("ts", "a finite number", ts));
-  target[at] = value;
-  target[at + 1] = ts;
+  target[at + STATE_VALUE] = value;
+  target[at + STATE_TS] = ts;
 }
 
 /** The answer of call `index`, from the buffer. */
 export function answerOf(index: number, withFigures: boolean): Decided {
   const { OUT, OUT_STRIDE } = layout;
   const out = OUT + index * OUT_STRIDE;
-  const ok = io[out] === 1;
-  const wait = io[out + 1]!;
+  const ok = io[out + OUT_STATUS] === 1;
+  const wait = io[out + OUT_RETRY_AFTER]!;
   const result: RateLimitResult = ok ? (Number.isNaN(wait) ? ALLOWED : { ok: true, retryAfter: wait }) : { ok: false, retryAfter: wait };
-  return { result, figures: withFigures ? figuresAt(out + 2) : undefined };
+  return { result, figures: withFigures ? figuresAt(out + OUT_FIGURES) : undefined };
 }
 
 /** What a decided batch answers: per call, its decision or its error; and the batch's own result. */
@@ -250,14 +271,14 @@ export function decideOn(planned: Planned, stored: unknown[]): BatchAnswer {
     const out = OUT + index * OUT_STRIDE;
     const error = planned.errors[index];
     if (error !== undefined) each.push(error);
-    else if (io[out]! < 0) each.push(coreError(io, out, planned.calls[index]!.name));
+    else if (io[out + OUT_STATUS]! < 0) each.push(coreError(io, out, planned.calls[index]!.name));
     else each.push(answerOf(index, planned.figures));
   }
   if (status < 0) {
     const first = each.find((entry): entry is RateboundError => entry instanceof RateboundError);
     throw first ?? new RateboundError("INVALID_REQUEST", "the batch failed");
   }
-  const wait = io[EXTRA]!;
+  const wait = io[EXTRA + BATCH_WAIT]!;
   const batch: RateLimitResult = status === 1 ? (Number.isNaN(wait) ? ALLOWED : { ok: true, retryAfter: wait }) : { ok: false, retryAfter: wait };
   return { each, batch };
 }
@@ -271,10 +292,10 @@ export function decideOn(planned: Planned, stored: unknown[]): BatchAnswer {
  * @returns The chain of pending writes, or `undefined` when every write so far was synchronous.
  */
 export function writeSlot(store: RateLimitStore, at: number, ref: StateRef, now: number, chain: Promise<void> | undefined): Promise<void> | undefined {
-  const value = io[at + 2]!;
+  const value = io[at + SLOT_PENDING + STATE_VALUE]!;
   if (Number.isNaN(value)) return chain;
-  const state = { value, ts: io[at + 3]! };
-  const info = { now, fullAt: io[at + 4]! };
+  const state = { value, ts: io[at + SLOT_PENDING + STATE_TS]! };
+  const info = { now, fullAt: io[at + SLOT_FULL_AT]! };
   if (chain !== undefined) return chain.then(() => store.write(ref, state, info) as void);
   const done = store.write(ref, state, info);
   return isThenable(done) ? (Promise.resolve(done) as Promise<void>) : undefined;

@@ -6,6 +6,7 @@
  * and needs no glue.
  * @module
  */
+import { FIGURE_LIMIT, FIGURE_REMAINING, FIGURE_RESET, FIGURE_RETRY_AFTER, FIGURE_SAMPLED, FIGURE_WINDOW } from "./boundary.js";
 import type { RateLimitFigures } from "./types.js";
 
 /** What the module exports (`src/wasm/exports.rs`). */
@@ -89,14 +90,14 @@ export let itemsOwner: unknown = undefined;
  * @param buffer Whose buffer: the main instance's unless told (a grant's charge answers in the grants engine's).
  */
 export function figuresAt(at: number, buffer: Float64Array = io): RateLimitFigures {
-  const seconds = buffer[at + 4]!;
+  const seconds = buffer[at + FIGURE_RETRY_AFTER]!;
   return {
-    limit: buffer[at]!,
-    remaining: buffer[at + 1]!,
-    reset: buffer[at + 2]!,
-    window: buffer[at + 3]!,
+    limit: buffer[at + FIGURE_LIMIT]!,
+    remaining: buffer[at + FIGURE_REMAINING]!,
+    reset: buffer[at + FIGURE_RESET]!,
+    window: buffer[at + FIGURE_WINDOW]!,
     ...(Number.isNaN(seconds) ? {} : { retryAfter: seconds }),
-    sampled: buffer[at + 5]!,
+    sampled: buffer[at + FIGURE_SAMPLED]!,
   };
 }
 

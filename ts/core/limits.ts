@@ -7,6 +7,7 @@
  */
 import { CONFIG_FIELDS, compileConfig, type Compiled } from "./config.js";
 import { invalidConfig } from "./errors.js";
+import { snapshot, unchanged, type ConfigSnapshot } from "./config-snapshot.js";
 import type { Random } from "./call.js";
 import type { Call } from "./driver.js";
 import type { FailurePolicy } from "./failure-policy.js";
@@ -39,11 +40,11 @@ export function compileLimit(name: string, config: unknown): Compiled {
   return compiled;
 }
 
-/** Inline configs compiled once per config object: a config is read when first used (pass a new object to change it). */
-const inlineCompiled = new WeakMap<object, Compiled>();
+/** Inline configs compiled once per config object, and again when the object's fields change. */
+const inlineCompiled = new WeakMap<object, { readonly compiled: Compiled; readonly seen: ConfigSnapshot }>();
 
 /**
- * An inline config compiled, once per config object.
+ * An inline config compiled, once per config object (again after its fields change).
  *
  * @param name The limit's name, for messages.
  * @param config The config as given (without `onStoreError`).
@@ -51,9 +52,9 @@ const inlineCompiled = new WeakMap<object, Compiled>();
  */
 export function compileInline(name: string, config: unknown): Compiled {
   const cached = typeof config === "object" && config !== null ? inlineCompiled.get(config) : undefined;
-  if (cached !== undefined) return cached;
+  if (cached !== undefined && unchanged(config as object, cached.seen)) return cached.compiled;
   const compiled = compileLimit(name, config);
-  inlineCompiled.set(config as object, compiled);
+  inlineCompiled.set(config as object, { compiled, seen: snapshot(config as object) });
   return compiled;
 }
 

@@ -6,7 +6,8 @@
  */
 import { core, figuresAt, io, layout, type CoreExports } from "./engine.js";
 import { coreError, corruptState, invalidRequest, mustBe, RateboundError, wrongArgument } from "./errors.js";
-import { CONFIG_FIELDS, compileConfig, type Compiled } from "./config.js";
+import { compileConfig, type Compiled } from "./config.js";
+import { snapshot, unchanged, type ConfigSnapshot } from "./config-snapshot.js";
 import { checkName, draw } from "./call.js";
 import { CALCULATED_RETRY_AFTER, CALCULATED_TS, CALCULATED_WINDOW_START, DECIDED_OK, DECIDED_RETRY_AFTER, DECIDED_TS, DECIDED_VALUE, PURE_ANSWER, PURE_CONFIG } from "./boundary.js";
 import { ownOptions } from "./options.js";
@@ -20,26 +21,10 @@ import type {
   RateLimitValue,
 } from "./types.js";
 
-/**
- * A config object's compiled form, and its fields as they were read when it
- * was compiled (an own or inherited field, read as every call reads it).
- */
-interface Cached {
+/** A config object's compiled form, and its fields as they were read when it was compiled. */
+interface Cached extends ConfigSnapshot {
   readonly compiled: Compiled;
-  readonly kind: unknown;
-  readonly rate: unknown;
-  readonly period: unknown;
-  readonly capacity: unknown;
-  readonly maxReserved: unknown;
-  readonly shards: unknown;
-  readonly start: unknown;
-  /** Whether `capacity`, `maxReserved` or `start` is a zero, whose sign `===` cannot see. */
-  readonly zero: boolean;
-  /** Its enumerable fields, counted as {@link fieldCount} counts them. */
-  readonly fieldCount: number;
 }
-
-type ConfigFields = Record<(typeof CONFIG_FIELDS)[number], unknown>;
 
 const compiledConfigs = new WeakMap<object, Cached>();
 
@@ -55,38 +40,6 @@ let loadedInto: CoreExports | undefined;
 let answer: Float64Array = new Float64Array(3);
 
 /**
- * How many enumerable fields `config` has: a field added after first use (an
- * unknown one, say) changes the count, so the config is compiled again, and
- * refused. A `for…in` count, unlike `Object.keys(config).length`, makes no array.
- */
-function fieldCount(config: object): number {
-  let count = 0;
-  for (const _ in config) count++;
-  return count;
-}
-
-/**
- * Whether `config` still has the fields `cached` was compiled from: one read
- * of each, compared with `===` (`Object.is` would cost a call a field here;
- * no cached field is NaN, since a config with one does not compile, and a
- * zero's sign is compared only where a field is zero).
- */
-function unchanged(config: RateLimitConfig, cached: Cached): boolean {
-  const fields = config as unknown as ConfigFields;
-  return (
-    fields.kind === cached.kind &&
-    fields.rate === cached.rate &&
-    fields.period === cached.period &&
-    fields.capacity === cached.capacity &&
-    fields.maxReserved === cached.maxReserved &&
-    fields.shards === cached.shards &&
-    fields.start === cached.start &&
-    (!cached.zero || (Object.is(fields.capacity, cached.capacity) && Object.is(fields.maxReserved, cached.maxReserved) && Object.is(fields.start, cached.start))) &&
-    fieldCount(config) === cached.fieldCount
-  );
-}
-
-/**
  * The config compiled by the core: validated once per config object, then
  * reused while its fields are unchanged (a changed field compiles it again).
  */
@@ -96,19 +49,7 @@ function compiledFor(config: RateLimitConfig): Cached {
   const known = config === loadedConfig ? loaded : compiledConfigs.get(config);
   if (known !== undefined && unchanged(config, known)) return known;
   const compiled = compileConfig(undefined, config);
-  const fields = config as unknown as ConfigFields;
-  const cached: Cached = {
-    compiled,
-    kind: fields.kind,
-    rate: fields.rate,
-    period: fields.period,
-    capacity: fields.capacity,
-    maxReserved: fields.maxReserved,
-    shards: fields.shards,
-    start: fields.start,
-    zero: fields.capacity === 0 || fields.maxReserved === 0 || fields.start === 0,
-    fieldCount: fieldCount(config),
-  };
+  const cached: Cached = { compiled, ...snapshot(config) };
   compiledConfigs.set(config, cached);
   return cached;
 }

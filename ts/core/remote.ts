@@ -5,6 +5,7 @@
  * one reference.
  * @module
  */
+import { CONFIG_KIND, CONFIG_PERIOD, CONFIG_SHARDS, CONFIG_START, PLAN_CAPACITY, PLAN_FRESH, PLAN_MAX_RESERVED, PLAN_RATE, STATE_TS, STATE_VALUE } from "./boundary.js";
 import { io, layout, ownPlan, planOwner } from "./engine.js";
 import { RateboundError } from "./errors.js";
 import { decideOn, planInBuffer, type BatchAnswer, type Planned } from "./driver.js";
@@ -26,24 +27,24 @@ export function remoteItems(planned: Planned): RemoteItem[] {
     const call = planned.calls[index]!;
     const at = PLAN + index * PLAN_STRIDE;
     const numbers = call.limit.numbers;
-    const start = numbers[6]!;
-    const maxReserved = io[at + 10]!;
+    const start = numbers[CONFIG_START]!;
+    const maxReserved = io[at + PLAN_MAX_RESERVED]!;
     const two = planned.reads[index] === 2;
-    const fresh = { value: io[at + 3]!, ts: io[at + 4]! };
+    const fresh = { value: io[at + PLAN_FRESH + STATE_VALUE]!, ts: io[at + PLAN_FRESH + STATE_TS]! };
     items[index] = {
       reads: two ? [planned.slots[2 * index]!, planned.slots[2 * index + 1]!] : [planned.slots[2 * index]!],
-      kind: numbers[0] as 0 | 1,
-      rate: io[at + 8]!,
-      period: numbers[2]!,
-      capacity: io[at + 9]!,
+      kind: numbers[CONFIG_KIND] as 0 | 1,
+      rate: io[at + PLAN_RATE]!,
+      period: numbers[CONFIG_PERIOD]!,
+      capacity: io[at + PLAN_CAPACITY]!,
       maxReserved: Number.isNaN(maxReserved) ? null : maxReserved,
-      shards: numbers[5]!,
+      shards: numbers[CONFIG_SHARDS]!,
       start: Number.isNaN(start) ? null : start,
       count: call.count,
       reserve: call.reserve,
       write: call.write,
       now: call.now,
-      fresh: two ? [fresh, { value: io[at + 5]!, ts: io[at + 6]! }] : [fresh],
+      fresh: two ? [fresh, { value: io[at + PLAN_FRESH + 2 + STATE_VALUE]!, ts: io[at + PLAN_FRESH + 2 + STATE_TS]! }] : [fresh],
     };
   }
   return items;

@@ -4,6 +4,7 @@
  * store answers synchronously.
  * @module
  */
+import { PLAN_FIRST, PLAN_READS, PLAN_SECOND } from "./boundary.js";
 import { core, io, itemsOwner, layout, ownItems } from "./engine.js";
 import { coreError } from "./errors.js";
 import { refOf } from "./call.js";
@@ -26,10 +27,10 @@ export function runOne(store: RateLimitStore, call: Call, figures: boolean): Dec
   putItem(io, ITEMS, call, figures);
   ownItems(call);
   if (core.rb_plan(1) < 0) throw coreError(io, OUT, call.name);
-  const reads = io[PLAN + 2]!;
+  const reads = io[PLAN + PLAN_READS]!;
   const info = { now: call.now };
-  const first = refOf(call.name, call.key, io[PLAN]!);
-  const second = reads === 2 ? refOf(call.name, call.key, io[PLAN + 1]!) : undefined;
+  const first = refOf(call.name, call.key, io[PLAN + PLAN_FIRST]!);
+  const second = reads === 2 ? refOf(call.name, call.key, io[PLAN + PLAN_SECOND]!) : undefined;
   const readFirst = store.read(first, info);
   let readSecond: unknown;
   if (second !== undefined) {

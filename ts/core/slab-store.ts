@@ -9,6 +9,23 @@
  * `read`/`write`, on the same slots, like any store.
  * @module
  */
+import {
+  OUT_FIGURES,
+  OUT_RETRY_AFTER,
+  SLAB_FIGURES,
+  SLAB_FULL_AT,
+  SLAB_MISSING_UNREADABLE,
+  SLAB_NO_FULL_AT,
+  SLAB_RESERVE,
+  SLAB_TS,
+  SLAB_UNREADABLE,
+  SLAB_VALUE,
+  SLAB_WRITE,
+  SLOT_FULL_AT,
+  SLOT_PENDING,
+  STATE_TS,
+  STATE_VALUE,
+} from "./boundary.js";
 import { core, figuresAt, io, layout } from "./engine.js";
 import { coreError, invalidRequest, mustBe, storeFull } from "./errors.js";
 import { allocate, lengthOf, release, slab, SLOT_LEN } from "./slab.js";
@@ -17,13 +34,13 @@ import type { RateLimitFigures, RateLimitResult, RateLimitState, RateLimitStore,
 /** Shards from here on are the library's records (ledgers, grants' records), kept beside the states. */
 const FIRST_RECORD_SHARD = 1024;
 const ALLOWED: RateLimitResult = Object.freeze({ ok: true }) as RateLimitResult;
-/** `rb_slab_limit`'s flags and its status for a state it may not read as full (`src/wasm/slab.rs`). */
-const RESERVE = 1;
-const WRITE = 2;
-const FIGURES = 4;
-const MISSING_UNREADABLE = 8;
-const NO_FULL_AT = 16;
-const UNREADABLE = 2;
+/** `rb_slab_limit`'s flags and its status for a state it may not read as full (`src/wasm/slab_layout.rs`). */
+const RESERVE = SLAB_RESERVE;
+const WRITE = SLAB_WRITE;
+const FIGURES = SLAB_FIGURES;
+const MISSING_UNREADABLE = SLAB_MISSING_UNREADABLE;
+const NO_FULL_AT = SLAB_NO_FULL_AT;
+const UNREADABLE = SLAB_UNREADABLE;
 
 /** A ref's key, own field only: a polluted `Object.prototype.key` never redirects a keyless ref. */
 function keyOf(ref: StateRef): string | undefined {
@@ -107,15 +124,15 @@ export class SlabStore implements RateLimitStore {
       if (status < 0) throw coreError(io, layout.OUT, name);
       if (status === UNREADABLE) throw storeFull(store.#maxKeys);
       const { OUT, SLOTS } = layout;
-      const wait = io[OUT + 1]!;
+      const wait = io[OUT + OUT_RETRY_AFTER]!;
       const result: RateLimitResult = status === 1 ? (Number.isNaN(wait) ? ALLOWED : { ok: true, retryAfter: wait }) : { ok: false, retryAfter: wait };
-      const answer = figures ? { ...result, figures: figuresAt(OUT + 2) } : result;
+      const answer = figures ? { ...result, figures: figuresAt(OUT + OUT_FIGURES) } : result;
       if (base === undefined) {
         // A new key: the core left its state in the buffer, placed here as `write` would.
-        const value = io[SLOTS + 2]!;
-        if (!Number.isNaN(value)) store.#place(name, key, value, io[SLOTS + 3]!, io[SLOTS + 4]!, now);
+        const value = io[SLOTS + SLOT_PENDING + STATE_VALUE]!;
+        if (!Number.isNaN(value)) store.#place(name, key, value, io[SLOTS + SLOT_PENDING + STATE_TS]!, io[SLOTS + SLOT_FULL_AT]!, now);
       } else if (status === 1 && write && store.#maxKeys !== Number.POSITIVE_INFINITY) {
-        store.#nextDroppable = Math.min(store.#nextDroppable, slab[SLOT_LEN * base + 2]!);
+        store.#nextDroppable = Math.min(store.#nextDroppable, slab[SLOT_LEN * base + SLAB_FULL_AT]!);
       }
       return answer;
     };
@@ -141,8 +158,8 @@ export class SlabStore implements RateLimitStore {
     }
     const base = this.#blocks.get(ref.name)?.get(keyOf(ref));
     const at = base === undefined || ref.shard >= lengthOf(base) ? -1 : SLOT_LEN * (base + ref.shard);
-    const value = at < 0 ? Number.NaN : slab[at]!;
-    if (!Number.isNaN(value)) return { value, ts: slab[at + 1]! };
+    const value = at < 0 ? Number.NaN : slab[at + SLAB_VALUE]!;
+    if (!Number.isNaN(value)) return { value, ts: slab[at + SLAB_TS]! };
     // Missing, but maybe dropped: before the dropped states were full again it would not decide as a full one.
     if (info !== undefined && info.now < this.#droppedUntil) throw storeFull(this.#maxKeys);
     return null;
@@ -160,7 +177,7 @@ export class SlabStore implements RateLimitStore {
     let base = this.#blocks.get(ref.name)?.get(key);
     if (state === null) {
       if (base === undefined || ref.shard >= lengthOf(base)) return;
-      slab[SLOT_LEN * (base + ref.shard)] = Number.NaN;
+      slab[SLOT_LEN * (base + ref.shard) + SLAB_VALUE] = Number.NaN;
       if (this.#blockIsEmpty(base)) this.#forget(ref.name, key, base);
       return;
     }
@@ -194,9 +211,9 @@ export class SlabStore implements RateLimitStore {
   #set(slot: number, value: number, ts: number, fullAt: number): void {
     const droppable = Number.isNaN(fullAt) ? Number.POSITIVE_INFINITY : fullAt;
     const at = SLOT_LEN * slot;
-    slab[at] = value;
-    slab[at + 1] = ts;
-    slab[at + 2] = droppable;
+    slab[at + SLAB_VALUE] = value;
+    slab[at + SLAB_TS] = ts;
+    slab[at + SLAB_FULL_AT] = droppable;
     if (this.#maxKeys !== Number.POSITIVE_INFINITY) this.#nextDroppable = Math.min(this.#nextDroppable, droppable);
   }
 
@@ -245,7 +262,7 @@ export class SlabStore implements RateLimitStore {
     const moved = this.#allocate(Math.max(length, had * 2));
     for (let shard = 0; shard < had; shard++) {
       const from = SLOT_LEN * (base + shard);
-      if (!Number.isNaN(slab[from]!)) this.#set(moved + shard, slab[from]!, slab[from + 1]!, slab[from + 2]!);
+      if (!Number.isNaN(slab[from + SLAB_VALUE]!)) this.#set(moved + shard, slab[from + SLAB_VALUE]!, slab[from + SLAB_TS]!, slab[from + SLAB_FULL_AT]!);
     }
     this.#release(base);
     this.#adopt(name, key, moved);
@@ -264,7 +281,7 @@ export class SlabStore implements RateLimitStore {
         for (const [key, base] of byKey) {
           let fullFrom = Number.NEGATIVE_INFINITY;
           for (let slot = base; slot < base + lengthOf(base); slot++) {
-            if (!Number.isNaN(slab[SLOT_LEN * slot]!)) fullFrom = Math.max(fullFrom, slab[SLOT_LEN * slot + 2]!);
+            if (!Number.isNaN(slab[SLOT_LEN * slot]!)) fullFrom = Math.max(fullFrom, slab[SLOT_LEN * slot + SLAB_FULL_AT]!);
           }
           if (fullFrom <= now) {
             this.#droppedUntil = Math.max(this.#droppedUntil, fullFrom);

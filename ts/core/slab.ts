@@ -15,9 +15,10 @@
  */
 import type { Compiled } from "./config.js";
 import { core, io, layout, memoryGrew } from "./engine.js";
+import { SLAB_SLOT_LEN } from "./boundary.js";
 
-/** A slot's numbers: value, ts, fullAt. */
-export const SLOT_LEN = 3;
+/** A slot's numbers: value, ts, fullAt (`src/wasm/slab_layout.rs`). */
+export const SLOT_LEN = SLAB_SLOT_LEN;
 
 /** The slab: slot `s` is at `slab[3 * s]` (value), `+ 1` (ts), `+ 2` (fullAt). Remade when it grows. */
 export let slab: Float64Array = new Float64Array(0);
