@@ -6,13 +6,14 @@
  * fails the call, whatever the limit's `onStoreError`.
  * @module
  */
-import { checkCount, checkKey, checkNow, drawMany } from "./call.js";
+import { checkCount, checkKey, checkName, checkNow, drawMany } from "./call.js";
 import { laneOf } from "./coalesce.js";
-import { decidesSlots, extendSlots, releaseSlots, takeSlots, type ConcurrencyCompiled, type LeaseData } from "./concurrency.js";
+import { compileConcurrency, decidesSlots, extendSlots, isConcurrency, releaseSlots, takeSlots, type ConcurrencyCompiled, type LeaseData } from "./concurrency.js";
 import { mustBe, wrongArgument } from "./errors.js";
 import { checkOptions, refusal } from "./options.js";
 import type { Internals } from "./limits.js";
 import type { RateLimitResult, RateLimitStore } from "./types.js";
+import type { Leasing } from "./acquire-lease.js";
 
 /**
  * Slots held until {@link Lease.release} or until `expiresAt` (ms), whichever
@@ -156,5 +157,60 @@ export function leaseCall(limiter: Internals, name: string, limit: ConcurrencyCo
     });
   } catch (error) {
     return Promise.reject(error);
+  }
+}
+
+/**
+ * A limiter's concurrency limits, and the routing of its calls to them: the limiter hands each
+ * named config to {@link Leases.adopt} and each call on a name to the matching method here
+ * first; `undefined` means the name is not a concurrency limit and the limiter's token path
+ * takes it.
+ */
+export class Leases {
+  readonly #limits = new Map<string, ConcurrencyCompiled>();
+  readonly #limiter: Internals;
+
+  constructor(limiter: Internals) {
+    this.#limiter = limiter;
+  }
+
+  /**
+   * Compiles a named config when it is a concurrency limit.
+   *
+   * @returns Whether it was one (and is held here).
+   */
+  adopt(name: string, config: unknown): boolean {
+    if (!isConcurrency(config)) return false;
+    this.#limits.set(checkName(name), compileConcurrency(name, config as object));
+    return true;
+  }
+
+  /** The concurrency limits' names, in their order. */
+  get names(): IterableIterator<string> {
+    return this.#limits.keys();
+  }
+
+  /** Whether `name` is one of the concurrency limits. */
+  has(name: unknown): boolean {
+    return typeof name === "string" && this.#limits.has(name);
+  }
+
+  /** `limit` (write) or `check` on a concurrency limit; `undefined` for any other name. */
+  decide(name: string, options: unknown, write: boolean): Promise<RateLimitResult> | undefined {
+    const limit = this.#limits.get(name);
+    if (limit === undefined) return undefined;
+    if (!write) return Promise.reject(wrongArgument("check", "name", `check does not take concurrency limits yet (${name} is one); limit takes a lease`));
+    return leaseCall(this.#limiter, name, limit, options) as Promise<RateLimitResult>;
+  }
+
+  /** `acquire` on a concurrency limit (through the limiter's own `limit`); `undefined` for any other name. */
+  acquire(limiter: Leasing, clock: () => number, name: string, options: object | undefined): Promise<{ waited: number; lease: Lease }> | undefined {
+    if (!this.#limits.has(name)) return undefined;
+    return import("./acquire-lease.js").then(({ acquireLease }) => acquireLease(limiter, clock, name, options));
+  }
+
+  /** A lease from its data (`lease.toJSON()`), see {@link leaseOf}. */
+  lease(data: unknown): Lease {
+    return leaseOf(this.#limiter, this.#limits, data);
   }
 }

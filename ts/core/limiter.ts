@@ -10,25 +10,23 @@ import type { Compiled } from "./config.js";
 import { isThenable, plan, type BatchAnswer, type Call, type Decided } from "./driver.js";
 import { runRemote } from "./remote.js";
 import { runOne } from "./run-one.js";
-import { mustBe, unknownLimit, wrongArgument } from "./errors.js";
-import type { GrantResult } from "./grant-handle.js";
+import { mustBe, wrongArgument } from "./errors.js";
 import type { AcquireAllAnswer, AcquireAllOptions, AcquireAnswer, AcquireOptions, AcquireRequest, Reserving } from "./acquire.js";
-import { checkOptions, isPlainObject, limitFields, own, ownOptions, refusal } from "./options.js";
+import { checkOptions, limitFields, ownOptions, refusal } from "./options.js";
 import type { BatchRequest, GetValueOptions, Inline, LimitOptions, Named, NamedLimitConfig, StoreErrorPolicy, ResetOptions, SettleOptions } from "./options.js";
-import { FailurePolicy, type FailureOptions, type FallbackLimiter, type LimitConfig } from "./failure-policy.js";
+import { FailurePolicy, type FailureOptions, type FallbackLimiter } from "./failure-policy.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
 import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
 import type { DecisionHook, Probe } from "./decision-hook.js";
 import { checkStore } from "./store-shape.js";
 import { SlabStore } from "./slab-store.js";
 import { inSlab, InTable, intoTable } from "./slab-road.js";
-import { compileInline, compileLimit, type Internals } from "./limits.js";
+import { compileNamed, resolveLimit, type Internals } from "./limits.js";
 import { hooked, isBatchAnswer, isDecided, only, shaped } from "./decided.js";
 import { batchCall } from "./batch-call.js";
 import { grantCall, settleGrant } from "./granting.js";
 import { resetKey, valueOf } from "./state-calls.js";
-import { compileConcurrency, isConcurrency, type ConcurrencyCompiled } from "./concurrency.js";
-import { leaseCall, leaseOf, type Lease } from "./leasing.js";
+import { Leases, type Lease } from "./leasing.js";
 
 // Waiting for a turn (acquire.ts), loaded by the first acquire.
 const waits = () => import("./acquire.js");
@@ -56,8 +54,9 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
   readonly #now: () => number;
   readonly #random: Random;
   /** Named limits, compiled once. */
-  readonly #limits = new Map<string, Compiled>();
-  readonly #leases = new Map<string, ConcurrencyCompiled>();
+  readonly #limits: ReadonlyMap<string, Compiled>;
+  /** Named concurrency limits, and the calls on them. */
+  readonly #leases: Leases;
   /** Whether the store decides next to its data. */
   readonly #remote: boolean;
   /** Whether a call may go straight to the driver: the store neither decides nor has a transaction. */
@@ -101,23 +100,6 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
     }
     this.#now = (now as (() => number) | undefined) ?? Date.now;
     this.#random = random as Random;
-    const named = this.#failure.limits as unknown;
-    if (named !== undefined) {
-      if (!isPlainObject(named)) throw wrongArgument("RateLimiter", "limits", mustBe("limits", "a plain object of named configs", named));
-      let names: string[];
-      try {
-        names = Object.keys(named);
-      } catch {
-        throw wrongArgument("RateLimiter", "limits", "limits must be a plain object (listing its names threw) (got an object)");
-      }
-      for (const name of names) {
-        const config = named[name];
-        if (isConcurrency(config)) this.#leases.set(checkName(name), compileConcurrency(name, config as object));
-        else this.#limits.set(checkName(name), compileLimit(name, config));
-      }
-    }
-    // A named limit's config goes into the core's config table now, once.
-    if (this.#slab) intoTable(this.#limits, this.#inTable);
     this.#internals = {
       failure: this.#failure,
       remote: this.#remote,
@@ -125,8 +107,13 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
       random: this.#random,
       now: () => this.#now(),
       call: (name, given, config, write) => this.#call(name, given, config, write),
-      resolve: (name, config) => this.#resolve(name, config),
+      resolve: (name, config) => resolveLimit(this.#limits, this.#leases, name, config),
     };
+    // A concurrency limit goes to its own calls (`leasing.ts`); on a slab, every other one's config
+    // goes into the core's config table now, once.
+    this.#leases = new Leases(this.#internals);
+    this.#limits = compileNamed(this.#failure.limits as unknown, this.#leases);
+    if (this.#slab) intoTable(this.#limits, this.#inTable);
   }
 
   /**
@@ -136,16 +123,7 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
    * if (!limiter.limitNames.includes(name)) throw new Error(`no limit ${name}`);
    */
   get limitNames(): readonly string[] {
-    return [...this.#limits.keys(), ...this.#leases.keys()];
-  }
-
-  /** The named limit's config, or the inline one compiled now. */
-  #resolve(name: string, config: unknown): Compiled {
-    if (config !== undefined) return compileInline(name, config);
-    const limit = this.#limits.get(name);
-    if (limit === undefined && this.#leases.has(name)) throw wrongArgument(name, "name", `${name} is a concurrency limit: only limit, acquire and lease take it yet`);
-    if (limit === undefined) throw unknownLimit(name);
-    return limit;
+    return [...this.#limits.keys(), ...this.#leases.names];
   }
 
   /** A call's arguments, each checked once (name, key, count, reserve, config, now), and its random numbers. */
@@ -155,7 +133,7 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
     const key = checkKey(checked, given.key);
     const count = checkCount(checked, given.count);
     const reserve = checkFlag(checked, "reserve", given.reserve);
-    const limit = this.#resolve(checked, config);
+    const limit = this.#internals.resolve(checked, config);
     const now = checkNow(checked, this.#now());
     const draws = limit.draws === 0 ? NO_DRAWS : drawMany(this.#random, limit.draws);
     return { name: checked, key, limit, count, reserve, write, now, draws };
@@ -207,11 +185,8 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
   /** `limit` (write) or `check`. Not an async function: a synchronous store answers with one settled Promise. */
   #decide(name: string, options: LimitOptions | undefined, write: boolean, recorded: Probe | undefined): Promise<RateLimitResult> {
     try {
-      const leased = this.#leases.get(name);
-      if (leased !== undefined) {
-        if (!write) throw wrongArgument("check", "name", `check does not take concurrency limits yet (${name} is one); limit takes a lease`);
-        return leaseCall(this.#internals, name, leased, options) as Promise<RateLimitResult>;
-      }
+      const leased = this.#leases.decide(name, options, write);
+      if (leased !== undefined) return leased;
       const given = limitFields(name, options);
       if (given.grant !== undefined) {
         if (!write) checkOptions(name, options, ["key", "count", "reserve", "throws", "config", "figures"]);
@@ -302,7 +277,7 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
 
   /** A concurrency limit's lease from its data (`lease.toJSON()`), to release or extend it here (`ts/core/leasing.ts`). */
   lease(data: unknown): Lease {
-    return leaseOf(this.#internals, this.#leases, data);
+    return this.#leases.lease(data);
   }
 
   /**
@@ -364,7 +339,8 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
    * const response = await fetch("https://api.github.com/rate_limit");
    */
   acquire<const Options extends AcquireOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<AcquireAnswer<Options>> {
-    if (this.#leases.has(name)) return import("./acquire-lease.js").then(({ acquireLease }) => acquireLease(this as never, this.#now, name, options)) as never;
+    const leased = this.#leases.acquire(this as never, this.#now, name, options);
+    if (leased !== undefined) return leased as never;
     return waits().then(({ acquire }) => acquire(this as unknown as Reserving, this.#now, name, options)) as Promise<AcquireAnswer<Options>>;
   }
 
