@@ -203,6 +203,22 @@ export async function exactUnderConcurrentCalls(h, n = 12, max = 3) {
   assert.equal(granted, max, `${granted} of ${n} granted on ${max} slots`);
 }
 
+/**
+ * On 64 slots, `ones` takes of one slot and takes of each of `bigger` at once, each through a
+ * limiter of its own: the leases granted hold each slot once, and exactly 64 in all (`ones` is
+ * more than 64: a refused take of one slot saw every slot held, and nothing is released).
+ */
+export async function exactOnSixtyFourSlots(h, ones, bigger) {
+  const counts = [...bigger, ...Array.from({ length: ones }, () => 1)];
+  const limiters = await Promise.all(counts.map(() => h.connect(limitsOf(64, 60_000))));
+  const key = freshKey("sixty-four-race");
+  const answers = await Promise.all(limiters.map((limiter, index) => limiter.limit("jobs", { key, count: counts[index] })));
+  const held = answers.filter((answer) => answer.ok).flatMap((answer) => answer.lease.slots);
+  assert.equal(new Set(held).size, held.length, `a slot held twice: ${held.sort((a, b) => a - b)}`);
+  assert.equal(held.length, 64, `${held.length} slots held of 64`);
+  assert.equal((await limiters[0].limit("jobs", { key })).ok, false, "a 65th slot");
+}
+
 /** The same traffic through the bare store (no transaction, reads that wait) grants more than max: the control. */
 export async function overAdmitsWithoutTransaction(h, n = 12, max = 3) {
   const limiters = await Promise.all(Array.from({ length: n }, () => h.bare(limitsOf(max, 60_000))));

@@ -148,6 +148,16 @@ export interface SlotsDecider {
   decideSlots(refs: StateRef[], args: string[]): Promise<{ stored: unknown[]; wrote: number[] }>;
 }
 
+/**
+ * A store (a transaction's attempt) that reads a concurrency limit's slots for a call that then
+ * writes at most `writes` of them, and checks at commit only what keeps that call exact (Deno
+ * KV: `ts/stores/deno-kv-slots.ts`, whose atomic commit takes at most 10 checks). Every other
+ * store reads them as any states, each checked as its transaction checks reads.
+ */
+export interface SlotsReader {
+  readSlots(refs: StateRef[], writes: number): Promise<unknown[]>;
+}
+
 /** Whether `store` decides concurrency limits next to its data. */
 export function decidesSlots(store: RateLimitStore): store is RateLimitStore & SlotsDecider {
   return typeof (store as Partial<SlotsDecider>).decideSlots === "function";
@@ -171,6 +181,7 @@ function onSlots<T>(
   now: number,
   decide: (e: Engine) => { answer: SlotAnswer | undefined; result: T },
   remote: string[],
+  writes: number,
 ): T | Promise<T> {
   const refs: StateRef[] = slots.map((slot) => refOf(name, key, slot));
   const inBuffer = (e: Engine, states: unknown[]) => {
@@ -214,7 +225,8 @@ function onSlots<T>(
     };
     return isThenable(e) ? Promise.resolve(e).then(send) : send(e);
   }
-  const stored = readAll(store, refs, now);
+  const reader = (store as Partial<SlotsReader>).readSlots;
+  const stored = typeof reader === "function" ? reader.call(store, refs, writes) : readAll(store, refs, now);
   if (!isThenable(e) && !isThenable(stored)) return finish(e, stored);
   return Promise.all([e, stored]).then(([loaded, states]) => finish(loaded, states));
 }
@@ -239,7 +251,7 @@ export function takeSlots(store: RateLimitStore, name: string, key: string | und
     if (status === 0) return { answer: undefined, result: { ok: false, retryAfter: e.io[at.OUT + at.OUT_RETRY_AFTER]! } };
     const answer = answered(e.io);
     return { answer, result: { ok: true, data: { name, key, id, slots: answer.slots }, expiresAt: answer.expiresAt } };
-  }, ["take", String(now), String(id), String(count), String(limit.lease)]);
+  }, ["take", String(now), String(id), String(count), String(limit.lease)], count);
 }
 
 /** Gives back the slots of `lease` that still hold its id; answers how many (0: released already, expired, or forged). */
@@ -250,7 +262,7 @@ export function releaseSlots(store: RateLimitStore, limit: ConcurrencyCompiled, 
     const status = exportsOf(e).rb_concurrency_release(limit.max, limit.lease, lease.id, now, slots.length);
     if (status < 0) throw coreError(e.io, at.OUT, lease.name);
     return { answer: answered(e.io), result: status };
-  }, ["release", String(now), String(lease.id)]);
+  }, ["release", String(now), String(lease.id)], slots.length);
 }
 
 /** Moves the expiry of `lease` to no earlier than `now + ms`; answers the new expiry, or throws `LEASE_LOST`. */
@@ -262,7 +274,7 @@ export function extendSlots(store: RateLimitStore, limit: ConcurrencyCompiled, l
     if (status < 0) throw coreError(e.io, at.OUT, lease.name);
     const answer = answered(e.io);
     return { answer, result: answer.expiresAt };
-  }, ["extend", String(now), String(lease.id), String(ms)]);
+  }, ["extend", String(now), String(lease.id), String(ms)], slots.length);
 }
 
 /** A lease's slots lowest first (what the core and a store's port read in the same order). */
