@@ -60,6 +60,8 @@ export type {
   LimitCallOptions,
   LimitName,
   LimitResultOf,
+  AcquireResultOf,
+  ConcurrencyNames,
   CheckResultOf,
   MayOpen,
   DecidedWithFigures,

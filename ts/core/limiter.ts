@@ -11,12 +11,12 @@ import { isThenable, plan, type BatchAnswer, type Call, type Decided } from "./d
 import { runRemote } from "./remote.js";
 import { runOne } from "./run-one.js";
 import { mustBe, wrongArgument } from "./errors.js";
-import type { AcquireAllAnswer, AcquireAllOptions, AcquireAnswer, AcquireOptions, AcquireRequest, Reserving } from "./acquire.js";
+import type { AcquireAllAnswer, AcquireAllOptions, AcquireOptions, AcquireRequest, Reserving } from "./acquire.js";
 import { checkOptions, limitFields, ownOptions, refusal } from "./options.js";
 import type { BatchRequest, GetValueOptions, Inline, LimitOptions, Named, NamedLimitConfig, StoreErrorPolicy, ResetOptions, SettleOptions } from "./options.js";
 import { FailurePolicy, type FailureOptions, type FallbackLimiter } from "./failure-policy.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
-import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
+import type { AcquireResultOf, BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
 import type { DecisionHook, Probe } from "./decision-hook.js";
 import { checkStore } from "./store-shape.js";
 import { SlabStore } from "./slab-store.js";
@@ -333,15 +333,18 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
    *
    * @param name A named limit, or any name with an inline `config`.
    * @param options `key`, `count`, `maxWait` (ms), `signal`, `grant: true` for a grant to settle, `config`.
-   * @returns `{ waited }` (ms), with `grant` when asked.
+   * @returns `{ waited }` (ms), with `grant` when asked; on a concurrency limit `{ waited, lease }`.
    * @example
    * await limiter.acquire("github", { key: "api.github.com", maxWait: 30_000 });
    * const response = await fetch("https://api.github.com/rate_limit");
    */
-  acquire<const Options extends AcquireOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<AcquireAnswer<Options>> {
+  acquire<const Options extends AcquireOptions = {}, const Name extends LimitName<Limits, Options> = LimitName<Limits, Options>>(
+    name: Name,
+    options?: Options,
+  ): Promise<AcquireResultOf<Limits, Name, Options>> {
     const leased = this.#leases.acquire(this as never, this.#now, name, options);
     if (leased !== undefined) return leased as never;
-    return waits().then(({ acquire }) => acquire(this as unknown as Reserving, this.#now, name, options)) as Promise<AcquireAnswer<Options>>;
+    return waits().then(({ acquire }) => acquire(this as unknown as Reserving, this.#now, name, options)) as Promise<AcquireResultOf<Limits, Name, Options>>;
   }
 
   /**

@@ -7,7 +7,7 @@
  * it. Annotate `key`'s parameter with `FastifyRequest` for the rest of it.
  * @module
  */
-import type { RateLimitConfig } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig } from "ratebound";
 import { decide } from "./guard.js";
 import { makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./plan.js";
 
@@ -82,7 +82,7 @@ export interface FastifyRateLimitPlugin<Req extends FastifyRequestLike = Fastify
  * const login = fastifyRateLimit(limiter, "login", { key: (request) => ipKey(request.ip), refundSuccessful: true });
  * app.post("/login", { onRequest: login.hook }, handler);
  */
-export function fastifyRateLimit<Limits extends Record<string, RateLimitConfig>, Req extends FastifyRequestLike = FastifyRequestLike>(
+export function fastifyRateLimit<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>, Req extends FastifyRequestLike = FastifyRequestLike>(
   limiter: GuardedLimiter<Limits>,
   name: GuardedNames<Limits>,
   options: HttpGuardOptions<Req> = {},

@@ -9,7 +9,7 @@
  * `Context<Env>`) for everything else: the middleware then takes it.
  * @module
  */
-import type { RateLimitConfig } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig } from "ratebound";
 import { decide, responseOf } from "./guard.js";
 import { makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./plan.js";
 
@@ -99,7 +99,7 @@ export type ExpressNext = (error?: unknown) => void;
  * app.use("/api/*", honoRateLimit(limiter, "api", { key: (c) => c.req.header("x-api-key") }));
  * app.post("/login", honoRateLimit(limiter, "login", { key: (c) => ipKey(c.req.header("cf-connecting-ip")), refundSuccessful: true }), login);
  */
-export function honoRateLimit<Limits extends Record<string, RateLimitConfig>, C extends HonoContextLike = HonoContextLike>(
+export function honoRateLimit<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>, C extends HonoContextLike = HonoContextLike>(
   limiter: GuardedLimiter<Limits>,
   name: GuardedNames<Limits>,
   options: HttpGuardOptions<C> = {},
@@ -170,7 +170,7 @@ function warnAboutProxies(req: ExpressRequestLike): void {
  * app.post("/login", expressRateLimit(limiter, "login", { key: (req) => ipKey(req.ip), refundSuccessful: true }), login);
  */
 export function expressRateLimit<
-  Limits extends Record<string, RateLimitConfig>,
+  Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>,
   Req extends ExpressRequestLike = ExpressRequestLike,
   Res extends ExpressResponseLike = ExpressResponseLike,
 >(limiter: GuardedLimiter<Limits>, name: GuardedNames<Limits>, options: HttpGuardOptions<Req> = {}): (req: Req, res: Res, next: ExpressNext) => void {

@@ -21,7 +21,7 @@
  * grant) is not the client's doing nor the store's: it rejects, for the framework's 500.
  * @module
  */
-import type { RateLimitConfig } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig } from "ratebound";
 import { HttpGuardError } from "./errors.js";
 import { headerInteger, rateLimitHeaders, type HeaderPairs, type NamedFigures } from "./headers.js";
 import { stackedLimits } from "./stack.js";
@@ -250,7 +250,7 @@ export function responseOf(decision: Decision): Response {
  *   return new Response("hello", { headers });
  * } };
  */
-export function httpGuard<Limits extends Record<string, RateLimitConfig>>(
+export function httpGuard<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>>(
   limiter: GuardedLimiter<Limits>,
   name: GuardedNames<Limits>,
   options: HttpGuardOptions<Request> = {},

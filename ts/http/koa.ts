@@ -5,7 +5,7 @@
  * your `ParameterizedContext<State>` for the rest of it.
  * @module
  */
-import type { RateLimitConfig } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig } from "ratebound";
 import { decide } from "./guard.js";
 import { makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./plan.js";
 
@@ -53,7 +53,7 @@ function statusOfError(error: unknown): number {
  * @example
  * app.use(koaRateLimit(limiter, "api", { key: (ctx) => ipKey(ctx.ip) }));
  */
-export function koaRateLimit<Limits extends Record<string, RateLimitConfig>, C extends KoaContextLike = KoaContextLike>(
+export function koaRateLimit<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>, C extends KoaContextLike = KoaContextLike>(
   limiter: GuardedLimiter<Limits>,
   name: GuardedNames<Limits>,
   options: HttpGuardOptions<C> = {},

@@ -6,7 +6,7 @@
  * `key`'s parameter with `RequestEvent` for the rest of it.
  * @module
  */
-import type { RateLimitConfig } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig } from "ratebound";
 import { decide, responseOf } from "./guard.js";
 import { makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./plan.js";
 
@@ -62,7 +62,7 @@ function withHeaders(response: Response, fields: ReadonlyArray<[string, string]>
  * @example
  * export const handle = sveltekitRateLimit(limiter, "api", { key: (event) => ipKey(event.getClientAddress()) });
  */
-export function sveltekitRateLimit<Limits extends Record<string, RateLimitConfig>, E extends SvelteKitEventLike = SvelteKitEventLike>(
+export function sveltekitRateLimit<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>, E extends SvelteKitEventLike = SvelteKitEventLike>(
   limiter: GuardedLimiter<Limits>,
   name: GuardedNames<Limits>,
   options: HttpGuardOptions<E> = {},

@@ -205,7 +205,7 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
    */
   constructor(ctx: DurableObjectStateLike, env?: unknown, limits: Limits = {} as Limits) {
     void env;
-    this.#limiter = new RateLimiter(durableObjectStore(ctx.storage), limits);
+    this.#limiter = new RateLimiter<Record<string, RateLimitConfig>>(durableObjectStore(ctx.storage), limits);
   }
 
   /**
