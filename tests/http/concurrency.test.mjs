@@ -7,8 +7,12 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import express from "express";
 import Fastify from "fastify";
+import Koa from "koa";
+import "reflect-metadata";
+import { Controller, Get, Module, UseGuards } from "@nestjs/common";
+import { NestFactory } from "@nestjs/core";
 import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
-import { expressRateLimit, fastifyRateLimit, httpGuard } from "../../pkg/dist/http.js";
+import { expressRateLimit, fastifyRateLimit, httpGuard, koaRateLimit, nestRateLimit } from "../../pkg/dist/http.js";
 
 const LIMITS = { inflight: { kind: "concurrency", max: 1, lease: 60_000 } };
 const until = async (what, check) => {
@@ -116,4 +120,92 @@ test("httpGuard on a concurrency limit: finish(response) gives the slot back, on
   const third = await guard(new Request("http://x/"));
   assert.equal(third.ok, true, "back after finish");
   assert.equal((await guard(new Request("http://x/"))).ok, false, "a second finish gave back nothing more");
+});
+
+/**
+ * The same in-flight checks on a framework served on loopback: `open(limiter, held)` serves
+ * GET /hold (answers when `held.pop()()` is called), /boom (the handler throws) and /ok, all
+ * guarded by the "inflight" limit keyed by the `user` query parameter, and resolves with
+ * `{ base, close() }`.
+ */
+function inFlightOn(framework, open) {
+  describe(`${framework} on a concurrency limit: requests in flight per key`, () => {
+    const limiter = new RateLimiter(new MemoryStore(), LIMITS);
+    const held = [];
+    let served;
+    before(async () => (served = await open(limiter, held)));
+    after(() => served.close());
+    const free = async (user) => {
+      const answer = await limiter.limit("inflight", { key: user });
+      if (answer.ok) await answer.lease.release();
+      return answer.ok;
+    };
+    const get = (path, init) => fetch(`${served.base}${path}`, init);
+
+    test("a second request while one is in flight is refused; the slot is back when the first response is sent", async () => {
+      const first = get("/hold?user=a");
+      await until("the first request is in its handler", () => held.length === 1);
+      assert.equal((await get("/ok?user=a")).status, 429);
+      assert.equal((await get("/ok?user=b")).status, 200, "another key has its own slots");
+      held.pop()();
+      assert.equal((await first).status, 200);
+      await until("the slot is back", () => free("a"));
+      assert.equal((await get("/ok?user=a")).status, 200);
+    });
+
+    test("a handler that throws (a 500) gives the slot back", async () => {
+      assert.equal((await get("/boom?user=c")).status, 500);
+      await until("the slot is back", () => free("c"));
+    });
+
+    test("a client that aborts before the answer gives the slot back while the handler still runs", async () => {
+      const controller = new AbortController();
+      const aborted = get("/hold?user=d", { signal: controller.signal }).catch((error) => error.name);
+      await until("the request is in its handler", () => held.length === 1);
+      assert.equal(await free("d"), false, "held while in flight");
+      controller.abort();
+      assert.equal(await aborted, "AbortError");
+      await until("the slot is back after the socket closed", () => free("d"));
+      held.pop()();
+    });
+  });
+}
+
+inFlightOn("koaRateLimit (Koa 3)", async (limiter, held) => {
+  const app = new Koa();
+  app.silent = true;
+  app.use(koaRateLimit(limiter, "inflight", { key: (ctx) => String(ctx.query.user) }));
+  app.use(async (ctx) => {
+    if (ctx.path === "/hold") await new Promise((resolve) => held.push(resolve));
+    if (ctx.path === "/boom") throw new Error("the handler failed");
+    ctx.body = "ok";
+  });
+  const server = await new Promise((resolve) => {
+    const listening = app.listen(0, "127.0.0.1", () => resolve(listening));
+  });
+  return { base: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((resolve) => server.close(resolve)) };
+});
+
+inFlightOn("nestRateLimit (NestJS 11, Express platform)", async (limiter, held) => {
+  class InFlightController {
+    hold() {
+      return new Promise((resolve) => held.push(() => resolve("done")));
+    }
+    boom() {
+      throw new Error("the handler failed");
+    }
+    ok() {
+      return "ok";
+    }
+  }
+  const method = (decorator, name) => decorator(InFlightController.prototype, name, Object.getOwnPropertyDescriptor(InFlightController.prototype, name));
+  Controller()(InFlightController);
+  for (const name of ["hold", "boom", "ok"]) method(Get(name), name);
+  UseGuards(nestRateLimit(limiter, "inflight", { key: (req) => String(req.query.user) }))(InFlightController);
+  class AppModule {}
+  Module({ controllers: [InFlightController] })(AppModule);
+  const quiet = { log() {}, debug() {}, verbose() {}, warn() {}, error() {}, fatal() {} };
+  const app = await NestFactory.create(AppModule, { logger: quiet });
+  await app.listen(0, "127.0.0.1");
+  return { base: `http://127.0.0.1:${app.getHttpServer().address().port}`, close: () => app.close() };
 });

@@ -112,7 +112,14 @@ export function honoRateLimit<Limits extends Record<string, RateLimitConfig | Co
     // an earlier guard's fields alone.
     for (const [field, value] of decision.headers) c.header(field, value);
     if (!decision.ok) return responseOf(decision);
-    await next();
+    // A concurrency limit's slot: back as soon as the client goes away (the request's signal), or once the handler is done.
+    if (decision.holds) c.req.raw.signal?.addEventListener("abort", () => void decision.finish(499), { once: true });
+    try {
+      await next();
+    } catch (error) {
+      await decision.finish(500);
+      throw error;
+    }
     // A handler that returns a Response of its own drops headers set before it: add them to a copy.
     const first = decision.headers[0];
     if (first !== undefined && !c.res.headers.has(first[0])) {
