@@ -5,6 +5,10 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
+import { spawn } from "node:child_process";
+import { copyFileSync, cpSync, mkdirSync, symlinkSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import express from "express";
 import Fastify from "fastify";
 import Koa from "koa";
@@ -13,7 +17,9 @@ import { Controller, Get, Module, UseGuards } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
 import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
 import { expressRateLimit, fastifyRateLimit, httpGuard, koaRateLimit, nestRateLimit } from "../../pkg/dist/http.js";
+import { scratch } from "../hosts/workerd.mjs";
 
+const repo = fileURLToPath(new URL("../../", import.meta.url));
 const LIMITS = { inflight: { kind: "concurrency", max: 1, lease: 60_000 } };
 const until = async (what, check) => {
   for (let tries = 0; tries < 200; tries++) {
@@ -126,16 +132,24 @@ test("httpGuard on a concurrency limit: finish(response) gives the slot back, on
  * The same in-flight checks on a framework served on loopback: `open(limiter, held)` serves
  * GET /hold (answers when `held.pop()()` is called), /boom (the handler throws) and /ok, all
  * guarded by the "inflight" limit keyed by the `user` query parameter, and resolves with
- * `{ base, close() }`.
+ * `{ base, close() }` (and `held()`, `release()`, `free(user)` when its limiter is elsewhere).
  */
 function inFlightOn(framework, open) {
   describe(`${framework} on a concurrency limit: requests in flight per key`, () => {
     const limiter = new RateLimiter(new MemoryStore(), LIMITS);
-    const held = [];
+    const inProcess = [];
     let served;
-    before(async () => (served = await open(limiter, held)));
+    before(async () => (served = await open(limiter, inProcess)));
     after(() => served.close());
+    const heldCount = () => (served.held ? served.held() : inProcess.length);
+    const held = {
+      get length() {
+        return heldCount();
+      },
+    };
+    const release = () => (served.release ? served.release() : inProcess.pop()());
     const free = async (user) => {
+      if (served.free) return served.free(user);
       const answer = await limiter.limit("inflight", { key: user });
       if (answer.ok) await answer.lease.release();
       return answer.ok;
@@ -144,10 +158,10 @@ function inFlightOn(framework, open) {
 
     test("a second request while one is in flight is refused; the slot is back when the first response is sent", async () => {
       const first = get("/hold?user=a");
-      await until("the first request is in its handler", () => held.length === 1);
+      await until("the first request is in its handler", async () => (await held.length) === 1);
       assert.equal((await get("/ok?user=a")).status, 429);
       assert.equal((await get("/ok?user=b")).status, 200, "another key has its own slots");
-      held.pop()();
+      await release();
       assert.equal((await first).status, 200);
       await until("the slot is back", () => free("a"));
       assert.equal((await get("/ok?user=a")).status, 200);
@@ -161,12 +175,12 @@ function inFlightOn(framework, open) {
     test("a client that aborts before the answer gives the slot back while the handler still runs", async () => {
       const controller = new AbortController();
       const aborted = get("/hold?user=d", { signal: controller.signal }).catch((error) => error.name);
-      await until("the request is in its handler", () => held.length === 1);
+      await until("the request is in its handler", async () => (await held.length) === 1);
       assert.equal(await free("d"), false, "held while in flight");
       controller.abort();
       assert.equal(await aborted, "AbortError");
       await until("the slot is back after the socket closed", () => free("d"));
-      held.pop()();
+      await release();
     });
   });
 }
@@ -208,4 +222,34 @@ inFlightOn("nestRateLimit (NestJS 11, Express platform)", async (limiter, held) 
   const app = await NestFactory.create(AppModule, { logger: quiet });
   await app.listen(0, "127.0.0.1");
   return { base: `http://127.0.0.1:${app.getHttpServer().address().port}`, close: () => app.close() };
+});
+
+inFlightOn("honoRateLimit (Hono behind Bun.serve)", async () => {
+  const work = scratch("http-concurrency-hono");
+  mkdirSync(join(work.dir, "node_modules"));
+  // A copy, not a link: under the repository Bun would apply tsconfig.json's paths to pkg/'s own imports.
+  cpSync(join(repo, "pkg"), join(work.dir, "node_modules", "ratebound"), { recursive: true });
+  symlinkSync(join(repo, "node_modules", "hono"), join(work.dir, "node_modules", "hono"));
+  copyFileSync(new URL("./concurrency-hono.mjs", import.meta.url), join(work.dir, "app.mjs"));
+  const child = spawn(join(repo, "node_modules", ".bin", "bun"), ["app.mjs"], { cwd: work.dir, env: { ...process.env, DO_NOT_TRACK: "1" }, detached: true, stdio: ["ignore", "pipe", "ignore"] });
+  const line = await new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk) => {
+      out += chunk;
+      if (out.includes("\n")) resolve(out.split("\n")[0]);
+    });
+    child.on("close", (code) => reject(new Error(`bun exited with ${code}`)));
+  });
+  const base = `http://127.0.0.1:${JSON.parse(line).port}`;
+  const text = async (path) => (await fetch(`${base}${path}`)).text();
+  return {
+    base: `${base}/g`,
+    held: async () => Number(await text("/held")),
+    release: () => text("/release"),
+    free: async (user) => (await text(`/free?user=${user}`)) === "true",
+    close: () => {
+      process.kill(-child.pid, "SIGKILL");
+      work.remove();
+    },
+  };
 });
