@@ -59,7 +59,7 @@ export interface TokenBucketConfig {
 /**
  * At most `max` slots held at once, each by a lease that ends when it is released or after
  * `lease` ms (unless extended): a concurrency limit (`limit` answers a lease; see
- * docs/concurrency-status.md).
+ * docs/concurrency.md).
  *
  * @example
  * const exports: ConcurrencyConfig = { kind: "concurrency", max: 4, lease: 30_000 };
