@@ -219,6 +219,31 @@ export async function exactOnSixtyFourSlots(h, ones, bigger) {
   assert.equal((await limiters[0].limit("jobs", { key })).ok, false, "a 65th slot");
 }
 
+/**
+ * `check` says whether `count` slots are free now and takes none; `reset` deletes the key's slots
+ * (every lease there holds nothing after, and another key keeps its own).
+ */
+export async function checkAndReset(h) {
+  const limiter = await h.connect(limitsOf(3, 60_000));
+  const key = freshKey("check-reset");
+  const other = freshKey("check-reset-other");
+  assert.deepEqual(await limiter.check("jobs", { key, count: 3 }), { ok: true }, "three free");
+  const two = await limiter.limit("jobs", { key, count: 2 });
+  assert.equal(two.ok, true);
+  assert.deepEqual(await limiter.check("jobs", { key }), { ok: true }, "one free");
+  assert.deepEqual(await limiter.check("jobs", { key, count: 2 }), { ok: false, retryAfter: 60_000 }, "two are not");
+  assert.deepEqual(await limiter.check("jobs", { key }), { ok: true }, "check took nothing");
+  await rejectsWith(limiter.check("jobs", { key, count: 2, throws: true }), "RATE_LIMITED", "check throws when asked");
+  await rejectsWith(limiter.check("jobs", { key, count: 4 }), "COUNT_EXCEEDS_MAX", "more than max");
+  assert.equal((await limiter.limit("jobs", { key: other, count: 3 })).ok, true);
+  await limiter.reset("jobs", { key });
+  assert.deepEqual(await limiter.check("jobs", { key, count: 3 }), { ok: true }, "all free after reset");
+  assert.deepEqual(await two.lease.release(), { released: 0 }, "a lease from before the reset holds nothing");
+  await rejectsWith(two.lease.extend(1_000), "LEASE_LOST", "nor can it be extended");
+  assert.equal((await limiter.check("jobs", { key: other })).ok, false, "another key keeps its slots");
+  await rejectsWith(limiter.reset("jobs", { key, count: 1 }), "INVALID_REQUEST", "reset takes a key only");
+}
+
 /** The same traffic through the bare store (no transaction, reads that wait) grants more than max: the control. */
 export async function overAdmitsWithoutTransaction(h, n = 12, max = 3) {
   const limiters = await Promise.all(Array.from({ length: n }, () => h.bare(limitsOf(max, 60_000))));

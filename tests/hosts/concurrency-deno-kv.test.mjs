@@ -7,13 +7,14 @@ import { join } from "node:path";
 import { openKv } from "@deno/kv";
 import * as ratebound from "../../pkg/dist/node.js";
 import * as kvLib from "../../pkg/dist/deno-kv.js";
-import { SCENARIOS, exactOnSixtyFourSlots, overAdmitsWithoutTransaction } from "../concurrency/scenarios.mjs";
+import { SCENARIOS, checkAndReset, exactOnSixtyFourSlots, overAdmitsWithoutTransaction } from "../concurrency/scenarios.mjs";
 import { bareStore } from "../settle/scenarios.mjs";
 import { scratch } from "./workerd.mjs";
 
 describe("concurrency limits on Deno KV in Node, through @deno/kv (kvStore)", () => {
   const scenarios = {
     ...SCENARIOS,
+    checkAndReset,
     "the same concurrent calls through kvStore's bare read and write over-admit": overAdmitsWithoutTransaction,
     // The atomic commit takes at most 10 checks: a take checks the slots it writes, or the guard (ts/stores/deno-kv-slots.ts).
     "on 64 slots, 70 takes of one slot and two of 12 at once hold exactly 64, each slot once": (h) => exactOnSixtyFourSlots(h, 70, [12, 12]),

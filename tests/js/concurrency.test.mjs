@@ -6,7 +6,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
 import { manualClock } from "./helpers.mjs";
-import { SCENARIOS, overAdmitsWithoutTransaction } from "../concurrency/scenarios.mjs";
+import { SCENARIOS, checkAndReset, overAdmitsWithoutTransaction } from "../concurrency/scenarios.mjs";
 import { bareStore } from "../settle/scenarios.mjs";
 
 describe("concurrency limits on a MemoryStore", () => {
@@ -16,18 +16,16 @@ describe("concurrency limits on a MemoryStore", () => {
     const options = { now: clock.read };
     return { clock, connect: (limits) => new RateLimiter(store, limits, options), bare: (limits) => new RateLimiter(bareStore(store), limits, options) };
   };
-  for (const [name, scenario] of Object.entries(SCENARIOS)) test(name, () => scenario(harness()));
+  for (const [name, scenario] of Object.entries({ ...SCENARIOS, checkAndReset })) test(name, () => scenario(harness()));
   test("the same concurrent calls through a store whose reads wait, without a transaction, over-admit (so the test above can fail)", () =>
     overAdmitsWithoutTransaction(harness()));
 });
 
-test("what does not take a concurrency limit yet says so with a coded error: check, limitAll, getValue, reset", async () => {
+test("what does not take a concurrency limit says so with a coded error: limitAll, getValue", async () => {
   const limiter = new RateLimiter(new MemoryStore(), { jobs: { kind: "concurrency", max: 2, lease: 1_000 } });
   for (const [what, call] of [
-    ["check", () => limiter.check("jobs")],
     ["limitAll", () => limiter.limitAll([{ name: "jobs" }])],
     ["getValue", () => limiter.getValue("jobs")],
-    ["reset", () => limiter.reset("jobs")],
   ]) {
     await assert.rejects(call(), (error) => error.code === "INVALID_ARGUMENT" && /concurrency limit/.test(error.message), what);
   }

@@ -9,7 +9,7 @@ import { RateLimiter } from "../../pkg/dist/node.js";
 import { redisStore } from "../../pkg/dist/redis.js";
 import { CLIENTS, startRedis } from "./servers.mjs";
 import { CLUSTER_CLIENTS, startCluster } from "./cluster.mjs";
-import { SCENARIOS, overAdmitsWithoutTransaction } from "../concurrency/scenarios.mjs";
+import { SCENARIOS, checkAndReset, overAdmitsWithoutTransaction } from "../concurrency/scenarios.mjs";
 import { bareStore } from "../settle/scenarios.mjs";
 
 /** Registers the scenarios, each limiter on a connection of its own from `connection()`. */
@@ -21,7 +21,7 @@ function suite(connection) {
     connect: async (limits) => new RateLimiter(redisStore(await connection(), { maxAttempts: 200, maxDelayMs: 20 }), limits, options),
     bare: async (limits) => new RateLimiter(bareStore(redisStore(await connection())), limits, options),
   };
-  for (const [name, scenario] of Object.entries(SCENARIOS)) test(name, () => scenario(harness));
+  for (const [name, scenario] of Object.entries({ ...SCENARIOS, checkAndReset })) test(name, () => scenario(harness));
   test("the same concurrent calls through the store's bare read and write, without its transaction, over-admit", () => overAdmitsWithoutTransaction(harness));
 }
 

@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import { startPostgres, failOnDeprecationWarnings } from "./postgres-server.mjs";
-import { SCENARIOS, overAdmitsWithoutTransaction } from "../concurrency/scenarios.mjs";
+import { SCENARIOS, checkAndReset, overAdmitsWithoutTransaction } from "../concurrency/scenarios.mjs";
 import { bareStore } from "../settle/scenarios.mjs";
 
 const { RateLimiter } = await import("../../pkg/dist/node.js");
@@ -25,7 +25,7 @@ function suite(db) {
     connect: (limits) => new RateLimiter(postgresStore(db()), limits, options),
     bare: (limits) => new RateLimiter(bareStore(postgresStore(db())), limits, options),
   };
-  for (const [name, scenario] of Object.entries(SCENARIOS)) test(name, () => scenario(harness));
+  for (const [name, scenario] of Object.entries({ ...SCENARIOS, checkAndReset })) test(name, () => scenario(harness));
   test("the same concurrent calls through the store's bare read and write, without its transaction, over-admit", () => overAdmitsWithoutTransaction(harness));
 }
 

@@ -167,7 +167,8 @@ export function decidesSlots(store: RateLimitStore): store is RateLimitStore & S
  * Reads `slots` of the limit (by slot: the others absent), runs `decide` on
  * the core with them in the buffer, writes what it answers; synchronously on
  * a synchronous store, so nothing runs between the read and the write. On a
- * store that decides next to its data (`remote`: the script's arguments), the
+ * store that decides next to its data (`remote`: the script's arguments; none
+ * for a call that writes nothing, or that the core does not decide), the
  * call is checked on the core first (nothing read), sent, and the core
  * replayed on what the store read: other slots written than the core's fail
  * the call closed (`STORE_MISMATCH`).
@@ -180,7 +181,7 @@ function onSlots<T>(
   slots: readonly number[],
   now: number,
   decide: (e: Engine) => { answer: SlotAnswer | undefined; result: T },
-  remote: string[],
+  remote: string[] | undefined,
   writes: number,
 ): T | Promise<T> {
   const refs: StateRef[] = slots.map((slot) => refOf(name, key, slot));
@@ -197,7 +198,7 @@ function onSlots<T>(
     return isThenable(done) ? done.then(() => result) : result;
   };
   const e = engine();
-  if (decidesSlots(store)) {
+  if (remote !== undefined && decidesSlots(store)) {
     const send = async (loaded: Engine): Promise<T> => {
       // Bad input fails here, before the store is touched (a lease that holds nothing is the store's to find).
       try {
@@ -275,6 +276,27 @@ export function extendSlots(store: RateLimitStore, limit: ConcurrencyCompiled, l
     const answer = answered(e.io);
     return { answer, result: answer.expiresAt };
   }, ["extend", String(now), String(lease.id), String(ms)], slots.length);
+}
+
+/**
+ * Whether `count` slots are free at `now` (a `check`): the core's take on what is stored, its
+ * writes dropped. Nothing is written, so no slot is checked at commit (Deno KV) and a store that
+ * decides next to its data is only read.
+ */
+export function checkSlots(store: RateLimitStore, name: string, key: string | undefined, limit: ConcurrencyCompiled, count: number, now: number): RateLimitResult | Promise<RateLimitResult> {
+  return onSlots(store, name, key, limit, allSlots(limit.max), now, (e): { answer: undefined; result: RateLimitResult } => {
+    // Any valid id: what would be written is dropped.
+    const status = exportsOf(e).rb_concurrency_take(limit.max, limit.lease, count, 1, now);
+    if (status < 0) throw coreError(e.io, at.OUT, name);
+    return { answer: undefined, result: status === 0 ? { ok: false, retryAfter: e.io[at.OUT + at.OUT_RETRY_AFTER]! } : { ok: true } };
+  }, undefined, 0);
+}
+
+/** Deletes every slot of the limit for `key` (a `reset`): each lease held there holds nothing after. */
+export function deleteSlots(store: RateLimitStore, name: string, key: string | undefined, limit: ConcurrencyCompiled, now: number): void | Promise<void> {
+  const slots = allSlots(limit.max);
+  // Read as a call that writes them all (Deno KV: the guard is checked and written), then deleted.
+  return onSlots(store, name, key, limit, slots, now, () => ({ answer: { slots, state: null, fullAt: now, expiresAt: now }, result: undefined }), undefined, slots.length);
 }
 
 /** A lease's slots lowest first (what the core and a store's port read in the same order). */

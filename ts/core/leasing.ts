@@ -8,7 +8,7 @@
  */
 import { checkCount, checkKey, checkName, checkNow, drawMany } from "./call.js";
 import { laneOf } from "./coalesce.js";
-import { compileConcurrency, decidesSlots, extendSlots, isConcurrency, releaseSlots, takeSlots, type ConcurrencyCompiled, type LeaseData } from "./concurrency.js";
+import { checkSlots, compileConcurrency, decidesSlots, deleteSlots, extendSlots, isConcurrency, releaseSlots, takeSlots, type ConcurrencyCompiled, type LeaseData } from "./concurrency.js";
 import { mustBe, wrongArgument } from "./errors.js";
 import { checkOptions, refusal } from "./options.js";
 import type { Internals } from "./limits.js";
@@ -135,6 +135,28 @@ function leaseId(limiter: Internals): number {
 }
 
 /**
+ * `check` on a concurrency limit: whether `count` slots (1 by default) are free now, writing nothing.
+ *
+ * @param limiter The limiter's internals.
+ * @param name The limit's name.
+ * @param limit The compiled limit.
+ * @param options `key`, `count`, `throws`.
+ * @returns `{ ok: true }`, or the wait until enough slots can be free.
+ */
+function checkCall(limiter: Internals, name: string, limit: ConcurrencyCompiled, options: unknown): Promise<RateLimitResult> {
+  try {
+    if (options !== undefined) checkOptions(name, options, LEASE_OPTIONS);
+    const given = (options ?? {}) as { key?: unknown; count?: unknown; throws?: unknown };
+    const key = checkKey(name, given.key);
+    const count = checkCount(name, given.count);
+    const now = checkNow(name, limiter.now());
+    return onStore(limiter, name, key, (store) => checkSlots(store, name, key, limit, count, now)).then((result) => refusal(name, result, given.throws === true));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
  * `limit` on a concurrency limit: takes `count` slots (1 by default) for a new lease.
  *
  * @param limiter The limiter's internals.
@@ -199,8 +221,21 @@ export class Leases {
   decide(name: string, options: unknown, write: boolean): Promise<RateLimitResult> | undefined {
     const limit = this.#limits.get(name);
     if (limit === undefined) return undefined;
-    if (!write) return Promise.reject(wrongArgument("check", "name", `check does not take concurrency limits yet (${name} is one); limit takes a lease`));
-    return leaseCall(this.#limiter, name, limit, options) as Promise<RateLimitResult>;
+    return write ? (leaseCall(this.#limiter, name, limit, options) as Promise<RateLimitResult>) : checkCall(this.#limiter, name, limit, options);
+  }
+
+  /** `reset` on a concurrency limit: deletes the key's slots; `undefined` for any other name. */
+  reset(name: string, options: unknown): Promise<void> | undefined {
+    const limit = this.#limits.get(name);
+    if (limit === undefined) return undefined;
+    try {
+      if (options !== undefined) checkOptions(name, options, ["key"]);
+      const key = checkKey(name, (options as { key?: unknown } | undefined)?.key);
+      const now = checkNow(name, this.#limiter.now());
+      return onStore(this.#limiter, name, key, (store) => deleteSlots(store, name, key, limit, now));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** `acquire` on a concurrency limit (through the limiter's own `limit`); `undefined` for any other name. */

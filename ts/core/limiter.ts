@@ -393,6 +393,6 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
   // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
   reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   reset(name: string, options?: ResetOptions): Promise<void> {
-    return resetKey(this.#internals, name, options);
+    return this.#leases.reset(name, options) ?? resetKey(this.#internals, name, options);
   }
 }
