@@ -220,6 +220,25 @@ pub fn take_slots(config: &ConcurrencyConfig, count: f64, id: f64, now_ms: f64, 
     Ok((Taken::Refused { retry_after_ms: expiries[short - 1] - now_ms }, SlotWrites::NONE))
 }
 
+/// How many of a limit's slots are held at `now_ms` (`stored[s]` is slot
+/// `s`'s state as read, `config.max` of them): what `getValue` answers. A slot
+/// is held as [`take_slots`] sees it: a lease id, an expiry after `now_ms`.
+///
+/// ```
+/// use ratebound::{held_slots, ConcurrencyConfig, State};
+/// let config = ConcurrencyConfig { max: 3, lease_ms: 1_000.0 };
+/// let stored = [Some(State { value: 9.0, ts: 2_000.0 }), Some(State { value: 7.0, ts: 1_000.0 }), None];
+/// assert_eq!(held_slots(&config, 1_000.0, &stored).unwrap(), 1);
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidRequest`] for a bad `now` or `stored`.
+pub fn held_slots(config: &ConcurrencyConfig, now_ms: f64, stored: &[Option<State>]) -> Result<u32, Error> {
+    check_now(now_ms)?;
+    check_stored(config, stored)?;
+    Ok(stored.iter().filter(|state| held(**state, now_ms)).count() as u32)
+}
+
 /// `stored`: one state per slot, finite numbers.
 fn check_stored(config: &ConcurrencyConfig, stored: &[Option<State>]) -> Result<(), Error> {
     if stored.len() != config.max as usize {

@@ -43,7 +43,7 @@ pub use batch::{decide_batch, Item, Mode, Slot};
 #[cfg(not(target_arch = "wasm32"))]
 pub use batch::{limit_all, BatchItem};
 pub use concurrency::{
-    check_lease_id, check_slots, extend_slots, release_slots, slot_list, take_slots, ConcurrencyConfig, ConcurrencyInput, SlotWrites, Slots, Taken, MAX_CONCURRENCY,
+    check_lease_id, check_slots, extend_slots, held_slots, release_slots, slot_list, take_slots, ConcurrencyConfig, ConcurrencyInput, SlotWrites, Slots, Taken, MAX_CONCURRENCY,
 };
 pub use config::{Config, ConfigInput, Given, GivenKind, Kind, MAX_INSTANT_MS, MAX_SHARDS, MIN_CHOOSE_TWO};
 pub use decision::{decide, ShardDecision};

@@ -30,7 +30,7 @@ export type {
 } from "./core/types.js";
 export type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions, SettleOptions } from "./core/options.js";
 export { Grant } from "./core/grant-handle.js";
-export type { Lease, LeaseResult } from "./core/leasing.js";
+export type { ConcurrencyValue, Lease, LeaseResult } from "./core/leasing.js";
 export type { ConcurrencyConfig } from "./core/types.js";
 export type { GrantResult } from "./core/grant-handle.js";
 export { RateLimiter } from "./core/limiter.js";
@@ -62,6 +62,7 @@ export type {
   LimitResultOf,
   AcquireResultOf,
   ConcurrencyNames,
+  ValueResultOf,
   CheckResultOf,
   MayOpen,
   DecidedWithFigures,

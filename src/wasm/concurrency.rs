@@ -12,7 +12,7 @@ use super::concurrency_layout::{
 };
 use super::io::{io, or_nan, put_error, put_state, state_at, EXTRA, IO_LEN, OUT, OUT_RETRY_AFTER, OUT_STATUS};
 use crate::concurrency::{
-    check_slots, extend_slots, release_slots, slot_list, take_slots, ConcurrencyConfig, ConcurrencyInput, SlotWrites, Taken, MAX_CONCURRENCY,
+    check_slots, extend_slots, held_slots, release_slots, slot_list, take_slots, ConcurrencyConfig, ConcurrencyInput, SlotWrites, Taken, MAX_CONCURRENCY,
 };
 use crate::config::Given;
 use crate::error::Error;
@@ -89,6 +89,17 @@ pub extern "C" fn rb_concurrency_take(max: f64, lease_ms: f64, count: f64, id: f
             io[OUT + OUT_STATUS] = 0.0;
             0.0
         }
+        Err(error) => put_error(io, OUT, &error),
+    }
+}
+
+/// How many of a limit's slots are held at `now`, from every slot's state at
+/// `CONCURRENCY_STATES`; or `-code`. Writes nothing.
+#[no_mangle]
+pub extern "C" fn rb_concurrency_held(max: f64, lease_ms: f64, now: f64) -> f64 {
+    let io = io();
+    match config_of(max, lease_ms).and_then(|config| held_slots(&config, now, &states(io, &config)[..config.max as usize])) {
+        Ok(held) => f64::from(held),
         Err(error) => put_error(io, OUT, &error),
     }
 }

@@ -220,16 +220,20 @@ export async function exactOnSixtyFourSlots(h, ones, bigger) {
 }
 
 /**
- * `check` says whether `count` slots are free now and takes none; `reset` deletes the key's slots
- * (every lease there holds nothing after, and another key keeps its own).
+ * `check` says whether `count` slots are free now and takes none; `getValue` counts the slots held
+ * (an expired one is not); `reset` deletes the key's slots (every lease there holds nothing
+ * after, and another key keeps its own).
  */
 export async function checkAndReset(h) {
   const limiter = await h.connect(limitsOf(3, 60_000));
   const key = freshKey("check-reset");
   const other = freshKey("check-reset-other");
   assert.deepEqual(await limiter.check("jobs", { key, count: 3 }), { ok: true }, "three free");
+  const at = h.clock.now;
+  assert.deepEqual(await limiter.getValue("jobs", { key }), { held: 0, max: 3, ts: at }, "none held");
   const two = await limiter.limit("jobs", { key, count: 2 });
   assert.equal(two.ok, true);
+  assert.deepEqual(await limiter.getValue("jobs", { key }), { held: 2, max: 3, ts: at }, "two held");
   assert.deepEqual(await limiter.check("jobs", { key }), { ok: true }, "one free");
   assert.deepEqual(await limiter.check("jobs", { key, count: 2 }), { ok: false, retryAfter: 60_000 }, "two are not");
   assert.deepEqual(await limiter.check("jobs", { key }), { ok: true }, "check took nothing");
@@ -238,10 +242,18 @@ export async function checkAndReset(h) {
   assert.equal((await limiter.limit("jobs", { key: other, count: 3 })).ok, true);
   await limiter.reset("jobs", { key });
   assert.deepEqual(await limiter.check("jobs", { key, count: 3 }), { ok: true }, "all free after reset");
+  assert.equal((await limiter.getValue("jobs", { key })).held, 0, "none held after reset");
   assert.deepEqual(await two.lease.release(), { released: 0 }, "a lease from before the reset holds nothing");
   await rejectsWith(two.lease.extend(1_000), "LEASE_LOST", "nor can it be extended");
   assert.equal((await limiter.check("jobs", { key: other })).ok, false, "another key keeps its slots");
   await rejectsWith(limiter.reset("jobs", { key, count: 1 }), "INVALID_REQUEST", "reset takes a key only");
+  // Expiry: a lease's slots stop counting once it is over.
+  const short = await h.connect(limitsOf(2, 1_000));
+  const later = freshKey("check-reset-expiry");
+  assert.equal((await short.limit("jobs", { key: later })).ok, true);
+  assert.equal((await short.getValue("jobs", { key: later })).held, 1);
+  h.clock.now += 1_000;
+  assert.equal((await short.getValue("jobs", { key: later })).held, 0, "expired at its ts");
 }
 
 /** The same traffic through the bare store (no transaction, reads that wait) grants more than max: the control. */

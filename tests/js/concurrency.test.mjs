@@ -21,11 +21,11 @@ describe("concurrency limits on a MemoryStore", () => {
     overAdmitsWithoutTransaction(harness()));
 });
 
-test("what does not take a concurrency limit says so with a coded error: limitAll, getValue", async () => {
+test("what does not take a concurrency limit says so with a coded error: limitAll, acquireAll", async () => {
   const limiter = new RateLimiter(new MemoryStore(), { jobs: { kind: "concurrency", max: 2, lease: 1_000 } });
   for (const [what, call] of [
     ["limitAll", () => limiter.limitAll([{ name: "jobs" }])],
-    ["getValue", () => limiter.getValue("jobs")],
+    ["acquireAll", () => limiter.acquireAll([{ name: "jobs" }])],
   ]) {
     await assert.rejects(call(), (error) => error.code === "INVALID_ARGUMENT" && /concurrency limit/.test(error.message), what);
   }

@@ -39,6 +39,14 @@ export async function tokens(): Promise<boolean> {
   return answer.ok && inline.ok;
 }
 
+export async function values(): Promise<number> {
+  const { held, max, ts } = await limiter.getValue("exports", { key: "team" });
+  const tokens = await limiter.getValue("api", { key: "ada" });
+  // @ts-expect-error a token limit's value has no held
+  void tokens.held;
+  return held + max + ts + tokens.value;
+}
+
 export async function acquired(): Promise<number> {
   const { waited, lease } = await limiter.acquire("exports", { key: "team", maxWait: 1_000 });
   await lease.release();

@@ -4,11 +4,11 @@
  * @module
  */
 import type { GrantResult } from "./grant-handle.js";
-import type { Lease, LeaseResult } from "./leasing.js";
+import type { ConcurrencyValue, Lease, LeaseResult } from "./leasing.js";
 import type { AcquireAnswer } from "./acquire.js";
 import type { LimitOptions, Named, StoreErrorPolicy } from "./options.js";
 import type { Degraded } from "./store-call.js";
-import type { RateLimitFigures, RateLimitResult } from "./types.js";
+import type { RateLimitFigures, RateLimitResult, RateLimitValue } from "./types.js";
 
 /**
  * A call admitted without any decision: the store failed and the limit's `onStoreError` is
@@ -112,6 +112,9 @@ export type AcquireResultOf<Limits, Name, Options> = Options extends { config: o
   : Name extends ConcurrencyNames<Limits>
     ? { waited: number; lease: Lease }
     : AcquireAnswer<Options>;
+
+/** What `limiter.getValue(name, options)` answers: `{ held, max, ts }` on a concurrency limit, else the limit's value. */
+export type ValueResultOf<Limits, Name, Options> = Options extends { config: object } ? RateLimitValue : Name extends ConcurrencyNames<Limits> ? ConcurrencyValue : RateLimitValue;
 
 /**
  * The names of `Limits`' concurrency limits. (The answer types test a call's name against it,

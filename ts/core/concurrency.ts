@@ -63,6 +63,7 @@ interface ConcurrencyExports {
   rb_concurrency_take(max: number, lease: number, count: number, id: number, now: number): number;
   rb_concurrency_release(max: number, lease: number, id: number, now: number, slotCount: number): number;
   rb_concurrency_extend(max: number, lease: number, id: number, now: number, extendMs: number, slotCount: number): number;
+  rb_concurrency_held(max: number, lease: number, now: number): number;
 }
 
 function exportsOf(e: Engine): ConcurrencyExports {
@@ -289,6 +290,15 @@ export function checkSlots(store: RateLimitStore, name: string, key: string | un
     const status = exportsOf(e).rb_concurrency_take(limit.max, limit.lease, count, 1, now);
     if (status < 0) throw coreError(e.io, at.OUT, name);
     return { answer: undefined, result: status === 0 ? { ok: false, retryAfter: e.io[at.OUT + at.OUT_RETRY_AFTER]! } : { ok: true } };
+  }, undefined, 0);
+}
+
+/** How many slots of the limit are held for `key` at `now` (a `getValue`), as the core counts them; nothing written. */
+export function heldSlots(store: RateLimitStore, name: string, key: string | undefined, limit: ConcurrencyCompiled, now: number): number | Promise<number> {
+  return onSlots(store, name, key, limit, allSlots(limit.max), now, (e): { answer: undefined; result: number } => {
+    const held = exportsOf(e).rb_concurrency_held(limit.max, limit.lease, now);
+    if (held < 0) throw coreError(e.io, at.OUT, name);
+    return { answer: undefined, result: held };
   }, undefined, 0);
 }
 

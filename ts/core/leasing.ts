@@ -8,7 +8,7 @@
  */
 import { checkCount, checkKey, checkName, checkNow, drawMany } from "./call.js";
 import { laneOf } from "./coalesce.js";
-import { checkSlots, compileConcurrency, decidesSlots, deleteSlots, extendSlots, isConcurrency, releaseSlots, takeSlots, type ConcurrencyCompiled, type LeaseData } from "./concurrency.js";
+import { checkSlots, compileConcurrency, decidesSlots, deleteSlots, heldSlots, extendSlots, isConcurrency, releaseSlots, takeSlots, type ConcurrencyCompiled, type LeaseData } from "./concurrency.js";
 import { mustBe, wrongArgument } from "./errors.js";
 import { checkOptions, refusal } from "./options.js";
 import type { Internals } from "./limits.js";
@@ -122,6 +122,16 @@ function onStore<T>(limiter: Internals, name: string, key: string | undefined, w
   return limiter.failure.run("closed", direct, undefined, true, lanes);
 }
 
+/** What `getValue` answers on a concurrency limit: `held` of its `max` slots are held at `ts` (ms). */
+export interface ConcurrencyValue {
+  /** Slots held at `ts`. */
+  held: number;
+  /** The limit's slots. */
+  max: number;
+  /** When, in ms since the epoch. */
+  ts: number;
+}
+
 /** What `limit` answers on a concurrency limit. */
 export type LeaseResult = { ok: true; lease: Lease } | (RateLimitResult & { ok: false });
 
@@ -222,6 +232,20 @@ export class Leases {
     const limit = this.#limits.get(name);
     if (limit === undefined) return undefined;
     return write ? (leaseCall(this.#limiter, name, limit, options) as Promise<RateLimitResult>) : checkCall(this.#limiter, name, limit, options);
+  }
+
+  /** `getValue` on a concurrency limit: the slots held now; `undefined` for any other name. */
+  value(name: string, options: unknown): Promise<ConcurrencyValue> | undefined {
+    const limit = this.#limits.get(name);
+    if (limit === undefined) return undefined;
+    try {
+      if (options !== undefined) checkOptions(name, options, ["key"]);
+      const key = checkKey(name, (options as { key?: unknown } | undefined)?.key);
+      const now = checkNow(name, this.#limiter.now());
+      return onStore(this.#limiter, name, key, (store) => heldSlots(store, name, key, limit, now)).then((held) => ({ held, max: limit.max, ts: now }));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** `reset` on a concurrency limit: deletes the key's slots; `undefined` for any other name. */

@@ -16,7 +16,7 @@ import { checkOptions, limitFields, ownOptions, refusal } from "./options.js";
 import type { BatchRequest, GetValueOptions, Inline, LimitOptions, Named, NamedLimitConfig, StoreErrorPolicy, ResetOptions, SettleOptions } from "./options.js";
 import { FailurePolicy, type FailureOptions, type FallbackLimiter } from "./failure-policy.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
-import type { AcquireResultOf, BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
+import type { AcquireResultOf, BatchAnswerOf, ValueResultOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
 import type { DecisionHook, Probe } from "./decision-hook.js";
 import { checkStore } from "./store-shape.js";
 import { SlabStore } from "./slab-store.js";
@@ -26,7 +26,7 @@ import { hooked, isBatchAnswer, isDecided, only, shaped } from "./decided.js";
 import { batchCall } from "./batch-call.js";
 import { grantCall, settleGrant } from "./granting.js";
 import { resetKey, valueOf } from "./state-calls.js";
-import { Leases, type Lease } from "./leasing.js";
+import { Leases, type ConcurrencyValue, type Lease } from "./leasing.js";
 
 // Waiting for a turn (acquire.ts), loaded by the first acquire.
 const waits = () => import("./acquire.js");
@@ -369,16 +369,16 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
    *
    * @param name A named limit, or any name with an inline `config`.
    * @param options `key`, `sampleShards`, `config`.
-   * @returns `{ value, ts, shard, config }` for the whole limit.
+   * @returns `{ value, ts, shard, config }` for the whole limit; on a concurrency limit `{ held, max, ts }`.
    * @example
    * const { value, ts, config } = await limiter.getValue("sendMessage", { key: userId });
    * const inAMinute = calculateRateLimit({ value, ts }, config, Date.now() + MINUTE);
    */
-  getValue(name: string, options: GetValueOptions & Inline): Promise<RateLimitValue>;
-  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
-  getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
-  getValue(name: string, options?: GetValueOptions): Promise<RateLimitValue> {
-    return valueOf(this.#internals, name, options);
+  getValue<const Options extends GetValueOptions & Partial<Inline> = {}, const Name extends LimitName<Limits, Options> = LimitName<Limits, Options>>(
+    name: Name,
+    options?: Options,
+  ): Promise<ValueResultOf<Limits, Name, Options>> {
+    return (this.#leases.value(name, options) ?? valueOf(this.#internals, name, options)) as Promise<ValueResultOf<Limits, Name, Options>>;
   }
 
   /**

@@ -98,7 +98,7 @@ export function compileInline(name: string, config: unknown): Compiled {
 export function resolveLimit(limits: ReadonlyMap<string, Compiled>, leases: Leases, name: string, config: unknown): Compiled {
   if (config !== undefined) return compileInline(name, config);
   const limit = limits.get(name);
-  if (limit === undefined && leases.has(name)) throw wrongArgument(name, "name", `${name} is a concurrency limit: getValue, limitAll, acquireAll and inline configs do not take one (limit, check, acquire, reset and lease do)`);
+  if (limit === undefined && leases.has(name)) throw wrongArgument(name, "name", `${name} is a concurrency limit: limitAll, acquireAll and inline configs do not take one (limit, check, acquire, getValue, reset and lease do)`);
   if (limit === undefined) throw unknownLimit(name);
   return limit;
 }
