@@ -185,12 +185,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<nev
       : [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs & { grant?: boolean }>]
   ): Promise<LimitReturns<Limits, Name>> {
     const named = this.namedConfig(options[0], name);
-    if (isConcurrencyConfig(named)) {
-      const { key, count, throws, ...rest } = (options[0] ?? {}) as { key?: string; count?: number; throws?: boolean };
-      const unknown = Object.keys(rest).filter((field) => field !== "config");
-      if (unknown.length > 0) throw new Error(`Rate limit ${name} is a concurrency limit: it takes key, count and throws (got ${unknown.join(", ")})`);
-      return takeLease(ctx, this.component, { name, ...(key === undefined ? {} : { key }), ...(count === undefined ? {} : { count }), ...(throws === undefined ? {} : { throws }), config: named }) as Promise<LimitReturns<Limits, Name>>;
-    }
+    if (isConcurrencyConfig(named)) return takeLease(ctx, this.component, name, options[0], named) as Promise<LimitReturns<Limits, Name>>;
     return this.limitRate(ctx, name, options[0]) as Promise<LimitReturns<Limits, Name>>;
   }
 

@@ -27,9 +27,17 @@ export function isConcurrencyConfig(config: { kind: string }): config is Concurr
   return config.kind === "concurrency";
 }
 
-/** Runs `leases.take`. */
-export function takeLease(ctx: RunMutationCtx, component: ComponentApi, args: LeaseArgs): Promise<LeaseReturns> {
-  return ctx.runMutation(component.leases.take, args);
+/**
+ * Runs `leases.take` with `limit`'s options: `key`, `count` and `throws` (and the inline `config`,
+ * already read); any other option (`reserve`, `grant`) is an error naming it, and takes nothing.
+ */
+export function takeLease(ctx: RunMutationCtx, component: ComponentApi, name: string, options: object | undefined, config: ConcurrencyConfig): Promise<LeaseReturns> {
+  const { key, count, throws, config: _inline, ...rest } = (options ?? {}) as Omit<LeaseArgs, "name" | "config"> & { config?: unknown };
+  const unknown = Object.keys(rest);
+  if (unknown.length > 0) return Promise.reject(new Error(`Rate limit ${name} is a concurrency limit: it takes key, count and throws (got ${unknown.join(", ")})`));
+  // Convex values hold no `undefined`: an absent option is left out.
+  const given = Object.fromEntries(Object.entries({ key, count, throws }).filter(([, value]) => value !== undefined));
+  return ctx.runMutation(component.leases.take, { ...given, name, config });
 }
 
 /** Runs `leases.release` on a lease's data. */
