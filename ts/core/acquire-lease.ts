@@ -16,9 +16,12 @@ const LEASE_ACQUIRE_OPTIONS = ["key", "count", "maxWait", "signal"];
 const FIRST_POLL_MS = 25;
 const LONGEST_POLL_MS = 1_000;
 
-/** The limiter as this module uses it: its own `limit` on a concurrency limit. */
-export interface Leasing {
-  limit(name: string, options: object): Promise<LeaseResult>;
+/**
+ * The limiter as this module uses it: its own `limit` on a concurrency limit, answering a lease
+ * that can be released (a {@link Lease}, or a remote limiter's handle on one).
+ */
+export interface Leasing<Held extends { release(): Promise<unknown> } = Lease> {
+  limit(name: string, options: object): Promise<{ ok: true; lease: Held } | Exclude<LeaseResult, { ok: true }>>;
 }
 
 /** Sleeps `ms`, or rejects with `ABORTED` when `signal` aborts first. */
@@ -40,13 +43,21 @@ function sleep(ms: number, signal: AbortSignal | undefined, limit: string): Prom
 /**
  * Waits for `count` slots of a concurrency limit (see `RateLimiter.acquire`).
  *
- * @param limiter The limiter (its `limit`).
+ * @param limiter The limiter (its `limit`), or a remote one's (`rateLimiterClient`'s, whose leases are handles on data).
  * @param clock The limiter's clock, ms.
  * @param name The limit.
  * @param options `key`, `count`, `maxWait` (ms from the call: `WAIT_TOO_LONG` when no slot came by then), `signal` (`ABORTED`).
  * @returns `{ waited, lease }` once the slots are held.
+ * @example
+ * // fragment: a remote limiter's limit answers { ok: true, lease } with a handle that releases
+ * const { waited, lease } = await acquireLease({ limit: (name, options) => client.limit(name, options) }, Date.now, "exports", { key: teamId, maxWait: 10_000 });
  */
-export async function acquireLease(limiter: Leasing, clock: () => number, name: string, options: object | undefined): Promise<{ waited: number; lease: Lease }> {
+export async function acquireLease<Held extends { release(): Promise<unknown> } = Lease>(
+  limiter: Leasing<Held>,
+  clock: () => number,
+  name: string,
+  options: object | undefined,
+): Promise<{ waited: number; lease: Held }> {
   const given = checkedOptions(name, options, LEASE_ACQUIRE_OPTIONS);
   const maxWait = own(given, "maxWait");
   if (maxWait !== undefined && (typeof maxWait !== "number" || !(maxWait >= 0))) throw invalidRequest(name, "maxWait", mustBe("maxWait", "a number of ms >= 0", maxWait));

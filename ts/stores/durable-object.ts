@@ -12,11 +12,10 @@
  */
 import {
   Grant,
+  wrongArgument,
   RateLimiter,
-  RateLimitError,
   type BatchRequest,
   type GrantData,
-  type GrantResult,
   type SettleOptions,
   type SettleResult,
   type GetValueOptions,
@@ -142,7 +141,7 @@ export interface DurableObjectStateLike {
 
 /** The body of a request to a {@link RateLimiterObject}, one per operation. */
 export type RateLimiterRequest =
-  | { op: "limit" | "check"; name: string; options?: Omit<LimitOptions, "throws"> }
+  | { op: "limit" | "check"; name: string; options?: Omit<LimitOptions, "throws">; lease?: true }
   | { op: "limitAll" | "checkAll"; requests: BatchRequest[]; options?: { figures?: boolean } }
   | { op: "getValue"; name: string; options?: GetValueOptions }
   | { op: "reset"; name: string; options?: ResetOptions }
@@ -197,6 +196,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
  */
 export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = Record<string, never>> {
   readonly #limiter: RateLimiter<Record<string, RateLimitConfig>>;
+  /** The names of its concurrency limits: `acquire` (a `limit` request with `lease: true`) takes only those. */
+  readonly #leaseNames: ReadonlySet<string>;
 
   /**
    * @param ctx The object's state; its `storage` holds the limits.
@@ -206,6 +207,7 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
   constructor(ctx: DurableObjectStateLike, env?: unknown, limits: Limits = {} as Limits) {
     void env;
     this.#limiter = new RateLimiter<Record<string, RateLimitConfig>>(durableObjectStore(ctx.storage), limits);
+    this.#leaseNames = new Set(Object.keys(limits).filter((name) => (limits[name] as { kind?: unknown }).kind === "concurrency"));
   }
 
   /**
@@ -239,6 +241,9 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
     const inline = options as GetValueOptions & Inline;
     switch (op) {
       case "limit": {
+        if (body.lease === true && !this.#leaseNames.has(name as string)) {
+          throw wrongArgument("acquire", "name", `${JSON.stringify(name)} is not one of this object's concurrency limits: acquire waits for a lease`);
+        }
         const result = (await limiter.limit(name as string, { ...options, throws: false })) as RateLimitResult & { grant?: unknown; lease?: { toJSON(): LeaseData; expiresAt: number } };
         // A grant or a lease crosses the wire as its data; the client wraps it in a handle again.
         if (result.lease !== undefined) return { ok: true, lease: result.lease.toJSON(), expiresAt: result.lease.expiresAt } as RateLimitResult;
@@ -295,88 +300,4 @@ export function rateLimiterObject<Limits extends Record<string, RateLimitConfig>
   };
 }
 
-/** What {@link rateLimiterClient} needs of a Durable Object stub: its `fetch`. */
-export interface DurableObjectStubLike {
-  /** Sends a request to the object. */
-  fetch(input: string, init: { method: string; headers: Record<string, string>; body: string }): Promise<Response>;
-}
-
-/**
- * Calls a {@link RateLimiterObject} through its stub, with the limiter's own
- * methods. A `400`/`500` answer becomes a thrown `Error` with the object's
- * `code` (`INVALID_CONFIG`, `COUNT_EXCEEDS_MAX`, …); `throws: true` turns a
- * refusal into a `RateLimitError`, as in-process.
- *
- * @param stub The object's stub, e.g. `env.LIMITER.get(env.LIMITER.idFromName(userId))`.
- * @returns The limiter's methods, each one request to the object.
- * @example
- * const limiter = rateLimiterClient<typeof LIMITS>(env.LIMITER.get(env.LIMITER.idFromName(userId)));
- * const { ok, retryAfter } = await limiter.limit("api", { key: userId });
- * if (!ok) return new Response("Too many requests", { status: 429, headers: { "retry-after": String(Math.ceil(retryAfter / 1000)) } });
- */
-export function rateLimiterClient<Limits extends Record<string, RateLimitConfig> = Record<string, never>>(
-  stub: DurableObjectStubLike,
-): RateLimiterClient<Limits> {
-  async function send(request: RateLimiterRequest): Promise<unknown> {
-    const response = await stub.fetch("https://ratebound.internal/", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(request),
-    });
-    const body = (await response.json()) as { result?: unknown; error?: { code?: string; message?: string; field?: string } };
-    if (response.ok) return body.result;
-    const error = body.error ?? {};
-    throw Object.assign(new Error(error.message ?? `ratebound: the rate limiter object answered ${response.status}`), {
-      code: error.code,
-      field: error.field,
-      status: response.status,
-    });
-  }
-  const decide = async (name: string, result: RateLimitResult, throws: boolean | undefined): Promise<RateLimitResult> => {
-    if (throws === true && !result.ok) throw new RateLimitError(name, result.retryAfter);
-    return result;
-  };
-  const settle = async (data: GrantData, actual: number, options?: SettleOptions) =>
-    (await send({ op: "settle", grant: data, actual, ...(options === undefined ? {} : { options }) })) as SettleResult;
-  const single = (op: "limit" | "check") => async (name: string, options: LimitOptions = {}) => {
-    const { throws, ...rest } = options;
-    const answer = (await decide(name, (await send({ op, name, options: rest })) as GrantAnswer, throws)) as GrantAnswer & { lease?: LeaseData; expiresAt?: number };
-    if (answer.lease !== undefined) return { ok: true, lease: leaseHandle(answer.lease, answer.expiresAt!) };
-    if (answer.grant === undefined) return answer;
-    const inline = rest.config === undefined ? undefined : { config: rest.config };
-    return { ...answer, grant: new Grant(answer.grant, (data, actual) => settle(data, actual, inline)) };
-  };
-  const batch = (op: "limitAll" | "checkAll") => async (requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean; figures?: boolean } = {}) => {
-    const { throws, ...rest } = options;
-    const answer = await send({ op, requests: [...requests], ...(Object.keys(rest).length === 0 ? {} : { options: rest }) });
-    return decide(requests.map((request) => request.name).join(", "), answer as RateLimitResult, throws);
-  };
-  /** A lease's handle over the wire: `release` and `extend` are requests to the object. */
-  const leaseHandle = (data: LeaseData, expiresAt: number) => {
-    const handle = {
-      id: data.id,
-      slots: Object.freeze([...data.slots]),
-      expiresAt,
-      release: async () => (await send({ op: "release", lease: data })) as { released: number },
-      extend: async (ms: number) => {
-        const extended = (await send({ op: "extend", lease: data, ms })) as { expiresAt: number };
-        handle.expiresAt = extended.expiresAt;
-        return extended;
-      },
-      toJSON: () => data,
-    };
-    return handle;
-  };
-  return {
-    lease: (data: LeaseData) => leaseHandle(data, Number.NaN),
-    limit: single("limit"),
-    check: single("check"),
-    limitAll: batch("limitAll"),
-    checkAll: batch("checkAll"),
-    getValue: async (name: string, options: GetValueOptions = {}) => (await send({ op: "getValue", name, options })) as RateLimitValue,
-    reset: async (name: string, options: ResetOptions = {}) => {
-      await send({ op: "reset", name, options });
-    },
-    settle,
-  } as RateLimiterClient<Limits>;
-}
+export { rateLimiterClient, type DurableObjectStubLike, type RemoteLease, type RemoteLeasing } from "./durable-object-client.js";
