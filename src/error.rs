@@ -29,11 +29,15 @@ pub enum Field {
     GrantShardValue = 18,
     RetryAfter = 19,
     MaxJitter = 20,
+    Max = 21,
+    Lease = 22,
+    LeaseId = 23,
+    LeaseSlots = 24,
 }
 
 impl Field {
     /// Every field, in the order of their numbers (from 1).
-    pub const ALL: [Field; 20] = [
+    pub const ALL: [Field; 24] = [
         Field::Kind,
         Field::Rate,
         Field::Period,
@@ -54,6 +58,10 @@ impl Field {
         Field::GrantShardValue,
         Field::RetryAfter,
         Field::MaxJitter,
+        Field::Max,
+        Field::Lease,
+        Field::LeaseId,
+        Field::LeaseSlots,
     ];
 
     /// The field as the package's messages and `error.field` name it.
@@ -79,6 +87,10 @@ impl Field {
             Field::GrantShardValue => "grant.shards.value",
             Field::RetryAfter => "retryAfter",
             Field::MaxJitter => "maxJitter",
+            Field::Max => "max",
+            Field::Lease => "lease",
+            Field::LeaseId => "lease.id",
+            Field::LeaseSlots => "lease.slots",
         }
     }
 }
@@ -119,6 +131,14 @@ pub enum Rule {
     Finite = 15,
     /// "the limit's own in code" (a stored limit changes rate, period, capacity and maxReserved only)
     SameAsCode = 16,
+    /// "an integer from 1 to 64" (a concurrency limit's `max`)
+    ConcurrencyMax = 17,
+    /// "an integer from 1 to 9007199254740992 (2^53)" (a lease's id)
+    LeaseIdRange = 18,
+    /// the lease is below the clock's resolution at now (numbers: lease, now, resolution)
+    LeaseResolution = 19,
+    /// the lease names a slot the limit does not have, or one twice (numbers: slot, max)
+    LeaseSlot = 20,
 }
 
 /// How a rule reads in a message.
@@ -132,7 +152,7 @@ pub enum Wording {
 
 impl Rule {
     /// Every rule, in the order of their numbers (from 1).
-    pub const ALL: [Rule; 16] = [
+    pub const ALL: [Rule; 20] = [
         Rule::Number,
         Rule::PositiveFinite,
         Rule::FiniteNonNegative,
@@ -149,6 +169,10 @@ impl Rule {
         Rule::OneOrTwoShards,
         Rule::Finite,
         Rule::SameAsCode,
+        Rule::ConcurrencyMax,
+        Rule::LeaseIdRange,
+        Rule::LeaseResolution,
+        Rule::LeaseSlot,
     ];
 
     /// The rule's words in the package's messages (`ts/core/errors.ts` has them, generated).
@@ -174,6 +198,12 @@ impl Rule {
             Rule::OneOrTwoShards => Wording::MustBe("one or two shards"),
             Rule::Finite => Wording::MustBe("a finite number"),
             Rule::SameAsCode => Wording::MustBe("the limit's own in code: a stored limit changes rate, period, capacity and maxReserved only"),
+            Rule::ConcurrencyMax => Wording::MustBe("an integer from 1 to 64"),
+            Rule::LeaseIdRange => Wording::MustBe("an integer from 1 to 9007199254740992 (2^53)"),
+            Rule::LeaseResolution => {
+                Wording::Sentence("lease must be at least the clock's resolution at now (got lease {0} ms, now {1}, whose resolution is {2} ms)")
+            }
+            Rule::LeaseSlot => Wording::Sentence("the lease names slot {0} twice or one this limit does not have (it has {1})"),
         }
     }
 }
@@ -242,6 +272,10 @@ pub enum Error {
     /// A grant was settled (or cancelled) already: a second settle would give
     /// its tokens back twice.
     GrantSettled,
+    /// A lease to extend holds no slot any more: it expired, was released,
+    /// or was never this limit's. Nothing was written; the work it guarded
+    /// no longer holds a slot.
+    LeaseLost,
 }
 
 impl Error {
@@ -256,7 +290,8 @@ impl Error {
     }
 
     /// The codes by number (0: none), as `ts/core/errors.ts` has them (generated).
-    pub const CODES: [&'static str; 7] = ["", "INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "WAIT_UNBOUNDED", "INVALID_RANDOM", "GRANT_SETTLED"];
+    pub const CODES: [&'static str; 8] =
+        ["", "INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "WAIT_UNBOUNDED", "INVALID_RANDOM", "GRANT_SETTLED", "LEASE_LOST"];
 
     /// The error's number across the boundary (its code is `CODES[number]`).
     pub fn number(&self) -> u8 {
@@ -267,6 +302,7 @@ impl Error {
             Error::WaitUnbounded { .. } => 4,
             Error::InvalidRandom { .. } => 5,
             Error::GrantSettled => 6,
+            Error::LeaseLost => 7,
         }
     }
 
@@ -312,6 +348,7 @@ mod tests {
             Error::WaitUnbounded { count: 1e308 },
             Error::InvalidRandom { got: 1.0 },
             Error::GrantSettled,
+            Error::LeaseLost,
         ];
         for (index, error) in all.iter().enumerate() {
             for other in &all[index + 1..] {
@@ -330,8 +367,8 @@ mod tests {
             assert_eq!(*rule as usize, index + 1);
         }
         // The last variants: nothing past the tables (a new variant must join them, or these fail).
-        assert_eq!(Field::ALL.len(), Field::MaxJitter as usize);
-        assert_eq!(Rule::ALL.len(), Rule::SameAsCode as usize);
+        assert_eq!(Field::ALL.len(), Field::LeaseSlots as usize);
+        assert_eq!(Rule::ALL.len(), Rule::LeaseSlot as usize);
     }
 
     #[test]

@@ -15,6 +15,7 @@
 #![cfg_attr(all(target_arch = "wasm32", not(feature = "std")), no_std)]
 
 mod batch;
+mod concurrency;
 mod config;
 mod decision;
 mod error;
@@ -42,6 +43,9 @@ pub mod wasm;
 pub use batch::{decide_batch, Item, Mode, Slot};
 #[cfg(not(target_arch = "wasm32"))]
 pub use batch::{limit_all, BatchItem};
+pub use concurrency::{
+    check_lease_id, check_slots, extend_slots, held_slots, release_slots, slot_list, take_slots, ConcurrencyConfig, ConcurrencyInput, SlotWrites, Slots, Taken, MAX_CONCURRENCY,
+};
 pub use config::{Config, ConfigInput, Given, GivenKind, Kind, MAX_INSTANT_MS, MAX_SHARDS, MIN_CHOOSE_TWO};
 pub use decision::{decide, ShardDecision};
 pub use error::{Error, Field, Problem, Rule};

@@ -10,6 +10,8 @@ use super::io::{
     PLAN_MAX_RESERVED, PLAN_RATE, PLAN_READS, PLAN_SECOND, PLAN_STATUS, PLAN_STRIDE, SLOT, SLOTS, SLOT_FULL_AT, SLOT_PENDING, SLOT_STORED,
 };
 use crate::batch::{decide_batch, Item, Mode, Slot};
+use crate::error::Error;
+use super::io::{MAX_ITEMS, MAX_SLOTS};
 use crate::config::{Config, ConfigInput, Given, GivenKind, Kind};
 use crate::figures::Figures;
 use crate::limiter::{decide_planned, prepare, write_info, Outcome};
@@ -47,7 +49,7 @@ pub extern "C" fn rb_layout(which: u32) -> u32 {
     value as u32
 }
 
-fn given(tag: f64, value: f64) -> Given {
+pub(super) fn given(tag: f64, value: f64) -> Given {
     match tag as u8 {
         0 => Given::Absent,
         1 => Given::Null,
@@ -171,7 +173,7 @@ pub extern "C" fn rb_decide(count: u32, slot_count: u32, mode: u32) -> f64 {
     let io = io();
     let count = (count as usize).min(io::MAX_ITEMS);
     let slot_count = (slot_count as usize).clamp(1, io::MAX_SLOTS);
-    let (items, slots, answers) = io::scratch();
+    let (items, slots, answers) = scratch();
     for (index, slot) in slots.iter_mut().enumerate().take(slot_count) {
         *slot = Slot { stored: state_at(io, SLOTS + index * SLOT + SLOT_STORED), ..Slot::EMPTY };
     }
@@ -254,4 +256,24 @@ pub extern "C" fn rb_decide_one() -> f64 {
         io[at + SLOT_FULL_AT] = written.map_or(0.0, |(_, state)| write_info(&config, *state, now).full_at_ms);
     }
     io[OUT + OUT_STATUS]
+}
+
+/// One item's answer, kept until the batch knows whether it commits.
+pub type Answer = Option<Result<Outcome, Error>>;
+
+static mut ITEMS_SCRATCH: [Item; MAX_ITEMS] = [Item::EMPTY; MAX_ITEMS];
+static mut SLOTS_SCRATCH: [Slot; MAX_SLOTS] = [Slot::EMPTY; MAX_SLOTS];
+static mut ANSWERS_SCRATCH: [Answer; MAX_ITEMS] = [None; MAX_ITEMS];
+
+/// Room for one batch's items, slots and answers, reused by every call
+/// (nothing to clear: a call writes the prefix it uses before reading it).
+pub fn scratch() -> (&'static mut [Item; MAX_ITEMS], &'static mut [Slot; MAX_SLOTS], &'static mut [Answer; MAX_ITEMS]) {
+    // SAFETY: as for `io`: one call at a time, and `rb_decide` alone takes them (see `io::io`).
+    unsafe {
+        (
+            &mut *core::ptr::addr_of_mut!(ITEMS_SCRATCH),
+            &mut *core::ptr::addr_of_mut!(SLOTS_SCRATCH),
+            &mut *core::ptr::addr_of_mut!(ANSWERS_SCRATCH),
+        )
+    }
 }

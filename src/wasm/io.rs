@@ -8,8 +8,6 @@
 //!   for `SLOTS`), each field named below (`ITEM_*`, `PLAN_*`, `SLOT_*`, `OUT_*`).
 //! - `EXTRA`: what one operation needs beyond items, its sub-layouts named below.
 
-use crate::batch::{Item, Slot};
-use crate::limiter::Outcome;
 use crate::config::{Config, Kind};
 use crate::error::Error;
 use crate::request::Request;
@@ -245,25 +243,6 @@ layout! { EXTRA_GRANTS: "EXTRA for a grant's charge and settle (offsets from EXT
     WRITE_FULL_AT = 3;
 }
 
-layout! { EXTRA_LIMITS: "EXTRA for limits stored in the host (offsets from EXTRA), and where their records live.";
-    /// `rb_limit_encode` in: the limit's config in code (seven numbers).
-    LIMIT_CODE = 0;
-    /// `rb_limit_encode` in: the config to store, compiled (seven numbers).
-    LIMIT_STORED = 8;
-    /// `rb_limit_encode` out: its two records (value, ts each).
-    LIMIT_WRITE = 16;
-    /// `rb_limit_resolve` in: the key's two records (value, ts each; NaN value: none).
-    LIMIT_KEY = 0;
-    /// `rb_limit_resolve` in: the name's two records.
-    LIMIT_NAME = 4;
-    /// How many records one stored limit takes.
-    LIMIT_RECORDS = crate::LIMIT_RECORDS as usize;
-    /// The shard of a key's first record (its key's own limit).
-    KEY_LIMIT_SHARD = crate::KEY_LIMIT_BASE as usize;
-    /// The shard of a name's first record (the key none).
-    NAME_LIMIT_SHARD = crate::NAME_LIMIT_BASE as usize;
-}
-
 layout! { EXTRA_PURE: "EXTRA for getValue and the pure functions (offsets from EXTRA).";
     /// `rb_plan_value` in: the draws.
     VALUE_DRAWS = 0;
@@ -314,9 +293,11 @@ const _: () = assert!(CHARGE_STATES + 10 <= CHARGE_GRANT && CHARGE_GRANT + GRANT
 const _: () = assert!(SETTLE_GRANT + GRANT_TAG < SETTLE_DRAWS && SETTLE_READS + 5 <= SETTLE_STATES && SETTLE_STATES + 10 <= SETTLE_ANSWER);
 const _: () = assert!(VALUE_SHARDS + MAX_SAMPLED <= VALUE_STATES && EXTRA + VALUE_STATES + 2 * MAX_SAMPLED <= IO_LEN);
 
+#[cfg(not(target_arch = "wasm32"))]
+use super::{concurrency_layout::EXTRA_CONCURRENCY as CONCURRENCY, limits_layout::EXTRA_LIMITS as LIMITS, slab_layout::SLAB};
 /// Every table, in the order the generated module lists them.
 #[cfg(not(target_arch = "wasm32"))]
-pub const SECTIONS: [Section; 11] = [BUFFER, STATES, ITEM_FIELDS, PLAN_FIELDS, SLOT_FIELDS, OUT_FIELDS, EXTRA_DECIDE, EXTRA_GRANTS, EXTRA_LIMITS, EXTRA_PURE, super::slab_layout::SLAB];
+pub const SECTIONS: [Section; 12] = [BUFFER, STATES, ITEM_FIELDS, PLAN_FIELDS, SLOT_FIELDS, OUT_FIELDS, EXTRA_DECIDE, EXTRA_GRANTS, LIMITS, EXTRA_PURE, CONCURRENCY, SLAB];
 
 static mut IO: [f64; IO_LEN] = [0.0; IO_LEN];
 
@@ -325,26 +306,6 @@ static mut IO: [f64; IO_LEN] = [0.0; IO_LEN];
 pub fn io() -> &'static mut [f64; IO_LEN] {
     // SAFETY: see above; the exports take it once per call and never re-enter.
     unsafe { &mut *core::ptr::addr_of_mut!(IO) }
-}
-
-/// One item's answer, kept until the batch knows whether it commits.
-pub type Answer = Option<Result<Outcome, Error>>;
-
-static mut ITEMS_SCRATCH: [Item; MAX_ITEMS] = [Item::EMPTY; MAX_ITEMS];
-static mut SLOTS_SCRATCH: [Slot; MAX_SLOTS] = [Slot::EMPTY; MAX_SLOTS];
-static mut ANSWERS_SCRATCH: [Answer; MAX_ITEMS] = [None; MAX_ITEMS];
-
-/// Room for one batch's items, slots and answers, reused by every call
-/// (nothing to clear: a call writes the prefix it uses before reading it).
-pub fn scratch() -> (&'static mut [Item; MAX_ITEMS], &'static mut [Slot; MAX_SLOTS], &'static mut [Answer; MAX_ITEMS]) {
-    // SAFETY: as for `io`: one call at a time, and `rb_decide` alone takes them.
-    unsafe {
-        (
-            &mut *core::ptr::addr_of_mut!(ITEMS_SCRATCH),
-            &mut *core::ptr::addr_of_mut!(SLOTS_SCRATCH),
-            &mut *core::ptr::addr_of_mut!(ANSWERS_SCRATCH),
-        )
-    }
 }
 
 /// The buffer's address, for the package's `Float64Array` view.
@@ -410,7 +371,7 @@ pub fn put_error(io: &mut [f64], out: usize, error: &Error) -> f64 {
         Error::CountExceedsMax { count, max, shard_count, reserve } => (0, 0, [count, max, f64::from(shard_count)], reserve),
         Error::WaitUnbounded { count } => (0, 0, [count, f64::NAN, f64::NAN], false),
         Error::InvalidRandom { got } => (0, 0, [got, f64::NAN, f64::NAN], false),
-        Error::GrantSettled => (0, 0, [f64::NAN; 3], false),
+        Error::GrantSettled | Error::LeaseLost => (0, 0, [f64::NAN; 3], false),
     };
     io[out + OUT_FIELD] = f64::from(field);
     io[out + OUT_RULE] = f64::from(rule);

@@ -4,7 +4,8 @@
 //! every number in them is made and checked here.
 
 use super::decide::item_at;
-use super::io::{config_at, io, put_config, put_error, request_at, state_at, EXTRA, ITEM_NOW, LIMIT_CODE, LIMIT_KEY, LIMIT_NAME, LIMIT_STORED, LIMIT_WRITE, OUT, OUT_STRIDE};
+use super::io::{config_at, io, put_config, put_error, request_at, state_at, EXTRA, ITEM_NOW, OUT, OUT_STRIDE};
+use super::limits_layout::{LIMIT_CODE, LIMIT_KEY, LIMIT_NAME, LIMIT_STORED, LIMIT_WRITE};
 use crate::limiter::prepare;
 use crate::state::State;
 use crate::stored_limit::{encode_limit, resolve_limit};

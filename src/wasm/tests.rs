@@ -8,6 +8,7 @@ use super::decide::{rb_compile, rb_decide, rb_decide_one, rb_layout, rb_plan};
 use super::limits::{rb_limit_encode, rb_limit_resolve};
 use super::grants::{rb_charge, rb_plan_charge, rb_settle, rb_settle_reads};
 use super::io::*;
+use super::limits_layout::*;
 use super::pure::{rb_calculate, rb_decide_state, rb_figures, rb_jitter};
 use super::value::{rb_check_now, rb_plan_value, rb_value, rb_value_draws};
 use crate::config::{Config, ConfigInput};
@@ -15,7 +16,7 @@ use crate::error::{Field, Rule};
 
 static LOCK: Mutex<()> = Mutex::new(());
 
-fn buffer() -> (MutexGuard<'static, ()>, &'static mut [f64; IO_LEN]) {
+pub(super) fn buffer() -> (MutexGuard<'static, ()>, &'static mut [f64; IO_LEN]) {
     let guard = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let io = io();
     io.fill(0.0);

@@ -269,6 +269,28 @@ export const DECIDED_VALUE = 2;
 /** `rb_decide_state` out: the next ts. */
 export const DECIDED_TS = 3;
 
+// EXTRA for a concurrency limit's lease (offsets from EXTRA): `rb_concurrency_*`.
+/** `rb_concurrency_compile` in: `max` as a (tag, value) pair as `COMPILE_FIELDS`, then `lease`. */
+export const CONCURRENCY_FIELDS = 0;
+/** `rb_concurrency_compile` out: the limit's max. */
+export const CONCURRENCY_MAX = 0;
+/** `rb_concurrency_compile` out: its lease in ms. */
+export const CONCURRENCY_LEASE = 1;
+/** In: every slot's state as read (two numbers a slot, value NaN: none), slot 0 first. */
+export const CONCURRENCY_STATES = 0;
+/** In (release, extend): the lease's slots; out: the slots written (as many as `LEASE_SLOT_COUNT`). */
+export const CONCURRENCY_SLOTS = 128;
+/** Out: the lease's answer (LEASE_*). */
+export const CONCURRENCY_ANSWER = 192;
+/** A lease's answer: how many slots are taken, released or extended (and written). */
+export const LEASE_SLOT_COUNT = 0;
+/** A lease's answer: when it expires, in ms (NaN: refused, or released). */
+export const LEASE_EXPIRES_AT = 1;
+/** A lease's answer: the state each slot written gets (value NaN: deleted), then its fullAt. */
+export const LEASE_WRITE = 2;
+/** A lease's answer: the written state's fullAt. */
+export const LEASE_FULL_AT = 4;
+
 // The slab of MemoryStore's states in the module's memory, and rb_slab_limit's flags and status.
 /** The `f64`s of a slot: value, ts, fullAt. */
 export const SLAB_SLOT_LEN = 3;
@@ -301,6 +323,7 @@ export const CODES = [
   "WAIT_UNBOUNDED",
   "INVALID_RANDOM",
   "GRANT_SETTLED",
+  "LEASE_LOST",
 ] as const;
 /** The fields (`Field`), as messages and `error.field` name them. */
 export const FIELDS = [
@@ -325,6 +348,10 @@ export const FIELDS = [
   "grant.shards.value",
   "retryAfter",
   "maxJitter",
+  "max",
+  "lease",
+  "lease.id",
+  "lease.slots",
 ] as const;
 /** The rules (`Rule`) a message words as "{field} must be {rule} (got …)" ("": a sentence). */
 export const RULES = [
@@ -345,6 +372,10 @@ export const RULES = [
   "one or two shards",
   "a finite number",
   "the limit's own in code: a stored limit changes rate, period, capacity and maxReserved only",
+  "an integer from 1 to 64",
+  "an integer from 1 to 9007199254740992 (2^53)",
+  "",
+  "",
 ] as const;
 /** The rules a message words whole, the error's numbers as {0}, {1}, {2} ("": a phrase). */
 export const SENTENCES = [
@@ -365,4 +396,8 @@ export const SENTENCES = [
   "",
   "",
   "",
+  "",
+  "",
+  "lease must be at least the clock's resolution at now (got lease {0} ms, now {1}, whose resolution is {2} ms)",
+  "the lease names slot {0} twice or one this limit does not have (it has {1})",
 ] as const;

@@ -7,7 +7,7 @@
  */
 import type { GrantResult } from "./grant-handle.js";
 import type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions, SettleOptions } from "./options.js";
-import type { GrantData, RateLimitConfig, RateLimitResult, RateLimitValue, SettleResult } from "./types.js";
+import type { ConcurrencyConfig, GrantData, RateLimitConfig, RateLimitResult, RateLimitValue, SettleResult } from "./types.js";
 import type { StoredLimit, StoredLimitOptions } from "./stored-limits.js";
 
 /** A limit's name among `Limits`. */
@@ -17,7 +17,7 @@ type Named<Limits> = Extract<keyof Limits, string>;
 export type InlineConfig = { config: RateLimitConfig };
 
 /** The limiter's methods, answered by one Durable Object: see `rateLimiterClient` in `ratebound/durable-object`. */
-export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig>> {
+export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>> {
   /** As `RateLimiter.limit` with `grant: true`: the handle settles in the object. */
   limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
   limit(name: string, options: LimitOptions & InlineConfig & { grant: true }): Promise<GrantResult>;

@@ -10,26 +10,26 @@ import type { Compiled } from "./config.js";
 import { isThenable, plan, type BatchAnswer, type Call, type Decided } from "./driver.js";
 import { runRemote } from "./remote.js";
 import { runOne } from "./run-one.js";
-import { mustBe, unknownLimit, wrongArgument } from "./errors.js";
-import type { GrantResult } from "./grant-handle.js";
-import type { AcquireAllAnswer, AcquireAllOptions, AcquireAnswer, AcquireOptions, AcquireRequest, Reserving } from "./acquire.js";
-import { checkOptions, isPlainObject, limitFields, own, ownOptions, refusal, type LimitFields } from "./options.js";
+import { mustBe, wrongArgument } from "./errors.js";
+import type { AcquireAllAnswer, AcquireAllOptions, AcquireOptions, AcquireRequest, Reserving } from "./acquire.js";
+import { checkOptions, limitFields, ownOptions, refusal, type LimitFields } from "./options.js";
 import { asDryRun, enforcing } from "./dry-run.js";
-import type { BatchRequest, GetValueOptions, Inline, LimitOptions, Named, StoreErrorPolicy, ResetOptions, SettleOptions } from "./options.js";
-import { FailurePolicy, type FailureOptions, type FallbackLimiter, type LimitConfig, type Policy as StorePolicy } from "./failure-policy.js";
+import type { BatchRequest, GetValueOptions, Inline, LimitOptions, Named, NamedLimitConfig, StoreErrorPolicy, ResetOptions, SettleOptions } from "./options.js";
+import { FailurePolicy, type FailureOptions, type FallbackLimiter, type Policy as StorePolicy } from "./failure-policy.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
-import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
+import type { AcquireResultOf, BatchAnswerOf, ValueResultOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
 import type { DecisionHook, Probe } from "./decision-hook.js";
 import { checkStore } from "./store-shape.js";
 import { core } from "./engine.js";
 import { SlabStore } from "./slab-store.js";
 import { inSlab, InTable, intoTable } from "./slab-road.js";
-import { compileInline, compileLimit, type Internals } from "./limits.js";
+import { compileNamed, resolveLimit, type Internals } from "./limits.js";
 import { hooked, isBatchAnswer, isDecided, only, shaped } from "./decided.js";
 import { batchCall } from "./batch-call.js";
 import { grantCall, settleGrant } from "./granting.js";
 import { resetKey, valueOf } from "./state-calls.js";
 import { deleteLimit, getLimit, limitRefs, setLimit, type StoredLimit, type StoredLimitOptions } from "./stored-limits.js";
+import { Leases, type ConcurrencyValue, type Lease } from "./leasing.js";
 
 // Waiting for a turn (acquire.ts), loaded by the first acquire.
 const waits = () => import("./acquire.js");
@@ -50,14 +50,16 @@ const NO_DRAWS: readonly number[] = Object.freeze([]);
  * });
  * const { ok, retryAfter } = await limiter.limit("sendMessage", { key: userId });
  */
-export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<string, never>, Policy extends StoreErrorPolicy = StoreErrorPolicy> {
+export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Record<string, never>, Policy extends StoreErrorPolicy = StoreErrorPolicy> {
   /** What a call does when the store fails (`onStoreError`, `timeout`): every store call goes through it. */
   readonly #failure: FailurePolicy;
   readonly #store: RateLimitStore;
   readonly #now: () => number;
   readonly #random: Random;
   /** Named limits, compiled once. */
-  readonly #limits = new Map<string, Compiled>();
+  readonly #limits: ReadonlyMap<string, Compiled>;
+  /** Named concurrency limits, and the calls on them. */
+  readonly #leases: Leases;
   /** Whether the store decides next to its data. */
   readonly #remote: boolean;
   /** Whether a call may go straight to the driver: the store neither decides nor has a transaction. */
@@ -112,19 +114,6 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     }
     this.#now = (now as (() => number) | undefined) ?? Date.now;
     this.#random = random as Random;
-    const named = this.#failure.limits as unknown;
-    if (named !== undefined) {
-      if (!isPlainObject(named)) throw wrongArgument("RateLimiter", "limits", mustBe("limits", "a plain object of named configs", named));
-      let names: string[];
-      try {
-        names = Object.keys(named);
-      } catch {
-        throw wrongArgument("RateLimiter", "limits", "limits must be a plain object (listing its names threw) (got an object)");
-      }
-      for (const name of names) this.#limits.set(checkName(name), compileLimit(name, named[name]));
-    }
-    // A named limit's config goes into the core's config table now, once.
-    if (this.#slab) intoTable(this.#limits, this.#inTable);
     this.#internals = {
       failure: this.#failure,
       remote: this.#remote,
@@ -133,8 +122,13 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       random: this.#random,
       now: () => this.#now(),
       call: (name, given, config, write) => this.#call(name, given, config, write),
-      resolve: (name, config) => this.#resolve(name, config),
+      resolve: (name, config) => resolveLimit(this.#limits, this.#leases, name, config),
     };
+    // A concurrency limit goes to its own calls (`leasing.ts`); on a slab, every other one's config
+    // goes into the core's config table now, once.
+    this.#leases = new Leases(this.#internals);
+    this.#limits = compileNamed(this.#failure.limits as unknown, this.#leases);
+    if (this.#slab) intoTable(this.#limits, this.#inTable);
   }
 
   /**
@@ -144,15 +138,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * if (!limiter.limitNames.includes(name)) throw new Error(`no limit ${name}`);
    */
   get limitNames(): readonly string[] {
-    return [...this.#limits.keys()];
-  }
-
-  /** The named limit's config, or the inline one compiled now. */
-  #resolve(name: string, config: unknown): Compiled {
-    if (config !== undefined) return compileInline(name, config);
-    const limit = this.#limits.get(name);
-    if (limit === undefined) throw unknownLimit(name);
-    return limit;
+    return [...this.#limits.keys(), ...this.#leases.names];
   }
 
   /** A call's arguments, each checked once (name, key, count, reserve, config, now), and its random numbers. */
@@ -162,7 +148,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const key = checkKey(checked, given.key);
     const count = checkCount(checked, given.count);
     const reserve = checkFlag(checked, "reserve", given.reserve);
-    const limit = this.#resolve(checked, config);
+    const limit = this.#internals.resolve(checked, config);
     const now = checkNow(checked, this.#now());
     const draws = limit.draws === 0 ? NO_DRAWS : drawMany(this.#random, limit.draws);
     // A named limit's stored limits are read with its states; an inline config is the call's own.
@@ -216,6 +202,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   /** `limit` (write) or `check`, enforced or as a dry run (the limit's `dryRun` or the call's: `dry-run.ts`). */
   #decide(name: string, options: LimitOptions | undefined, write: boolean, recorded: Probe | undefined): Promise<RateLimitResult> {
     try {
+      const leased = this.#leases.decide(name, options, write);
+      if (leased !== undefined) return leased;
       const given = limitFields(name, options);
       const { config, policy, dryRun } = this.#failure.limitPolicy(name, given.config);
       if (!dryRun && (given.dryRun === undefined || !checkFlag(checkName(name), "dryRun", given.dryRun))) return this.#enforce(name, options, given, config, policy, write, recorded);
@@ -315,6 +303,11 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     return settleGrant(this.#internals, data, actual, options);
   }
 
+  /** A concurrency limit's lease from its data (`lease.toJSON()`), to release or extend it here (`ts/core/leasing.ts`). */
+  lease(data: unknown): Lease {
+    return this.#leases.lease(data);
+  }
+
   /**
    * Consumes several limits together: all of them, or none. When any refuses,
    * nothing is written and `retryAfter` is the largest wait of the batch, so a
@@ -368,13 +361,18 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    *
    * @param name A named limit, or any name with an inline `config`.
    * @param options `key`, `count`, `maxWait` (ms), `signal`, `grant: true` for a grant to settle, `config`.
-   * @returns `{ waited }` (ms), with `grant` when asked.
+   * @returns `{ waited }` (ms), with `grant` when asked; on a concurrency limit `{ waited, lease }`.
    * @example
    * await limiter.acquire("github", { key: "api.github.com", maxWait: 30_000 });
    * const response = await fetch("https://api.github.com/rate_limit");
    */
-  acquire<const Options extends AcquireOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<AcquireAnswer<Options>> {
-    return waits().then(({ acquire }) => acquire(this as unknown as Reserving, this.#now, name, options)) as Promise<AcquireAnswer<Options>>;
+  acquire<const Options extends AcquireOptions = {}, const Name extends LimitName<Limits, Options> = LimitName<Limits, Options>>(
+    name: Name,
+    options?: Options,
+  ): Promise<AcquireResultOf<Limits, Name, Options>> {
+    const leased = this.#leases.acquire(this as never, this.#now, name, options);
+    if (leased !== undefined) return leased as never;
+    return waits().then(({ acquire }) => acquire(this as unknown as Reserving, this.#now, name, options)) as Promise<AcquireResultOf<Limits, Name, Options>>;
   }
 
   /**
@@ -399,16 +397,16 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    *
    * @param name A named limit, or any name with an inline `config`.
    * @param options `key`, `sampleShards`, `config`.
-   * @returns `{ value, ts, shard, config }` for the whole limit.
+   * @returns `{ value, ts, shard, config }` for the whole limit; on a concurrency limit `{ held, max, ts }`.
    * @example
    * const { value, ts, config } = await limiter.getValue("sendMessage", { key: userId });
    * const inAMinute = calculateRateLimit({ value, ts }, config, Date.now() + MINUTE);
    */
-  getValue(name: string, options: GetValueOptions & Inline): Promise<RateLimitValue>;
-  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
-  getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
-  getValue(name: string, options?: GetValueOptions): Promise<RateLimitValue> {
-    return valueOf(this.#internals, name, options);
+  getValue<const Options extends GetValueOptions & Partial<Inline> = {}, const Name extends LimitName<Limits, Options> = LimitName<Limits, Options>>(
+    name: Name,
+    options?: Options,
+  ): Promise<ValueResultOf<Limits, Name, Options>> {
+    return (this.#leases.value(name, options) ?? valueOf(this.#internals, name, options)) as Promise<ValueResultOf<Limits, Name, Options>>;
   }
 
   /**
@@ -423,7 +421,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
   reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   reset(name: string, options?: ResetOptions): Promise<void> {
-    return resetKey(this.#internals, name, options);
+    return this.#leases.reset(name, options) ?? resetKey(this.#internals, name, options);
   }
 
   /**

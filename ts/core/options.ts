@@ -4,7 +4,7 @@
  * MemoryStore fast path read back into a result.
  * @module
  */
-import type { RateLimitConfig, RateLimitResult } from "./types.js";
+import type { ConcurrencyConfig, RateLimitConfig, RateLimitResult } from "./types.js";
 import { invalidRequest, mustBe, RateboundError, RateLimitError, unknownField, wrongArgument } from "./errors.js";
 
 /** Options of `limit` and `check`. */
@@ -198,6 +198,9 @@ export type StoreErrorPolicy = "closed" | "open" | { fallback: "memory"; maxKeys
  * const search: LimitConfig = { kind: "token bucket", rate: 100, period: MINUTE, onStoreError: "open" };
  */
 export type LimitConfig = RateLimitConfig & { onStoreError?: StoreErrorPolicy; dryRun?: boolean };
+
+/** A named limit of a `RateLimiter`: a rate limit, or a concurrency limit (which answers leases). */
+export type NamedLimitConfig = LimitConfig | ConcurrencyConfig;
 
 export type Inline = { config: LimitConfig };
 

@@ -56,6 +56,22 @@ export interface TokenBucketConfig {
   start?: null;
 }
 
+/**
+ * At most `max` slots held at once, each by a lease that ends when it is released or after
+ * `lease` ms (unless extended): a concurrency limit (`limit` answers a lease; see
+ * docs/concurrency.md).
+ *
+ * @example
+ * const exports: ConcurrencyConfig = { kind: "concurrency", max: 4, lease: 30_000 };
+ */
+export interface ConcurrencyConfig {
+  kind: "concurrency";
+  /** How many slots may be held at once: an integer from 1 to 64. */
+  max: number;
+  /** How long a lease holds its slots unless released or extended, in ms. */
+  lease: number;
+}
+
 /** `rate` tokens arrive at the start of every `period` ms window, up to `capacity`. */
 export interface FixedWindowConfig {
   kind: FixedWindowKind;

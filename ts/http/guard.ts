@@ -23,7 +23,7 @@
  * grant) is not the client's doing nor the store's: it rejects, for the framework's 500.
  * @module
  */
-import type { RateLimitConfig } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig } from "ratebound";
 import { HttpGuardError } from "./errors.js";
 import { headerInteger, rateLimitHeaders, type HeaderPairs, type NamedFigures } from "./headers.js";
 import { stackedLimits } from "./stack.js";
@@ -81,10 +81,12 @@ export interface Decision {
   retryAfter?: number;
   /** When not ok: the body and its content type. */
   body?: { text: string; contentType: string };
-  /** When ok: tells the guard the response's status (refunds a successful one with `refundSuccessful`). Never rejects. */
+  /** When ok: tells the guard the response's status (refunds a successful one with `refundSuccessful`; gives a concurrency limit's slot back). Never rejects. */
   finish(status: number): Promise<void>;
   /** Present when a limit decided in dry run: what enforcing would have answered. */
   dryRun?: { ok: boolean; retryAfter?: number };
+  /** When ok on a concurrency limit: the request holds a slot until `finish` (call it however the response ends: sent, failed or aborted). */
+  holds?: boolean;
 }
 
 const QUOTA_EXCEEDED = "https://iana.org/assignments/http-problem-types#quota-exceeded";
@@ -181,6 +183,17 @@ export async function decide<R>(plan: Plan<R>, request: R): Promise<Decision> {
   const stacked = stackedLimits(request, limits);
   if (result.ok) {
     const headers = await rateLimitHeaders(plan.headers, stacked, plan.quotaUnit);
+    const { lease } = result as { lease?: { release(): Promise<unknown> } };
+    if (lease !== undefined) {
+      // A concurrency limit's slot, held while the request is in flight: given back once, however it ends.
+      let released: Promise<void> | undefined;
+      const finish = () =>
+        (released ??= lease.release().then(
+          () => {},
+          (error: unknown) => report(plan, error, request),
+        ));
+      return { ok: true, headers, limits, finish, holds: true };
+    }
     const { grant } = result;
     const finish =
       grant === undefined
@@ -250,7 +263,7 @@ export function responseOf(decision: Decision): Response {
  *   return new Response("hello", { headers });
  * } };
  */
-export function httpGuard<Limits extends Record<string, RateLimitConfig>>(
+export function httpGuard<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>>(
   limiter: GuardedLimiter<Limits>,
   name: GuardedNames<Limits>,
   options: HttpGuardOptions<Request> = {},

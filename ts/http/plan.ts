@@ -5,14 +5,14 @@
  * `expressRateLimit`) share before they decide.
  * @module
  */
-import type { RateLimitConfig, RateLimiter, RateLimitFigures } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig, RateLimiter, RateLimitFigures } from "ratebound";
 import type { RateLimiterClient } from "../core/limiter-client.js";
 import { HttpGuardError } from "./errors.js";
 import { HEADER_DRAFTS, isPolicyName, QUOTA_UNITS, type HeaderDraft, type NamedFigures, type QuotaUnit } from "./headers.js";
 import { storedKey } from "./key.js";
 
 /** What a guard decides with: a `RateLimiter`, or a Durable Object's `rateLimiterClient`. */
-export type GuardedLimiter<Limits extends Record<string, RateLimitConfig>> = RateLimiter<Limits> | RateLimiterClient<Limits>;
+export type GuardedLimiter<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>> = RateLimiter<Limits> | RateLimiterClient<Limits>;
 
 /** One guarding limit: its name, or `{ name, keyed: false }` for a limit shared by every key (a global one). */
 export type GuardedLimit<Limits> = Extract<keyof Limits, string> | { name: Extract<keyof Limits, string>; keyed: false };

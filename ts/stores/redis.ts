@@ -21,6 +21,7 @@ import type { RateLimitState, RemoteBatch, StateRef } from "ratebound";
 import { OptimisticStore, type OptimisticHost, type OptimisticOptions, type OptimisticTransaction } from "./shared/optimistic.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
 import { DECIDE_SCRIPT } from "./redis-script.js";
+import { CONCURRENCY_SCRIPT } from "./redis-script-concurrency.js";
 import { watchEviction } from "./redis-eviction.js";
 import { fromRedisClient, type BunRedisClientLike, type GlideClientLike } from "./redis-clients.js";
 import { GroupCommit } from "./shared/group-commit.js";
@@ -42,7 +43,7 @@ import {
   type RedisAnswer,
 } from "./redis-codec.js";
 
-export { DECIDE_SCRIPT, READ_SCRIPT, RedisStoreError };
+export { CONCURRENCY_SCRIPT, DECIDE_SCRIPT, READ_SCRIPT, RedisStoreError };
 export type { RedisAnswer, RedisErrorCode } from "./redis-codec.js";
 export type { BunRedisClientLike, GlideClientLike } from "./redis-clients.js";
 export type { IoRedisLike, NodeRedisLike, RedisClientLike, UpstashRedisLike } from "./redis-commands.js";
@@ -167,9 +168,9 @@ function redisHost(commands: Commands, prefix: string, timeoutMs: number): Optim
 export class RedisStore extends OptimisticStore<string, string | null> {
   readonly #commands: Commands;
   readonly #prefix: string;
+  readonly #timeoutMs: number;
   /** Calls that arrive while a decision is in flight go together in the next EVALSHA. */
   readonly #batcher: GroupCommit<Group, RedisAnswer>;
-  readonly #timeoutMs: number;
   /** `decide` checks a batch's stored limits in its EVALSHA (`RemoteBatch.limits`). */
   readonly checksStoredLimits = true;
 
@@ -249,6 +250,32 @@ export class RedisStore extends OptimisticStore<string, string | null> {
     const first = batch.refs.length - limits.length;
     const stored = batch.refs.map((_, ref) => (ref < first ? null : decodeState(rawText(reply[1 + ref - first], "the decision script"))));
     return { stored, wrote: batch.items.map(() => false), decided: batch.items.map(() => null), replan: true };
+  }
+
+  /**
+   * A concurrency limit's take, release or extend inside Redis, in one EVALSHA
+   * (`./redis-script-concurrency.ts`): reads `refs` (the slots), decides as the core does, writes,
+   * and answers what each held and the indexes of the refs it wrote. The package checks the call
+   * before and replays the core after (`ts/core/concurrency.ts`).
+   *
+   * @param refs The slots, in slot order.
+   * @param args The operation and its numbers, as the script takes them.
+   * @returns What each slot held (null: nothing), and the indexes written.
+   */
+  async decideSlots(refs: StateRef[], args: string[]): Promise<{ stored: unknown[]; wrote: number[] }> {
+    const keys = refs.map((ref) => redisKey(ref, this.#prefix));
+    let answer: unknown;
+    try {
+      answer = await bounded("the concurrency script", this.#timeoutMs, () => run(this.#commands, CONCURRENCY_SCRIPT, keys, args));
+    } catch (error) {
+      throw storeError("the concurrency script", error);
+    }
+    if (!Array.isArray(answer) || answer.length !== refs.length + 1) {
+      throw new RedisStoreError("REDIS_ERROR", `ratebound/redis: the concurrency script answered ${JSON.stringify(answer)}`);
+    }
+    const stored = answer.slice(0, refs.length).map((reply, index) => decodeState(rawText(reply, `slot ${index}`)));
+    const written = rawText(answer[refs.length], "the slots written") ?? "";
+    return { stored, wrote: written === "" ? [] : written.split(",").map(Number) };
   }
 
   /** One EVALSHA for the calls of a group commit: alone in the one-call layout, else all in order. */
