@@ -103,6 +103,22 @@ for (const { storage, binding, probe } of BACKENDS) {
       assert.equal((await call(binding, object, { op: "getLimit", name: "daily", options: { key: "ada" } })).result.source, "code");
     });
 
+    test("a grant and its settle through the client decide on the key's stored limit", async () => {
+      const object = freshObject();
+      const stored = { kind: "token bucket", rate: 10, period: 86_400_000, capacity: 50 };
+      await call(binding, object, { op: "setLimit", name: "daily", config: stored, options: { key: "ada" } });
+      // The code's bucket holds 10: a grant of 20 passes only on ada's 50.
+      const granted = (await call(binding, object, { op: "limit", name: "daily", options: { key: "ada", count: 20, grant: true } })).result;
+      assert.equal(granted.ok, true);
+      // The client's settle(data, actual), through the worker's generic call (name: the data, options: actual).
+      const settled = await call(binding, object, { op: "settle", name: granted.grant.data, options: 5 });
+      // The object's clock is real: a little refills meanwhile. The code's capacity would cap the state at 10.
+      const { refunded, charged, unpaid } = settled.result;
+      assert.ok(Math.abs(refunded - 15) < 0.01 && charged === 0 && unpaid === 0, JSON.stringify(settled));
+      const { value } = (await call(binding, object, { op: "getValue", name: "daily", options: { key: "ada" } })).result;
+      assert.ok(Math.abs(value - 45) < 0.01, `45 tokens left (value ${value})`);
+    });
+
     test("two limits in one limitAll are all-or-nothing", async () => {
       const object = freshObject();
       const batch = (user) => ({ op: "limitAll", requests: [{ name: "perUser", key: user }, { name: "global" }] });

@@ -186,4 +186,69 @@ export function storedLimitScenarios(test, open) {
     assert.equal((await b.limitAll([{ name: "api", key: "all" }, { name: "window", key: "all" }])).ok, false);
     assert.equal((await b.check("api", { key: "all" })).ok, false);
   });
+
+  run("a grant is charged on the key's stored limit, and settles on the limit stored when it settles", async (store, other) => {
+    const { a, b } = pair(store, other);
+    // Code: a bucket of 10. acme's own limit: a bucket of 50, so a grant of 20 passes only on it.
+    await a.setLimit("api", { kind: "token bucket", rate: 10, period: 60_000, capacity: 50 }, { key: "acme" });
+    const first = await b.limit("api", { key: "acme", count: 20, grant: true, figures: true });
+    assert.equal(first.ok, true);
+    assert.deepEqual([first.figures.limit, first.figures.remaining], [50, 30]);
+    assert.equal((await a.getValue("api", { key: "acme" })).value, 30);
+    // The settle gives back 15 up to the stored capacity of 50 (the code's 10 would cap it at 10).
+    assert.deepEqual(await first.grant.settle(5), { refunded: 15, charged: 0, unpaid: 0 });
+    assert.equal((await b.getValue("api", { key: "acme" })).value, 45);
+    // Another instance settles from the data alone, on the limit stored now: lowered to 40, the refund stops there.
+    const second = await b.limit("api", { key: "acme", count: 20, grant: true });
+    await a.setLimit("api", { kind: "token bucket", rate: 10, period: 60_000, capacity: 40 }, { key: "acme" });
+    // 25 left after the charge: of the 20 charged, 15 come back, up to 40.
+    assert.deepEqual(await a.settle(second.grant.data, 0), { refunded: 15, charged: 0, unpaid: 0 });
+    assert.equal((await a.getValue("api", { key: "acme" })).value, 40);
+    // A count past the stored capacity is refused as past the code's would be, naming the stored one.
+    assert.match((await b.limit("api", { key: "acme", count: 41, grant: true }).catch((error) => error)).message, /count 41 exceeds 40/);
+    // Another key has the code's bucket of 10.
+    assert.equal((await b.limit("api", { key: "bob", count: 20, grant: true }).catch((error) => error)).code, "COUNT_EXCEEDS_MAX");
+  });
+
+  run("a grant decides on the name's stored limit, and on its inline config when it has one", async (store, other) => {
+    const { a, b } = pair(store, other);
+    await a.setLimit("api", { kind: "token bucket", rate: 2, period: 60_000 });
+    const granted = [];
+    for (let call = 0; call < 3; call++) granted.push((await b.limit("api", { key: "k", grant: true })).ok);
+    assert.deepEqual(granted, [true, true, false]);
+    const config = { kind: "token bucket", rate: 10, period: 60_000 };
+    const inline = await b.limit("api", { key: "own", count: 5, config, grant: true });
+    assert.equal(inline.ok, true);
+    // Its settle keeps the inline config too: the refund of 5 fills that state to 10, past the name's 2.
+    assert.deepEqual(await inline.grant.settle(0), { refunded: 5, charged: 0, unpaid: 0 });
+    assert.equal((await b.getValue("api", { key: "own", config })).value, 10);
+  });
+
+  run("a grant or a settle on records that are not a limit fails closed and writes nothing", async (store, other) => {
+    const { a, b } = pair(store, other);
+    const taken = await b.limit("api", { key: "bad", count: 4, grant: true });
+    assert.equal(taken.ok, true);
+    await store.write({ name: "api", key: "bad", shard: KEY_LIMIT_SHARD }, { value: -3, ts: 60_000 }, { now: NOW, fullAt: Infinity });
+    await store.write({ name: "api", key: "bad", shard: KEY_LIMIT_SHARD + 1 }, { value: 5, ts: -1 }, { now: NOW, fullAt: Infinity });
+    assert.equal((await b.limit("api", { key: "bad", grant: true }).catch((error) => error)).code, "CORRUPT_STATE");
+    assert.equal((await a.settle(taken.grant.data, 0).catch((error) => error)).code, "CORRUPT_STATE");
+    // The state is still the charge's 6 of 10.
+    assert.equal((await store.read({ name: "api", key: "bad", shard: 0 }, { now: NOW })).value, 6);
+  });
+
+  run("acquire with maxWait or a grant reserves on the stored limit", async (store, other) => {
+    const { a, b } = pair(store, other);
+    await a.setLimit("api", { kind: "token bucket", rate: 50, period: 60_000 }, { key: "acme" });
+    const { waited, grant } = await b.acquire("api", { key: "acme", count: 30, maxWait: 0, grant: true });
+    assert.equal(waited, 0);
+    assert.equal(grant.data.count, 30);
+    assert.equal((await b.getValue("api", { key: "acme" })).value, 20);
+    // Its settle gives back 20, up to the stored capacity of 50.
+    assert.equal((await grant.settle(10)).refunded, 20);
+    assert.equal((await b.getValue("api", { key: "acme" })).value, 40);
+    // 40 left: 50 come in 12 s at the stored rate (50 a minute), past a maxWait of 1 s; nothing stays charged.
+    const late = await b.acquire("api", { key: "acme", count: 50, maxWait: 1_000 }).catch((error) => error);
+    assert.equal(late.code, "WAIT_TOO_LONG");
+    assert.equal((await b.getValue("api", { key: "acme" })).value, 40);
+  });
 }

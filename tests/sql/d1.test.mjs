@@ -162,4 +162,15 @@ describe("Cloudflare D1 in workerd (Miniflare)", () => {
     await stored({ op: "deleteLimit", name: "daily", options: { key: "stored-ada" } });
     assert.equal((await stored({ op: "getLimit", name: "daily", options: { key: "stored-ada" } })).result.source, "code");
   });
+
+  test("a grant and its settle, each a Worker request of its own, decide on the key's stored limit", async () => {
+    const stored = (body) => route("stored", body);
+    await stored({ op: "setLimit", name: "daily", config: { kind: "token bucket", rate: 10, period: 86_400_000, capacity: 50 }, options: { key: "grant-ada" } });
+    // The code's bucket holds 10: a grant of 20 passes only on grant-ada's 50.
+    const granted = (await stored({ op: "limit", name: "daily", options: { key: "grant-ada", count: 20, grant: true } })).result;
+    assert.equal(granted.ok, true);
+    // limiter.settle(data, actual), through the worker's generic call (name: the data, options: actual).
+    assert.deepEqual((await stored({ op: "settle", name: granted.grant.data, options: 5 })).result, { refunded: 15, charged: 0, unpaid: 0 });
+    assert.equal((await rowOf("daily", "grant-ada")).value, 45);
+  });
 });

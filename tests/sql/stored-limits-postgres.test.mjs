@@ -8,7 +8,9 @@ import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import { startPostgres } from "./postgres-server.mjs";
 import { pgHost } from "./postgres-scenarios.mjs";
-import { KEY_LIMIT_SHARD, pair, storedLimitScenarios } from "../hosts/stored-limits-scenarios.mjs";
+import { KEY_LIMIT_SHARD, LIMITS, NOW, pair, storedLimitScenarios } from "../hosts/stored-limits-scenarios.mjs";
+
+const { RateLimiter } = await import("../../pkg/dist/node.js");
 
 describe("stored limits on PGlite", () => {
   let table = 0;
@@ -69,5 +71,36 @@ describe("stored limits on a real PostgreSQL server", () => {
     assert.equal(sent.length, 5);
     const rows = await pool.query(`SELECT shard, value, ts FROM ${name} WHERE shard >= $1 ORDER BY shard`, [KEY_LIMIT_SHARD]);
     assert.deepEqual(rows.rows.map((row) => [row.shard, row.value, row.ts]), [[KEY_LIMIT_SHARD, 3, 60_000], [KEY_LIMIT_SHARD + 1, 3, -1]]);
+  });
+
+  test("grants on two keys of a name never wait for each other on the name's stored limit; a setLimit waits for both", async () => {
+    const { store, name } = await open();
+    const { a } = pair(store);
+    await a.setLimit("api", { kind: "token bucket", rate: 30, period: 60_000 });
+    // A grant inside an app's transaction that stays open: it holds what it read until COMMIT.
+    const client = new pg.Client({ connectionString: server.connectionString });
+    await client.connect();
+    try {
+      await client.query("BEGIN");
+      const inside = new RateLimiter(pgHost.postgresStore(client, { table: name }), LIMITS, { now: () => NOW, storedLimits: true });
+      assert.equal((await inside.limit("api", { key: "k1", count: 20, grant: true })).ok, true);
+      // Another key's grant reads the same name's records meanwhile, at its first try (no retry allowed).
+      const pool = new pg.Pool({ connectionString: server.connectionString, max: 2 });
+      pools.push(pool);
+      const eager = new RateLimiter(pgHost.postgresStore(pool, { table: name, maxAttempts: 1 }), LIMITS, { now: () => NOW, storedLimits: true });
+      const granted = await eager.limit("api", { key: "k2", count: 25, grant: true });
+      assert.equal(granted.ok, true);
+      assert.equal((await granted.grant.settle(5)).refunded, 20);
+      // Changing the name's limit waits for the open transaction, which charged on the old one.
+      let changed = false;
+      const change = a.setLimit("api", { kind: "token bucket", rate: 40, period: 60_000 }).then(() => (changed = true));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(changed, false, "setLimit waits for the grant that read the records");
+      await client.query("COMMIT");
+      await change;
+      assert.deepEqual((await eager.getLimit("api", { key: "k1" })).config.rate, 40);
+    } finally {
+      await client.end();
+    }
   });
 });

@@ -14,7 +14,7 @@ import { checkKey, checkName, checkNow, refOf } from "./call.js";
 import { laneOf } from "./coalesce.js";
 import { describe, type Compiled } from "./config.js";
 import { compileLimit, type Internals } from "./limits.js";
-import { core, io } from "./engine.js";
+import { core, io, type Engine } from "./engine.js";
 import { coreError, corruptState, RateboundError, wrongArgument } from "./errors.js";
 import { putItem, putState, type Call, type Planned } from "./driver.js";
 import { checkedOptions, own } from "./options.js";
@@ -66,16 +66,18 @@ export function limitRefs(name: string, key: string | undefined): StateRef[] {
  * @param call Its call.
  * @param refs The records it read ({@link limitRefs}).
  * @param states What each held.
+ * @param e The engine whose buffer holds the item (a grant's may be another module's).
  * @returns Where its limit came from, or the call's error.
  */
-export function applyLimit(index: number, call: Call, refs: readonly StateRef[], states: readonly unknown[]): LimitSource | RateboundError {
+export function applyLimit(index: number, call: Call, refs: readonly StateRef[], states: readonly unknown[], e: Pick<Engine, "core" | "io"> = { core, io }): LimitSource | RateboundError {
+  const { io } = e;
   try {
-    putRecords(refs, states);
+    putRecords(refs, states, io);
   } catch (error) {
     io[ITEMS + index * ITEM + ITEM_COUNT] = Number.NaN;
     return error as RateboundError;
   }
-  const source = core.rb_limit_resolve(index);
+  const source = e.core.rb_limit_resolve(index);
   if (source >= 0) return SOURCES[source] ?? "code";
   const error = coreError(io, OUT + index * OUT_STRIDE, call.name);
   io[ITEMS + index * ITEM + ITEM_COUNT] = Number.NaN;
@@ -86,13 +88,13 @@ export function applyLimit(index: number, call: Call, refs: readonly StateRef[],
 }
 
 /** Writes the records read into the buffer: the key's at `LIMIT_KEY` (none without a key), the name's at `LIMIT_NAME`. */
-function putRecords(refs: readonly StateRef[], states: readonly unknown[]): void {
+function putRecords(refs: readonly StateRef[], states: readonly unknown[], io: Float64Array): void {
   const withKey = refs.length === 4;
   for (let record = 0; record < 2; record++) {
     const keyAt = EXTRA + LIMIT_KEY + 2 * record;
-    if (withKey) putState(keyAt, states[record], refs[record]!);
+    if (withKey) putState(keyAt, states[record], refs[record]!, io);
     else io[keyAt] = io[keyAt + 1] = Number.NaN;
-    putState(EXTRA + LIMIT_NAME + 2 * record, states[refs.length - 2 + record], refs[refs.length - 2 + record]!);
+    putState(EXTRA + LIMIT_NAME + 2 * record, states[refs.length - 2 + record], refs[refs.length - 2 + record]!, io);
   }
 }
 

@@ -27,6 +27,19 @@ describe("stored limits in Convex functions", () => {
     expect((await t.mutation(api.stored.limit, { ...at, key: "cy", count: 10 })).ok).toBe(true);
   });
 
+  test("a grant is charged on the key's stored limit in its mutation, and settles on it in another", async () => {
+    const t = convexTest(schema, modules);
+    const at = { name: "daily", key: "ada", now };
+    await t.mutation(api.stored.setLimit, { ...at, config: { kind: "token bucket", rate: 10, period: 86_400_000, capacity: 50 } });
+    // The code's bucket holds 10: a grant of 20 passes only on ada's 50.
+    const granted = await t.mutation(api.stored.grant, { ...at, count: 20 });
+    expect(granted.ok).toBe(true);
+    expect(await t.mutation(api.stored.settle, { now, data: granted.grant, actual: 5 })).toEqual({ refunded: 15, charged: 0, unpaid: 0 });
+    // 45 left, past the code's capacity of 10.
+    expect((await t.mutation(api.stored.grant, { ...at, count: 45 })).ok).toBe(true);
+    expect((await t.mutation(api.stored.grant, { ...at, count: 1 })).ok).toBe(false);
+  });
+
   test("a stored limit that changes the shards is refused and stores nothing", async () => {
     const t = convexTest(schema, modules);
     await expect(t.mutation(api.stored.setLimit, { name: "daily", now, config: { kind: "token bucket", rate: 2, period: 1000, shards: 2 } })).rejects.toThrow(/shards must be the limit's own in code/);

@@ -31,3 +31,18 @@ export const limit = mutation({
   args: { ...target, count: v.optional(v.number()) },
   handler: (ctx, { name, key, now, count }) => limiterAt(ctx.db, now).limit(name, { key, count }),
 });
+
+/** `limit` with `grant: true` in a mutation, on the stored limits; the grant comes back as its data. */
+export const grant = mutation({
+  args: { ...target, count: v.number() },
+  handler: async (ctx, { name, key, now, count }) => {
+    const result = await limiterAt(ctx.db, now).limit(name, { key, count, grant: true });
+    return result.grant ? { ...result, grant: result.grant.data } : result;
+  },
+});
+
+/** `settle` of a grant's data in a mutation, on the limit stored now. */
+export const settle = mutation({
+  args: { now: v.number(), data: v.any(), actual: v.number() },
+  handler: (ctx, { now, data, actual }) => limiterAt(ctx.db, now).settle(data, actual),
+});
