@@ -99,7 +99,7 @@ pub enum Rule {
     StartOfBucket = 5,
     /// "a number of ms within ±9007199254740992 (2^53)"
     StartOfWindow = 6,
-    /// "\"token bucket\" or \"fixed window\""
+    /// "\"token bucket\", \"fixed window\" or \"sliding window\""
     KindName = 7,
     /// rate / period per shard is not a positive finite number (numbers: rate, period, shards)
     RefillPerShard = 8,
@@ -117,6 +117,12 @@ pub enum Rule {
     OneOrTwoShards = 14,
     /// "a finite number"
     Finite = 15,
+    /// "absent for a sliding window"
+    AbsentForSlidingWindow = 16,
+    /// "false for a sliding window"
+    NoReserveForSlidingWindow = 17,
+    /// a sliding window decides on two windows' states: no one-state transition, no grants
+    TwoWindows = 18,
 }
 
 /// How a rule reads in a message.
@@ -130,7 +136,7 @@ pub enum Wording {
 
 impl Rule {
     /// Every rule, in the order of their numbers (from 1).
-    pub const ALL: [Rule; 15] = [
+    pub const ALL: [Rule; 18] = [
         Rule::Number,
         Rule::PositiveFinite,
         Rule::FiniteNonNegative,
@@ -146,6 +152,9 @@ impl Rule {
         Rule::GrantShard,
         Rule::OneOrTwoShards,
         Rule::Finite,
+        Rule::AbsentForSlidingWindow,
+        Rule::NoReserveForSlidingWindow,
+        Rule::TwoWindows,
     ];
 
     /// The rule's words in the package's messages (`ts/core/errors.ts` has them, generated).
@@ -157,7 +166,7 @@ impl Rule {
             Rule::ShardRange => Wording::MustBe("an integer from 1 to 1024"),
             Rule::StartOfBucket => Wording::MustBe("null or absent for a token bucket"),
             Rule::StartOfWindow => Wording::MustBe("a number of ms within ±9007199254740992 (2^53)"),
-            Rule::KindName => Wording::MustBe("\"token bucket\" or \"fixed window\""),
+            Rule::KindName => Wording::MustBe("\"token bucket\", \"fixed window\" or \"sliding window\""),
             Rule::RefillPerShard => {
                 Wording::Sentence("rate / period must be a positive finite number of tokens per ms for each shard (got rate {0}, period {1}, shards {2})")
             }
@@ -170,6 +179,11 @@ impl Rule {
             Rule::GrantShard => Wording::Sentence("the grant names shard {0}, which is not another shard of this limit (it has {1})"),
             Rule::OneOrTwoShards => Wording::MustBe("one or two shards"),
             Rule::Finite => Wording::MustBe("a finite number"),
+            Rule::AbsentForSlidingWindow => Wording::MustBe("absent for a sliding window"),
+            Rule::NoReserveForSlidingWindow => Wording::MustBe("false for a sliding window"),
+            Rule::TwoWindows => Wording::MustBe(
+                "\"token bucket\" or \"fixed window\" for calculateRateLimit and grants (a sliding window decides on two windows' states: use limit, check or getValue)",
+            ),
         }
     }
 }
@@ -327,7 +341,7 @@ mod tests {
         }
         // The last variants: nothing past the tables (a new variant must join them, or these fail).
         assert_eq!(Field::ALL.len(), Field::MaxJitter as usize);
-        assert_eq!(Rule::ALL.len(), Rule::Finite as usize);
+        assert_eq!(Rule::ALL.len(), Rule::TwoWindows as usize);
     }
 
     #[test]

@@ -51,13 +51,25 @@ pub fn whole_seconds(wait_ms: f64) -> f64 {
 /// assert_eq!((shown.limit, shown.remaining, shown.reset, shown.window, shown.retry_after), (10.0, 4.0, 33.0, 60.0, Some(2.0)));
 /// ```
 pub fn figures(state: State, config: &Config, now_ms: f64, retry_after_ms: Option<f64>, sampled: u32) -> Figures {
+    if config.kind == Kind::SlidingWindow {
+        // `state` is `getValue`'s report: the tokens it grants at `ts`.
+        let window_end = crate::sliding_window::window_start(config, now_ms.max(state.ts)) + config.period_ms;
+        return Figures {
+            limit: config.rate,
+            remaining: crate::math::floor(state.value.max(0.0)),
+            reset: whole_seconds(window_end - now_ms),
+            window: whole_seconds(config.period_ms),
+            retry_after: retry_after_ms.map(whole_seconds),
+            sampled: 1,
+        };
+    }
     let now = advance(state, config, now_ms, 0.0);
     let reset_at_ms = match config.kind {
         // Until full, whatever may drop the state: a 3+-shard bucket's shards are never
         // dropped, but they still fill (issue 24: its reset read one period).
         Kind::TokenBucket => filled_at(State { value: now.value, ts: now.ts }, config),
         // The window that holds `now` ends one period after its start.
-        Kind::FixedWindow => now.ts + config.period_ms,
+        Kind::FixedWindow | Kind::SlidingWindow => now.ts + config.period_ms,
     };
     let reset = match now.value >= config.capacity && config.kind == Kind::TokenBucket {
         true => 0.0,

@@ -31,6 +31,7 @@ mod request;
 mod result;
 mod settle;
 mod shard;
+mod sliding_window;
 mod state;
 mod token_bucket;
 mod transition;

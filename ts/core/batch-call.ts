@@ -68,11 +68,13 @@ export async function batchCall(
     recorded.batchSize = calls.length;
     recorded.start = performance.now();
   }
+  // A batch with a sliding window runs in the store's transaction (the ports decide the other kinds).
+  const remote = limiter.remote && !calls.some((call) => call.limit.sliding);
   const answer = await limiter.failure.run<BatchAnswer | RateLimitResult>(
     policy,
-    (store) => (limiter.remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
+    (store) => (remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
     (fallback) => (write ? fallback.limitAll(core, { figures }) : fallback.checkAll(core, { figures })),
-    limiter.remote,
+    remote,
     calls.map((call) => laneOf(call.name, call.key)),
   );
   if (recorded !== undefined) {

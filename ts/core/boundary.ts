@@ -315,7 +315,7 @@ export const RULES = [
   "an integer from 1 to 1024",
   "null or absent for a token bucket",
   "a number of ms within ±9007199254740992 (2^53)",
-  "\"token bucket\" or \"fixed window\"",
+  "\"token bucket\", \"fixed window\" or \"sliding window\"",
   "",
   "a finite number of ms",
   "",
@@ -324,6 +324,9 @@ export const RULES = [
   "",
   "one or two shards",
   "a finite number",
+  "absent for a sliding window",
+  "false for a sliding window",
+  "\"token bucket\" or \"fixed window\" for calculateRateLimit and grants (a sliding window decides on two windows' states: use limit, check or getValue)",
 ] as const;
 /** The rules a message words whole, the error's numbers as {0}, {1}, {2} ("": a phrase). */
 export const SENTENCES = [
@@ -341,6 +344,9 @@ export const SENTENCES = [
   "",
   "the limit's state would leave the range of numbers (value {0}, ts {1}); nothing was written",
   "the grant names shard {0}, which is not another shard of this limit (it has {1})",
+  "",
+  "",
+  "",
   "",
   "",
 ] as const;
