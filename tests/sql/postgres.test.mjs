@@ -166,12 +166,12 @@ describe("a real PostgreSQL server", () => {
   const sliding = { slidingBurst: { kind: "sliding window", rate: CAPACITY, period: 86_400_000 } };
 
   test("120 concurrent transactions of a sliding window on one new key admit exactly its rate of 50, and its window holds 50", async () => {
-    const result = await concurrentTransactions({ requests: 120, limit: "slidingBurst", key: "locked", makeStore: (tx) => pgHost.postgresStore(tx), named: sliding });
+    const result = await concurrentTransactions({ requests: 120, limit: "slidingBurst", key: "sliding-locked", makeStore: (tx) => pgHost.postgresStore(tx), named: sliding });
     assert.deepEqual(result, { admitted: CAPACITY, value: CAPACITY, posts: CAPACITY });
   });
 
   test("the same 120 transactions of a sliding window through a store without the lock over-admit (so the test above can fail)", async () => {
-    const result = await concurrentTransactions({ requests: 120, limit: "slidingBurst", key: "unlocked", makeStore: unlocked, named: sliding });
+    const result = await concurrentTransactions({ requests: 120, limit: "slidingBurst", key: "sliding-unlocked", makeStore: unlocked, named: sliding });
     assert.ok(result.admitted > CAPACITY, `admitted ${result.admitted} of ${CAPACITY}`);
   });
 
