@@ -88,6 +88,14 @@ export interface SlidingWindowConfig {
   rate: number;
   /** The window length in milliseconds. */
   period: number;
+  /** A sliding window holds `rate`: no other capacity (refused with INVALID_CONFIG). */
+  capacity?: never;
+  /** A sliding window never goes into debt (refused with INVALID_CONFIG). */
+  maxReserved?: never;
+  /** A sliding window's two states are its two windows (refused with INVALID_CONFIG). */
+  shards?: never;
+  /** Its windows are aligned to the epoch (refused with INVALID_CONFIG). */
+  start?: never;
 }
 
 /** A rate limit's configuration. */
