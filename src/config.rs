@@ -230,9 +230,11 @@ impl TryFrom<&ConfigInput> for Config {
 
 /// A sliding window takes `rate` and `period` only: its windows are aligned
 /// to the epoch (as `@upstash/ratelimit`'s), it holds `rate` (no other
-/// capacity), it never goes into debt (no reservations), and its two states
-/// are its two windows (no shards). Any of those fields given, even `null`,
-/// is refused naming it. The config carries `capacity = rate` and one shard.
+/// capacity), it never goes into debt, and its two states are its two
+/// windows (no shards). Any of those fields given, even `null`, is refused
+/// naming it. The config carries `capacity = rate`, one shard, and
+/// `maxReserved = 0`: a call that reserves is decided as one that does not
+/// (as on any limit with `maxReserved: 0`), so `acquire` waits its turn.
 fn sliding_window(input: &ConfigInput, rate: f64, period_ms: f64) -> Result<Config, Error> {
     let fields = [(Field::Capacity, input.capacity), (Field::MaxReserved, input.max_reserved), (Field::Shards, input.shards), (Field::Start, input.start)];
     for (field, given) in fields {
@@ -242,7 +244,7 @@ fn sliding_window(input: &ConfigInput, rate: f64, period_ms: f64) -> Result<Conf
             Given::Null | Given::Other => return Err(Error::config(field, Rule::AbsentForSlidingWindow, f64::NAN)),
         }
     }
-    Ok(Config { kind: Kind::SlidingWindow, rate, period_ms, capacity: rate, max_reserved: None, shard_count: 1, start_ms: None })
+    Ok(Config { kind: Kind::SlidingWindow, rate, period_ms, capacity: rate, max_reserved: Some(0.0), shard_count: 1, start_ms: None })
 }
 
 impl Config {
@@ -351,7 +353,7 @@ mod tests {
     #[test]
     fn a_sliding_window_takes_rate_and_period_and_refuses_every_other_field_by_name() {
         let config = Config::try_from(&ConfigInput::sliding_window(10.0, 1_000.0)).unwrap();
-        assert_eq!((config.kind, config.capacity, config.shard_count, config.max_reserved, config.start_ms), (Kind::SlidingWindow, 10.0, 1, None, None));
+        assert_eq!((config.kind, config.capacity, config.shard_count, config.max_reserved, config.start_ms), (Kind::SlidingWindow, 10.0, 1, Some(0.0), None));
         for (name, field) in [("capacity", Field::Capacity), ("maxReserved", Field::MaxReserved), ("shards", Field::Shards), ("start", Field::Start)] {
             assert_eq!(problem(ConfigInput::sliding_window(10.0, 1_000.0).with(name, 1.0)), (field, Rule::AbsentForSlidingWindow, 1.0), "{name}");
             assert_eq!(problem(ConfigInput::sliding_window(10.0, 1_000.0).with(name, Given::Null)).1, Rule::AbsentForSlidingWindow, "{name}");

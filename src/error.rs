@@ -119,10 +119,8 @@ pub enum Rule {
     Finite = 15,
     /// "absent for a sliding window"
     AbsentForSlidingWindow = 16,
-    /// "false for a sliding window"
-    NoReserveForSlidingWindow = 17,
     /// a sliding window decides on two windows' states: no one-state transition, no grants
-    TwoWindows = 18,
+    TwoWindows = 17,
 }
 
 /// How a rule reads in a message.
@@ -136,7 +134,7 @@ pub enum Wording {
 
 impl Rule {
     /// Every rule, in the order of their numbers (from 1).
-    pub const ALL: [Rule; 18] = [
+    pub const ALL: [Rule; 17] = [
         Rule::Number,
         Rule::PositiveFinite,
         Rule::FiniteNonNegative,
@@ -153,7 +151,6 @@ impl Rule {
         Rule::OneOrTwoShards,
         Rule::Finite,
         Rule::AbsentForSlidingWindow,
-        Rule::NoReserveForSlidingWindow,
         Rule::TwoWindows,
     ];
 
@@ -180,7 +177,6 @@ impl Rule {
             Rule::OneOrTwoShards => Wording::MustBe("one or two shards"),
             Rule::Finite => Wording::MustBe("a finite number"),
             Rule::AbsentForSlidingWindow => Wording::MustBe("absent for a sliding window"),
-            Rule::NoReserveForSlidingWindow => Wording::MustBe("false for a sliding window"),
             Rule::TwoWindows => Wording::MustBe(
                 "\"token bucket\" or \"fixed window\" for calculateRateLimit and grants (a sliding window decides on two windows' states: use limit, check or getValue)",
             ),

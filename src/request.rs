@@ -3,7 +3,7 @@
 //! and whether the count can ever be granted. Names and keys are strings,
 //! the package's to check (`ts/core/call.ts`); the core never sees them.
 
-use crate::config::{Config, Kind, MIN_CHOOSE_TWO};
+use crate::config::{Config, MIN_CHOOSE_TWO};
 use crate::error::{Error, Field, Problem, Rule};
 
 /// What one call asks of a limit.
@@ -80,9 +80,6 @@ pub fn sample_shards(wanted: Option<f64>, shard_count: u32) -> Result<u32, Error
 pub fn validate_request(config: &Config, request: Request) -> Result<(), Error> {
     let Request { count, reserve } = request;
     check_count(count)?;
-    if reserve && config.kind == Kind::SlidingWindow {
-        return Err(Error::request(Field::Reserve, Rule::NoReserveForSlidingWindow, 1.0));
-    }
     let shard_factor = if config.shard_count < MIN_CHOOSE_TWO { 1.0 } else { f64::from(config.shard_count) / 2.0 };
     // `capacity / 1.0` is `capacity`: no division on the common call.
     let max = if config.shard_count < MIN_CHOOSE_TWO { config.capacity } else { config.capacity / shard_factor };

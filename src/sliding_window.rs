@@ -279,6 +279,20 @@ mod tests {
         assert_eq!(refused.figures(&config, 500.0, true).remaining, 2.0);
     }
 
+    /// A sliding window has `maxReserved: 0`: a call that reserves is decided
+    /// as one that does not, never into debt.
+    #[test]
+    fn a_call_that_reserves_is_decided_as_one_that_does_not() {
+        let config = limit(2.0, 1_000.0);
+        let planned = plan(&config, 500.0, &[]).unwrap();
+        let stored = [window(2.0, 0.0), None];
+        for reserve in [false, true] {
+            let outcome = crate::limiter::decide_planned(&config, Request { count: 1.0, reserve }, 500.0, &planned, stored).unwrap();
+            assert_eq!((outcome.result, outcome.writes), (RateLimitResult::refused(501.0), [None, None]), "reserve {reserve}");
+        }
+        assert!(crate::request::validate_request(&config, Request { count: 3.0, reserve: true }).is_err());
+    }
+
     #[test]
     fn a_clock_that_steps_back_decides_on_the_later_window_its_states_hold() {
         let config = limit(2.0, 1_000.0);

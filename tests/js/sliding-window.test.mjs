@@ -63,6 +63,19 @@ describe("a sliding window on a MemoryStore", () => {
     assert.equal((await limiter.getValue("slide", { key: "cy" })).value, 1, "and the window kept its room");
   });
 
+  test("reserve: true is decided as a call that does not reserve (maxReserved 0): refused when full, never into debt, so acquire waits its turn", async () => {
+    const clock = { now: 60 * SECOND };
+    const limiter = limiterOn(new MemoryStore(), clock);
+    assert.deepEqual(await limiter.limit("slide", { key: "dee", count: 10, reserve: true }), { ok: true });
+    assert.deepEqual(await limiter.limit("slide", { key: "dee", reserve: true }), await limiter.check("slide", { key: "dee" }));
+    assert.equal((await limiter.getValue("slide", { key: "dee" })).value, 0, "nothing went into debt");
+    // Real time: 2 per 200 ms; the third call waits until the previous window weighs less.
+    const quick = new RateLimiter(new MemoryStore(), { quick: { kind: "sliding window", rate: 2, period: 200 } });
+    const waits = [];
+    for (let call = 0; call < 3; call++) waits.push((await quick.acquire("quick", { key: "ed" })).waited);
+    assert.ok(waits[2] > 0 && waits[2] < 600, waits.join(", "));
+  });
+
   test("a MemoryStore decides every call as a plain store of read and write does, over random traffic", async () => {
     const random = seeded(32);
     const clock = { now: 1_700_000_000_000 };
@@ -95,14 +108,6 @@ describe("what a sliding window refuses, by name", () => {
     });
   }
 
-  test("reserve: INVALID_REQUEST, before the store is touched", async () => {
-    const spy = new SpyStore();
-    await assert.rejects(limiterOn(spy, { now: 0 }).limit("slide", { reserve: true }), {
-      code: "INVALID_REQUEST",
-      message: 'Rate limit "slide": reserve must be false for a sliding window (got true)',
-    });
-    assert.deepEqual([spy.reads, spy.writes], [[], []]);
-  });
 
   test("a count over its rate: COUNT_EXCEEDS_MAX", async () => {
     await assert.rejects(limiterOn(new MemoryStore(), { now: 0 }).limit("slide", { count: 11 }), { code: "COUNT_EXCEEDS_MAX" });

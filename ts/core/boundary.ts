@@ -325,7 +325,6 @@ export const RULES = [
   "one or two shards",
   "a finite number",
   "absent for a sliding window",
-  "false for a sliding window",
   "\"token bucket\" or \"fixed window\" for calculateRateLimit and grants (a sliding window decides on two windows' states: use limit, check or getValue)",
 ] as const;
 /** The rules a message words whole, the error's numbers as {0}, {1}, {2} ("": a phrase). */
@@ -344,7 +343,6 @@ export const SENTENCES = [
   "",
   "the limit's state would leave the range of numbers (value {0}, ts {1}); nothing was written",
   "the grant names shard {0}, which is not another shard of this limit (it has {1})",
-  "",
   "",
   "",
   "",

@@ -80,7 +80,8 @@ export interface FixedWindowConfig {
  * `@upstash/ratelimit`'s sliding window: at most `rate` tokens in any `period`, counted as the
  * current window's tokens plus the previous window's, weighted by the part of it the sliding
  * period still covers (rounded down). Windows are aligned to the epoch. It takes no `capacity`,
- * `maxReserved`, `shards` or `start`, and no `reserve` (see docs/concepts.md).
+ * `maxReserved`, `shards` or `start`, and never goes into debt: `reserve: true` is decided as
+ * without, as with `maxReserved: 0` (see docs/concepts.md).
  */
 export interface SlidingWindowConfig {
   kind: SlidingWindowKind;
