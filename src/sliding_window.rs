@@ -188,11 +188,10 @@ pub(crate) fn value(config: &Config, now_ms: f64, held: [Option<State>; 2]) -> c
     crate::value::ValueReport { value, ts: instant, shard: shard_of(windows.index), start_ms: None }
 }
 
-/// From when a window's state no longer matters (window `i + 2` starts), so a
-/// store may drop it: never before `ts + 2 × period`.
+/// From when a window's state no longer matters, so a store may drop it: the
+/// start of window `i + 2`, for the window `i` its `ts` starts.
 pub(crate) fn forgotten_at(state: State, config: &Config) -> f64 {
-    let index = floor(state.ts / config.period_ms);
-    ((index + 2.0) * config.period_ms).max(state.ts + 2.0 * config.period_ms)
+    (window_index(config, state.ts) + 2.0) * config.period_ms
 }
 
 /// One state alone, as `advance` takes it: the count of the window holding
@@ -291,6 +290,74 @@ mod tests {
             assert_eq!((outcome.result, outcome.writes), (RateLimitResult::refused(501.0), [None, None]), "reserve {reserve}");
         }
         assert!(crate::request::validate_request(&config, Request { count: 3.0, reserve: true }).is_err());
+    }
+
+    /// Found by the mutation run: where `now / period` rounds across a
+    /// window's start (a period that is not whole ms), the window is still
+    /// the one whose start `index × period` is at or before `now`. Both ways
+    /// (cases found by a search over window starts): a call granted at that
+    /// instant fills its window, and the next at the same instant sees it.
+    #[test]
+    fn a_window_start_is_its_own_windows_where_the_division_rounds_across_it() {
+        let cases = [(40_096_923_872.142_85, 10_352.142_857_142_857, 1.0), (61_531_346_167.400_826, 12_089.435_535_600_738, -1.0)];
+        for (now_ms, period_ms, moved) in cases {
+            let config = limit(1.0, period_ms);
+            let index = window_index(&config, now_ms);
+            assert_eq!(index, floor(now_ms / period_ms) + moved, "{now_ms} / {period_ms}");
+            assert!(index * period_ms <= now_ms && now_ms < (index + 1.0) * period_ms);
+            let granted = decided(&config, 1.0, now_ms, [None, None]);
+            let (shard, state) = granted.writes[0].expect("granted");
+            let mut stored = [None, None];
+            stored[shard as usize] = Some(state);
+            assert!(!decided(&config, 1.0, now_ms, stored).result.is_ok(), "{now_ms} / {period_ms}: the window forgot its grant");
+        }
+    }
+
+    /// From `fullAt` on, a stored window decides as a missing one, and not
+    /// before: just before it, a window holding the whole rate still weighs
+    /// on a call of the whole rate. Whole ms, and periods where
+    /// `(i + 2) × period` and `ts + 2 × period` differ either way or
+    /// `ts / period` rounds below `i` (found by a search over window starts).
+    #[test]
+    fn a_window_is_forgotten_exactly_when_it_stops_counting() {
+        let rate = 1e20;
+        for (ts, period_ms) in [(4_000.0, 1_000.0), (616_821_050_618.851_8, 63_062.776_260_215_85), (30_959_077_719.630_985, 21_470.210_734_475_753), (151_283_783_450.031_65, 19_174.814_527_477_953)] {
+            let config = limit(rate, period_ms);
+            let state = State { value: rate, ts };
+            let mut stored = [None, None];
+            stored[shard_of(window_index(&config, ts)) as usize] = Some(state);
+            let forgotten = forgotten_at(state, &config);
+            assert!(!decided(&config, rate, forgotten.next_down(), stored).result.is_ok(), "{ts} / {period_ms}: forgotten too late");
+            for then in [forgotten, forgotten + period_ms / 3.0] {
+                assert_eq!(decided(&config, rate, then, stored).result, decided(&config, rate, then, [None, None]).result, "{ts} / {period_ms}: forgotten too early");
+            }
+        }
+    }
+
+    /// Upstash's first check applies to a count above 0 only: a count of 0
+    /// on a window holding exactly its rate is granted (remaining 0); its
+    /// second check alone would grant a count of 1 where the sum rounds
+    /// (2^53 + 1 is 2^53), the first refuses it.
+    #[test]
+    fn upstash_checks_a_full_window_before_it_adds_the_count() {
+        let config = limit(4.0, 1_000.0);
+        assert!(decided(&config, 0.0, 500.0, [window(4.0, 0.0), None]).result.is_ok());
+        assert!(!decided(&config, 0.0, 500.0, [window(4.5, 0.0), None]).result.is_ok());
+        let huge = limit(9_007_199_254_740_992.0, 1_000.0);
+        assert!(!decided(&huge, 1.0, 500.0, [window(9_007_199_254_740_992.0, 0.0), None]).result.is_ok());
+        assert!(decided(&huge, 1.0, 500.0, [window(9_007_199_254_740_990.0, 0.0), None]).result.is_ok());
+    }
+
+    /// The one-state transition `advance` has for a sliding window (the
+    /// package refuses `calculateRateLimit` on one): the count of the window
+    /// holding `now`, plus `count`.
+    #[test]
+    fn advance_on_one_state_counts_the_window_holding_now() {
+        let config = limit(10.0, 1_000.0);
+        let same = advance_one(State { value: 3.0, ts: 2_000.0 }, &config, 2_500.0, 2.0);
+        assert_eq!((same.value, same.ts, same.retry_after_ms), (5.0, 2_000.0, None));
+        let older = advance_one(State { value: 3.0, ts: 1_000.0 }, &config, 2_500.0, 2.0);
+        assert_eq!((older.value, older.ts), (2.0, 2_000.0));
     }
 
     #[test]
