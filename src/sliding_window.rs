@@ -126,14 +126,8 @@ fn grants_at(config: &Config, instant: f64, stored: [Option<State>; 2], count: f
 /// both windows have passed, so the least instant is found by halving.
 fn first_granted(config: &Config, now_ms: f64, stored: [Option<State>; 2], count: f64) -> f64 {
     let windows = windows_at(config, decided_at(now_ms, stored), stored);
+    // Window i + 2 starts there (`window_index` holds `index × period` to its own window): both have passed.
     let (mut refused, mut granted) = (now_ms, (windows.index + 2.0) * config.period_ms);
-    // Both windows have passed by then; a period that is not whole ms may need one more.
-    for _ in 0..2 {
-        if grants_at(config, granted, stored, count) {
-            break;
-        }
-        granted += config.period_ms;
-    }
     loop {
         let middle = refused + (granted - refused) / 2.0;
         if middle <= refused || middle >= granted {
