@@ -111,7 +111,7 @@ pub enum Rule {
     StartOfBucket = 5,
     /// "a number of ms within ±9007199254740992 (2^53)"
     StartOfWindow = 6,
-    /// "\"token bucket\" or \"fixed window\""
+    /// "\"token bucket\", \"fixed window\" or \"sliding window\""
     KindName = 7,
     /// rate / period per shard is not a positive finite number (numbers: rate, period, shards)
     RefillPerShard = 8,
@@ -139,6 +139,10 @@ pub enum Rule {
     LeaseResolution = 19,
     /// the lease names a slot the limit does not have, or one twice (numbers: slot, max)
     LeaseSlot = 20,
+    /// "absent for a sliding window"
+    AbsentForSlidingWindow = 21,
+    /// a sliding window decides on two windows' states: no one-state transition, no grants
+    TwoWindows = 22,
 }
 
 /// How a rule reads in a message.
@@ -152,7 +156,7 @@ pub enum Wording {
 
 impl Rule {
     /// Every rule, in the order of their numbers (from 1).
-    pub const ALL: [Rule; 20] = [
+    pub const ALL: [Rule; 22] = [
         Rule::Number,
         Rule::PositiveFinite,
         Rule::FiniteNonNegative,
@@ -173,6 +177,8 @@ impl Rule {
         Rule::LeaseIdRange,
         Rule::LeaseResolution,
         Rule::LeaseSlot,
+        Rule::AbsentForSlidingWindow,
+        Rule::TwoWindows,
     ];
 
     /// The rule's words in the package's messages (`ts/core/errors.ts` has them, generated).
@@ -184,7 +190,7 @@ impl Rule {
             Rule::ShardRange => Wording::MustBe("an integer from 1 to 1024"),
             Rule::StartOfBucket => Wording::MustBe("null or absent for a token bucket"),
             Rule::StartOfWindow => Wording::MustBe("a number of ms within ±9007199254740992 (2^53)"),
-            Rule::KindName => Wording::MustBe("\"token bucket\" or \"fixed window\""),
+            Rule::KindName => Wording::MustBe("\"token bucket\", \"fixed window\" or \"sliding window\""),
             Rule::RefillPerShard => {
                 Wording::Sentence("rate / period must be a positive finite number of tokens per ms for each shard (got rate {0}, period {1}, shards {2})")
             }
@@ -204,6 +210,10 @@ impl Rule {
                 Wording::Sentence("lease must be at least the clock's resolution at now (got lease {0} ms, now {1}, whose resolution is {2} ms)")
             }
             Rule::LeaseSlot => Wording::Sentence("the lease names slot {0} twice or one this limit does not have (it has {1})"),
+            Rule::AbsentForSlidingWindow => Wording::MustBe("absent for a sliding window"),
+            Rule::TwoWindows => Wording::MustBe(
+                "\"token bucket\" or \"fixed window\" for calculateRateLimit and grants (a sliding window decides on two windows' states: use limit, check or getValue)",
+            ),
         }
     }
 }
@@ -368,7 +378,7 @@ mod tests {
         }
         // The last variants: nothing past the tables (a new variant must join them, or these fail).
         assert_eq!(Field::ALL.len(), Field::LeaseSlots as usize);
-        assert_eq!(Rule::ALL.len(), Rule::LeaseSlot as usize);
+        assert_eq!(Rule::ALL.len(), Rule::TwoWindows as usize);
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub struct Figures {
     /// more than `remaining` tokens can be spent, rounded up (a client that
     /// keeps to it is never refused for spending early). A token bucket: until
     /// its next whole token (spending at once starts its refill, so this holds
-    /// from a full bucket too); a fixed window: until its window ends. Never
+    /// from a full bucket too); a fixed or sliding window: until its window ends. Never
     /// past `retry_after`.
     pub effective_window: f64,
 }
@@ -58,13 +58,28 @@ pub fn whole_seconds(wait_ms: f64) -> f64 {
 /// assert_eq!((shown.limit, shown.remaining, shown.reset, shown.window, shown.retry_after), (10.0, 4.0, 33.0, 60.0, Some(2.0)));
 /// ```
 pub fn figures(state: State, config: &Config, now_ms: f64, retry_after_ms: Option<f64>, sampled: u32) -> Figures {
+    if config.kind == Kind::SlidingWindow {
+        // `state` is `getValue`'s report: the tokens it grants at `ts`.
+        let window_end = crate::sliding_window::window_start(config, now_ms.max(state.ts)) + config.period_ms;
+        return Figures {
+            limit: config.rate,
+            remaining: crate::math::floor(state.value.max(0.0)),
+            reset: whole_seconds(window_end - now_ms),
+            window: whole_seconds(config.period_ms),
+            retry_after: retry_after_ms.map(whole_seconds),
+            sampled: 1,
+            // What a sliding window counts only falls as time passes: `remaining` may be spent any
+            // time before its window ends (never past a refusal's wait, as for the other kinds).
+            effective_window: whole_seconds(retry_after_ms.map_or(window_end - now_ms, |wait| (window_end - now_ms).min(wait))),
+        };
+    }
     let now = advance(state, config, now_ms, 0.0);
     let reset_at_ms = match config.kind {
         // Until full, whatever may drop the state: a 3+-shard bucket's shards are never
         // dropped, but they still fill (issue 24: its reset read one period).
         Kind::TokenBucket => filled_at(State { value: now.value, ts: now.ts }, config),
         // The window that holds `now` ends one period after its start.
-        Kind::FixedWindow => now.ts + config.period_ms,
+        Kind::FixedWindow | Kind::SlidingWindow => now.ts + config.period_ms,
     };
     let reset = match now.value >= config.capacity && config.kind == Kind::TokenBucket {
         true => 0.0,
@@ -75,7 +90,7 @@ pub fn figures(state: State, config: &Config, now_ms: f64, retry_after_ms: Optio
     let effective_ms = match config.kind {
         // The next whole token: `remaining + 1` reached at the bucket's rate.
         Kind::TokenBucket => (remaining + 1.0 - now.value) / (config.rate / config.period_ms),
-        Kind::FixedWindow => reset_at_ms - now_ms,
+        Kind::FixedWindow | Kind::SlidingWindow => reset_at_ms - now_ms,
     };
     let effective_ms = if effective_ms.is_finite() { effective_ms } else { config.period_ms };
     let effective_ms = retry_after_ms.map_or(effective_ms, |wait| effective_ms.min(wait));

@@ -32,6 +32,7 @@ mod request;
 mod result;
 mod settle;
 mod shard;
+mod sliding_window;
 mod state;
 mod stored_limit;
 mod token_bucket;

@@ -19,6 +19,8 @@ pub fn initial_state(config: &Config, now_ms: f64, phase: f64) -> State {
         (Kind::TokenBucket, _) => now_ms,
         (Kind::FixedWindow, Some(start_ms)) => start_ms,
         (Kind::FixedWindow, None) => now_ms - crate::math::floor(phase * config.period_ms),
+        // A window with no count yet: the one holding `now`.
+        (Kind::SlidingWindow, _) => return State { value: 0.0, ts: crate::sliding_window::window_start(config, now_ms) },
     };
     State { value: config.capacity, ts }
 }
@@ -49,6 +51,7 @@ pub fn advance(state: State, config: &Config, now_ms: f64, count: f64) -> Transi
     match config.kind {
         Kind::TokenBucket => token_bucket::advance(state, config, now_ms, count),
         Kind::FixedWindow => fixed_window::advance(state, config, now_ms, count),
+        Kind::SlidingWindow => crate::sliding_window::advance_one(state, config, now_ms, count),
     }
 }
 
@@ -77,6 +80,10 @@ pub fn full_at(state: State, config: &Config) -> f64 {
     if config.kind == Kind::FixedWindow && config.start_ms.is_none() {
         return f64::INFINITY;
     }
+    // A window's count matters while it is the current or the previous window.
+    if config.kind == Kind::SlidingWindow {
+        return crate::sliding_window::forgotten_at(state, config);
+    }
     filled_at(state, config)
 }
 
@@ -85,6 +92,7 @@ pub fn full_at(state: State, config: &Config) -> f64 {
 /// says nothing about whether the state may be dropped.
 pub fn filled_at(state: State, config: &Config) -> f64 {
     let candidate = match config.kind {
+        Kind::SlidingWindow => return crate::sliding_window::forgotten_at(state, config),
         _ if state.value >= config.capacity => state.ts,
         Kind::TokenBucket => state.ts + (config.capacity - state.value) / (config.rate / config.period_ms),
         Kind::FixedWindow => state.ts + crate::math::ceil((config.capacity - state.value) / config.rate) * config.period_ms,

@@ -23,6 +23,8 @@ export type {
   RemoteBatch,
   RemoteItem,
   SettleResult,
+  SlidingWindowConfig,
+  SlidingWindowKind,
   StateRef,
   TokenBucketConfig,
   TokenBucketKind,

@@ -93,7 +93,7 @@ mod tests {
     fn the_tables_word_every_rule_one_way() {
         let text = typescript();
         assert!(text.contains("export const OUT_FIELD = 11;"));
-        assert!(text.contains("\"\\\"token bucket\\\" or \\\"fixed window\\\"\""));
+        assert!(text.contains("\"\\\"token bucket\\\", \\\"fixed window\\\" or \\\"sliding window\\\"\""));
         for rule in Rule::ALL {
             match rule.wording() {
                 Wording::MustBe(phrase) => assert!(!phrase.is_empty() && !phrase.contains('{')),

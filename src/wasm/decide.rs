@@ -59,7 +59,7 @@ pub(super) fn given(tag: f64, value: f64) -> Given {
 }
 
 /// Validates a config: `EXTRA` holds `kind` (0 token bucket, 1 fixed window,
-/// 2 anything else), then a (tag, value) pair for `rate`, `period`,
+/// 2 sliding window, 3 anything else), then a (tag, value) pair for `rate`, `period`,
 /// `capacity`, `maxReserved`, `shards`, `start` (tags: 0 absent, 1 null,
 /// 2 number, 3 anything else). Answers at `EXTRA` the seven numbers of the
 /// config, how many draws a decision on it takes, and how many a settle does.
@@ -69,6 +69,7 @@ pub extern "C" fn rb_compile() -> f64 {
     let kind = match io[EXTRA + COMPILE_KIND] as u8 {
         0 => GivenKind::Known(Kind::TokenBucket),
         1 => GivenKind::Known(Kind::FixedWindow),
+        2 => GivenKind::Known(Kind::SlidingWindow),
         _ => GivenKind::Other,
     };
     let field = |index: usize| given(io[EXTRA + COMPILE_FIELDS + 2 * index], io[EXTRA + COMPILE_FIELDS + 1 + 2 * index]);

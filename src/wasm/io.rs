@@ -331,13 +331,17 @@ pub fn config_at(io: &[f64], at: usize) -> Config {
 /// The config a compile wrote as seven numbers (kind, rate, period, capacity, maxReserved, shards,
 /// start; NaN: none), wherever they come from: the buffer, or an export's arguments.
 pub fn compiled_config([kind, rate, period, capacity, max_reserved, shards, start]: [f64; 7]) -> Config {
-    let kind = if kind == 1.0 { Kind::FixedWindow } else { Kind::TokenBucket };
+    let kind = match kind {
+        1.0 => Kind::FixedWindow,
+        2.0 => Kind::SlidingWindow,
+        _ => Kind::TokenBucket,
+    };
     Config { kind, rate, period_ms: period, capacity, max_reserved: maybe(max_reserved), shard_count: shards as u32, start_ms: maybe(start) }
 }
 
 /// Writes `config` as seven numbers at `at`.
 pub fn put_config(io: &mut [f64], at: usize, config: &Config) {
-    io[at + CONFIG_KIND] = f64::from(u8::from(config.kind == Kind::FixedWindow));
+    io[at + CONFIG_KIND] = config.kind.code();
     io[at + CONFIG_RATE] = config.rate;
     io[at + CONFIG_PERIOD] = config.period_ms;
     io[at + CONFIG_CAPACITY] = config.capacity;

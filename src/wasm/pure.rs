@@ -31,6 +31,9 @@ pub extern "C" fn rb_calculate(kind: f64, rate: f64, period: f64, capacity: f64,
         Err(Error::request(Field::Now, Rule::FiniteMs, now))
     } else {
         check_count(count).and_then(|count| {
+            if config.kind == Kind::SlidingWindow {
+                return Err(crate::sliding_window::two_windows());
+            }
             let state = maybe(value).map(|value| State { value, ts });
             let phase = if state.is_none() && config.kind == Kind::FixedWindow && config.start_ms.is_none() { unit_random(phase)? } else { 0.0 };
             Ok(calculate_rate_limit(state, &config, now, count, phase))

@@ -81,6 +81,16 @@ for (const { storage, binding, probe } of BACKENDS) {
       assert.ok(Math.abs(result.value - 3) < 0.01, `3 tokens left (value ${result.value})`);
     });
 
+    test("a sliding window: 40 parallel requests from outside admit exactly its rate of 10, and it reports 0 left", async () => {
+      const object = freshObject();
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, () => call(binding, object, { op: "limit", name: "sliding", options: { key: "ada" } })),
+      );
+      assert.equal(admitted(answers), 10);
+      const { result } = await call(binding, object, { op: "getValue", name: "sliding", options: { key: "ada" } });
+      assert.equal(result.value, 0);
+    });
+
     test("a sharded limit never admits more than its bound of 20 under 60 parallel requests", async () => {
       const { body } = await post(miniflare, "/burst", { binding, object: freshObject(), n: 60, op: "limit", name: "dailySharded", options: { key: "ada" } });
       const taken = admitted(body);
@@ -205,6 +215,13 @@ test("an app's own RPC Durable Object over durableObjectStore admits exactly the
   const { status, body } = await post(miniflare, "/rpc-burst", { object: freshObject(), n: 40, name: "daily", options: { key: "ada" } });
   assert.equal(status, 200);
   assert.equal(admitted(body), 10);
+});
+
+test("a sliding window, through an app's own RPC object: exactly 10 of 40 parallel calls; through the racy object, more than 10", async () => {
+  const { body } = await post(miniflare, "/rpc-burst", { object: freshObject(), n: 40, name: "sliding", options: { key: "ada" } });
+  assert.equal(admitted(body), 10);
+  const racy = await post(miniflare, "/racy", { object: freshObject(), n: 40, name: "sliding", options: { key: "ada" } });
+  assert.ok(admitted(racy.body) > 10, `admitted ${admitted(racy.body)}`);
 });
 
 test("the harness sees over-admission: an object whose store yields to a timer mid-decision admits more than 10", async () => {

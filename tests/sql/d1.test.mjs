@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { COLLIDING_REFS, stateFor } from "../hosts/collisions.mjs";
 import { bundleWorker, post, scratch, startMiniflare, workerOptions } from "../hosts/workerd.mjs";
-import { admitted } from "../hosts/coalesce-traffic.mjs";
+import { admitted, COALESCE_NAMES } from "../hosts/coalesce-traffic.mjs";
 
 const here = fileURLToPath(new URL("./", import.meta.url));
 const NOW = 1_700_000_000_000;
@@ -110,6 +110,14 @@ describe("Cloudflare D1 in workerd (Miniflare)", () => {
     assert.ok(result.admitted > 10, `admitted ${result.admitted} of 10`);
   });
 
+  test("a sliding window: 40 calls at once admit exactly its rate of 10, its window holding 10, and without the re-check over-admit", async () => {
+    const { result } = await route("burst", { n: 40, key: "slide", name: "sliding" });
+    assert.deepEqual(result, { admitted: 10, errors: [] });
+    assert.equal((await rowOf("sliding", "slide")).value, 10);
+    const bare = await route("burst", { n: 40, key: "slide-bare", name: "sliding", bare: true });
+    assert.ok(bare.result.admitted > 10, `admitted ${bare.result.admitted} of 10`);
+  });
+
   test("coalesced: 60 calls at once on one key through one d1Store admit exactly the bound of 10 in 2 batches, no conflict, as one at a time", async () => {
     const { result } = await route("coalesce", { n: 60, key: "hot-plain" });
     assert.equal(admitted(result.answers), 10);
@@ -118,7 +126,7 @@ describe("Cloudflare D1 in workerd (Miniflare)", () => {
     assert.deepEqual(await rowOf("hot", "hot-plain"), await rowOf("hot", "hot-plain-serial"));
   });
 
-  for (const name of ["hot", "hotWindow"]) {
+  for (const name of COALESCE_NAMES) {
     test(`coalesced, ${name}: 40 limits and checks of 1 to 3 tokens, reserving or not, with figures or not, answer exactly as one at a time, with no conflict`, async () => {
       const { result } = await route("coalesce", { n: 40, key: `mixed-${name}`, mixed: true, name });
       assert.deepEqual(result.answers, result.serial);

@@ -30,8 +30,15 @@ export async function namesAreChecked(): Promise<RateLimitResult[]> {
 // @ts-expect-error a token bucket has no window start
 new RateLimiter(new MemoryStore(), { bad: { kind: "token bucket", rate: 1, period: 1, start: 5 } });
 
-// @ts-expect-error the kind is one of two literals
+// @ts-expect-error the kind is one of three literals
 new RateLimiter(new MemoryStore(), { bad: { kind: "leaky bucket", rate: 1, period: 1 } });
+
+// A sliding window takes rate and period, and nothing else.
+new RateLimiter(new MemoryStore(), { slide: { kind: "sliding window", rate: 10, period: MINUTE } });
+// @ts-expect-error a sliding window has no capacity
+new RateLimiter(new MemoryStore(), { bad: { kind: "sliding window", rate: 1, period: 1, capacity: 2 } });
+// @ts-expect-error nor shards
+new RateLimiter(new MemoryStore(), { bad: { kind: "sliding window", rate: 1, period: 1, shards: 2 } });
 
 export async function resultsNarrow(): Promise<number> {
   const result = await limiter.limit("sendMessage");

@@ -135,11 +135,13 @@ async function decideBatch(
   write: boolean,
 ): Promise<BatchOutcome> {
   const planned = plan(calls, true, figures);
+  // A batch with a sliding window runs in the store's transaction (the ports decide the other kinds).
+  const remote = limiter.remote && !calls.some((call) => call.limit.sliding);
   const answer = await limiter.failure.run<BatchAnswer | RateLimitResult>(
     policy,
-    (store) => (limiter.remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
+    (store) => (remote ? runRemote(store as Required<RateLimitStore>, planned) : run(store, planned)),
     (fallback) => (write ? fallback.limitAll(requests, { figures }) : fallback.checkAll(requests, { figures })),
-    limiter.remote,
+    remote,
     calls.map((call) => laneOf(call.name, call.key)),
   );
   if (!isBatchAnswer(answer)) return { result: answer, batchSize: undefined };

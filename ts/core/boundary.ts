@@ -362,7 +362,7 @@ export const RULES = [
   "an integer from 1 to 1024",
   "null or absent for a token bucket",
   "a number of ms within ±9007199254740992 (2^53)",
-  "\"token bucket\" or \"fixed window\"",
+  "\"token bucket\", \"fixed window\" or \"sliding window\"",
   "",
   "a finite number of ms",
   "",
@@ -376,6 +376,8 @@ export const RULES = [
   "an integer from 1 to 9007199254740992 (2^53)",
   "",
   "",
+  "absent for a sliding window",
+  "\"token bucket\" or \"fixed window\" for calculateRateLimit and grants (a sliding window decides on two windows' states: use limit, check or getValue)",
 ] as const;
 /** The rules a message words whole, the error's numbers as {0}, {1}, {2} ("": a phrase). */
 export const SENTENCES = [
@@ -400,4 +402,6 @@ export const SENTENCES = [
   "",
   "lease must be at least the clock's resolution at now (got lease {0} ms, now {1}, whose resolution is {2} ms)",
   "the lease names slot {0} twice or one this limit does not have (it has {1})",
+  "",
+  "",
 ] as const;

@@ -345,6 +345,16 @@ export function aborted(limit: string, reason: unknown): RateboundError {
 // ---------------------------------------------------------------------------------------------
 // The core's errors, from its numbers.
 
+/** The kinds, at their numbers across the boundary (any other is refused by the core, naming `kind`). */
+export const KINDS = ["token bucket", "fixed window", "sliding window"] as const;
+
+/** What a call gave, from the number the core reports for it: `reserve` as a flag, `kind` by its number. */
+function reported(field: string, got: number): unknown {
+  if (field === "reserve") return got === 1;
+  if (field === "kind") return KINDS[got] ?? got;
+  return got;
+}
+
 /**
  * The core's error written at `out` (`-code`, field, rule, three numbers,
  * reserve: the `OUT_*` offsets), worded for the limit `limit` from the
@@ -376,7 +386,7 @@ export function coreError(io: Float64Array, out: number, limit: string | undefin
     case "LEASE_LOST":
       return leaseLost(name);
     default: {
-      const got = given !== undefined && Number.isNaN(numbers[0]) ? given(field) : numbers[0];
+      const got = given !== undefined && Number.isNaN(numbers[0]) ? given(field) : reported(field, numbers[0]!);
       const sentence = SENTENCES[rule];
       const problem = sentence ? sentence.replace(/\{([012])\}/g, (_, index: string) => String(numbers[Number(index)])) : mustBe(field, RULES[rule] ?? "", got);
       return code === "INVALID_CONFIG" ? invalidConfig(limit, field, problem) : invalidRequest(name, field, problem);

@@ -273,11 +273,13 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
       const fallback = (limiter: FallbackLimiter) => (write ? limiter.limit(name, fallbackOptions) : limiter.check(name, fallbackOptions));
       // A store that cannot decide next to its data: the call joins its key's batch (`coalesce.ts`).
       if (this.#failure.coalesces) return this.#failure.coalesce(call, figures, policy, fallback, recorded).then(answered);
+      // A sliding window is never sent to a store's port: it reads, decides and writes in the store's transaction.
+      const remote = this.#remote && !call.limit.sliding;
       const answer = this.#failure.run<Decided | BatchAnswer | RateLimitResult>(
         policy,
-        (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : runOne(store, call, figures)),
+        (store) => (remote ? runRemote(store as Required<RateLimitStore>, planned) : runOne(store, call, figures)),
         fallback,
-        this.#remote,
+        remote,
       );
       return answer.then(answered);
     } catch (error) {

@@ -39,6 +39,9 @@ export type TokenBucketKind = "token bucket";
 /** The literal `"fixed window"`. */
 export type FixedWindowKind = "fixed window";
 
+/** The literal `"sliding window"`. */
+export type SlidingWindowKind = "sliding window";
+
 /** Tokens flow in continuously, `rate` per `period` ms, up to `capacity`. */
 export interface TokenBucketConfig {
   kind: TokenBucketKind;
@@ -89,8 +92,31 @@ export interface FixedWindowConfig {
   start?: number;
 }
 
+/**
+ * `@upstash/ratelimit`'s sliding window: at most `rate` tokens in any `period`, counted as the
+ * current window's tokens plus the previous window's, weighted by the part of it the sliding
+ * period still covers (rounded down). Windows are aligned to the epoch. It takes no `capacity`,
+ * `maxReserved`, `shards` or `start`, and never goes into debt: `reserve: true` is decided as
+ * without, as with `maxReserved: 0` (see docs/concepts.md).
+ */
+export interface SlidingWindowConfig {
+  kind: SlidingWindowKind;
+  /** The most tokens in any sliding period. */
+  rate: number;
+  /** The window length in milliseconds. */
+  period: number;
+  /** A sliding window holds `rate`: no other capacity (refused with INVALID_CONFIG). */
+  capacity?: never;
+  /** A sliding window never goes into debt (refused with INVALID_CONFIG). */
+  maxReserved?: never;
+  /** A sliding window's two states are its two windows (refused with INVALID_CONFIG). */
+  shards?: never;
+  /** Its windows are aligned to the epoch (refused with INVALID_CONFIG). */
+  start?: never;
+}
+
 /** A rate limit's configuration. */
-export type RateLimitConfig = TokenBucketConfig | FixedWindowConfig;
+export type RateLimitConfig = TokenBucketConfig | FixedWindowConfig | SlidingWindowConfig;
 
 /**
  * What enforcing would have answered, on the answer of a dry run (a limit or call with `dryRun: true`):
@@ -125,7 +151,7 @@ export interface RateLimitTransition {
 
 /** `getValue`'s report: `calculateRateLimit({ value, ts }, config, now)` projects the whole limit forward. */
 export interface RateLimitValue {
-  /** Tokens available in the whole limit at `ts` (negative: reserved debt). */
+  /** Tokens available in the whole limit at `ts` (negative: reserved debt; a sliding window: what it grants at `ts`). */
   value: number;
   /** When `value` was true, in ms since the epoch. */
   ts: number;
@@ -147,7 +173,7 @@ export interface RateLimitFigures {
   limit: number;
   /** `r`: whole tokens available now, never below 0. */
   remaining: number;
-  /** draft-10's `t`: whole seconds until the limit is full again (token bucket) or its current window ends (fixed window), rounded up; 0 when full. */
+  /** draft-10's `t`: whole seconds until the limit is full again (token bucket) or its current window ends (fixed and sliding window), rounded up; 0 when full. */
   reset: number;
   /** `w`: the period in whole seconds, rounded up. */
   window: number;
@@ -236,7 +262,7 @@ export type RateLimitDecision = RateLimitResult & { value: number; ts: number };
 export interface RemoteItem {
   /** Indexes into {@link RemoteBatch.refs}: the shard it reads, or two for a sharded limit. */
   reads: number[];
-  /** 0 token bucket, 1 fixed window. */
+  /** 0 token bucket, 1 fixed window (a sliding window is never sent: the driver decides it in the store's transaction). */
   kind: 0 | 1;
   /** Tokens per period, per shard. */
   rate: number;

@@ -88,7 +88,8 @@ export function getValue(
 export async function reset(store: RateLimitStore, name: string, key: string | undefined, limit: Compiled, now: number): Promise<void> {
   putLimit(limit);
   if (core.rb_check_now(now) < 0) throw coreError(io, OUT, name);
-  for (let shard = 0; shard < limit.shards; shard++) {
+  // A sliding window's two windows live at shards 0 and 1.
+  for (let shard = 0; shard < (limit.sliding ? 2 : limit.shards); shard++) {
     const done = store.write(refOf(name, key, shard), null);
     if (isThenable(done)) await done;
   }

@@ -10,6 +10,7 @@ export const LIMITS = {
   dailySharded: { kind: "token bucket", rate: 20, period: DAY, shards: 5 },
   perUser: { kind: "token bucket", rate: 3, period: DAY },
   global: { kind: "fixed window", rate: 2, period: DAY, start: 0 },
+  sliding: { kind: "sliding window", rate: 10, period: DAY },
 };
 
 /** The ready class on a SQLite-backed object (binding LIMITER). */
