@@ -24,7 +24,7 @@ describe("a sliding window on a MemoryStore", () => {
     assert.deepEqual(spy.reads.slice(0, 2).map((ref) => ref.shard), [0, 1], "a decision reads both windows");
     // 15 s into the next window: floor(0.75 × 4) = 3 counted, 5 + 3 + 2 = 10 fit, 1 more does not.
     clock.now = 135 * SECOND;
-    assert.deepEqual(await limiter.limit("slide", { key: "ada", count: 5, figures: true }), { ok: true, figures: { limit: 10, remaining: 2, reset: 45, window: 60, sampled: 1 } });
+    assert.deepEqual(await limiter.limit("slide", { key: "ada", count: 5, figures: true }), { ok: true, figures: { limit: 10, remaining: 2, reset: 45, window: 60, sampled: 1, effectiveWindow: 45 } });
     assert.deepEqual(await limiter.limit("slide", { key: "ada", count: 2 }), { ok: true });
     // Full: at 135 001 the weight is 0.74998, floor(2.9999) = 2 counted, so 1 ms.
     assert.deepEqual(await limiter.check("slide", { key: "ada" }), { ok: false, retryAfter: 1 });
