@@ -18,7 +18,7 @@
 //! else the code's config. Records that do not decode to a valid config (one
 //! missing, a number out of range) are an error: the call fails closed.
 
-use crate::config::{Config, ConfigInput, Given, GivenKind};
+use crate::config::{Config, ConfigInput, Given, GivenKind, Kind};
 use crate::error::{Error, Field, Rule};
 use crate::records::{GRANT_BASE, GRANT_SLOTS};
 use crate::state::State;
@@ -97,13 +97,19 @@ pub fn decode_limit(code: &Config, records: [Option<State>; 2]) -> Result<Option
         return Ok(None);
     }
     let [numbers, sizes] = records.map(|record| record.unwrap_or(State { value: f64::NAN, ts: f64::NAN }));
+    // A sliding window takes no capacity, maxReserved or shards: its sizes record holds what it
+    // implies (capacity the rate, no reservation), and anything else is not its limit.
+    let sliding = code.kind == Kind::SlidingWindow;
+    if sliding && !(sizes.value == numbers.value && sizes.ts == 0.0) {
+        return Err(Error::config(Field::Capacity, Rule::AbsentForSlidingWindow, sizes.value));
+    }
     let input = ConfigInput {
         kind: GivenKind::Known(code.kind),
         rate: Given::Number(numbers.value),
         period: Given::Number(numbers.ts),
-        capacity: Given::Number(sizes.value),
-        max_reserved: if sizes.ts == NO_MAX_RESERVED { Given::Absent } else { Given::Number(sizes.ts) },
-        shards: Given::Number(f64::from(code.shard_count)),
+        capacity: if sliding { Given::Absent } else { Given::Number(sizes.value) },
+        max_reserved: if sliding || sizes.ts == NO_MAX_RESERVED { Given::Absent } else { Given::Number(sizes.ts) },
+        shards: if sliding { Given::Absent } else { Given::Number(f64::from(code.shard_count)) },
         start: code.start_ms.map_or(Given::Absent, Given::Number),
     };
     Config::try_from(&input).map(Some)
@@ -204,6 +210,19 @@ mod tests {
             proptest::prop_assert_eq!(bits(&decoded), bits(&stored));
             proptest::prop_assert_eq!((decoded.kind, decoded.shard_count), (stored.kind, stored.shard_count));
         }
+    }
+
+    /// A sliding window's stored limit reads back (it has no capacity, maxReserved or shards to give
+    /// its config), and sizes that are not a sliding window's are not its limit.
+    #[test]
+    fn a_sliding_window_s_stored_limit_reads_back() {
+        let code = Config::try_from(&ConfigInput::sliding_window(2.0, 60_000.0)).unwrap();
+        let stored = Config::try_from(&ConfigInput::sliding_window(5.0, 1_000.0)).unwrap();
+        let records = encode_limit(&code, &stored).unwrap();
+        assert_eq!(decode_limit(&code, records.map(Some)), Ok(Some(stored)));
+        let [numbers, _] = records;
+        let wrong = [Some(numbers), Some(State { value: 9.0, ts: 0.0 })];
+        assert_eq!(decode_limit(&code, wrong), Err(Error::config(Field::Capacity, Rule::AbsentForSlidingWindow, 9.0)));
     }
 
     #[test]

@@ -252,3 +252,22 @@ export function storedLimitScenarios(test, open) {
     assert.equal((await b.getValue("api", { key: "acme" })).value, 40);
   });
 }
+
+/**
+ * A sliding window's stored limit (it has no capacity, maxReserved or shards of its own): one
+ * instance raises a key's rate, another obeys it at its next call, other keys keep the code's.
+ * Not among the scenarios every host runs (their limits are fixed in advance on some hosts).
+ */
+export async function slidingWindowStored(store, other = store) {
+  const clock = { now: NOW };
+  const limits = { slide: { kind: "sliding window", rate: 2, period: 60_000 } };
+  const make = (over) => new RateLimiter(over, limits, { now: () => clock.now, storedLimits: true });
+  const [a, b] = [make(store), make(other)];
+  await a.setLimit("slide", { kind: "sliding window", rate: 5, period: 60_000 }, { key: "acme" });
+  assert.deepEqual(await b.getLimit("slide", { key: "acme" }), { config: { kind: "sliding window", rate: 5, period: 60_000 }, source: "key" });
+  assert.deepEqual(await grants(b, "slide", "acme", 6), [...repeat(true, 5), false]);
+  assert.deepEqual(await grants(b, "slide", "bob", 3), [true, true, false]);
+  // A capacity on a sliding window's stored limit is refused as in code, and nothing is stored.
+  await assert.rejects(a.setLimit("slide", { kind: "sliding window", rate: 5, period: 60_000, capacity: 9 }, { key: "bob" }), { code: "INVALID_CONFIG", field: "capacity" });
+  assert.equal((await b.getLimit("slide", { key: "bob" })).source, "code");
+}

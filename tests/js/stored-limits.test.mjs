@@ -4,9 +4,12 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { MemoryStore, RateLimiter } from "../../pkg/dist/node.js";
-import { KEY_LIMIT_SHARD, LIMITS, NOW, NAME_LIMIT_SHARD, storedLimitScenarios } from "../hosts/stored-limits-scenarios.mjs";
+import { KEY_LIMIT_SHARD, LIMITS, NOW, NAME_LIMIT_SHARD, slidingWindowStored, storedLimitScenarios } from "../hosts/stored-limits-scenarios.mjs";
 
-describe("MemoryStore", () => storedLimitScenarios(test, () => ({ store: new MemoryStore() })));
+describe("MemoryStore", () => {
+  storedLimitScenarios(test, () => ({ store: new MemoryStore() }));
+  test("a sliding window's stored limit is obeyed (it has no capacity of its own)", () => slidingWindowStored(new MemoryStore()));
+});
 
 /** A store of read, readMany and write over a Map, counting its batches. */
 function countingStore() {

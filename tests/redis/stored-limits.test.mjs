@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { createClient } from "redis";
 import { redisKey, redisStore } from "../../pkg/dist/redis.js";
 import { CLIENTS, startRedis } from "./servers.mjs";
-import { KEY_LIMIT_SHARD, pair, storedLimitScenarios } from "../hosts/stored-limits-scenarios.mjs";
+import { KEY_LIMIT_SHARD, pair, slidingWindowStored, storedLimitScenarios } from "../hosts/stored-limits-scenarios.mjs";
 
 describe("stored limits on a real redis-server", () => {
   let redis;
@@ -31,6 +31,15 @@ describe("stored limits on a real redis-server", () => {
   };
 
   for (const kind of ["node-redis", "ioredis"]) describe(`through ${kind}`, () => storedLimitScenarios(test, openWith(kind)));
+
+  test("a sliding window's stored limit is obeyed, read in its optimistic transaction (sliding windows leave the script)", async () => {
+    const { store, other, close } = await openWith("node-redis")();
+    try {
+      await slidingWindowStored(store, other);
+    } finally {
+      await close();
+    }
+  });
 
   /**
    * The commands clients sent since the last reset, by name: the server counts a script's own
