@@ -1,6 +1,7 @@
 //! Limit configurations: the fields as the caller gave them
 //! ([`ConfigInput`]), and the validated [`Config`] the transitions run on.
 
+use crate::calendar::CalendarUnit;
 use crate::error::{Error, Field, Problem, Rule};
 
 /// The most shards a limit may have. Shards `MAX_SHARDS..` name the
@@ -44,6 +45,8 @@ pub enum Given {
     Null,
     /// A number, including NaN, the infinities and `-0`.
     Number(f64),
+    /// A calendar period's name (`"day"`, `"week"`, `"month"`, `"year"`), as `period` takes it.
+    Calendar(CalendarUnit),
     /// Anything else (a string, an object…): the package shows what it was.
     Other,
 }
@@ -88,6 +91,11 @@ impl ConfigInput {
         Self::of(Kind::FixedWindow, rate, period_ms)
     }
 
+    /// `{ kind: "fixed window", rate, period: "day" | "week" | "month" | "year" }`.
+    pub fn calendar(rate: f64, unit: CalendarUnit) -> Self {
+        ConfigInput { period: Given::Calendar(unit), ..Self::of(Kind::FixedWindow, rate, unit.nominal_ms()) }
+    }
+
     fn of(kind: Kind, rate: f64, period_ms: f64) -> Self {
         ConfigInput {
             kind: GivenKind::Known(kind),
@@ -123,15 +131,19 @@ impl ConfigInput {
 ///
 /// Invariants: `rate > 0`, `period_ms > 0`, `rate / shard_count / period_ms`
 /// is a positive finite refill rate, `capacity >= 0`, `max_reserved >= 0`,
-/// `1 <= shard_count <= MAX_SHARDS`, `start_ms` finite and only for fixed windows.
+/// `1 <= shard_count <= MAX_SHARDS`, `start_ms` finite and only for fixed windows;
+/// a calendar period is a fixed window's, unsharded, with `start_ms` its anchor
+/// (the unit's default when none was given) and `period_ms` its unit's mean length.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Config {
     /// The algorithm.
     pub kind: Kind,
     /// Tokens added per period (for the whole limit, all shards together).
     pub rate: f64,
-    /// The period in milliseconds.
+    /// The period in milliseconds (a calendar period's mean length: see [`CalendarUnit::nominal_ms`]).
     pub period_ms: f64,
+    /// A fixed window of calendar days, weeks, months or years (UTC) instead of `period_ms`.
+    pub calendar: Option<CalendarUnit>,
     /// The most tokens the limit can hold (defaults to `rate`).
     pub capacity: f64,
     /// The most tokens that may be reserved ahead; `None` is unlimited, `Some(0.0)` none.
@@ -146,7 +158,7 @@ fn number(field: Field, given: Given) -> Result<Option<f64>, Error> {
     match given {
         Given::Absent => Ok(None),
         Given::Number(number) => Ok(Some(number)),
-        Given::Null | Given::Other => Err(Error::config(field, Rule::Number, f64::NAN)),
+        Given::Null | Given::Other | Given::Calendar(_) => Err(Error::config(field, Rule::Number, f64::NAN)),
     }
 }
 
@@ -180,7 +192,12 @@ impl TryFrom<&ConfigInput> for Config {
             GivenKind::Other => return Err(Error::config(Field::Kind, Rule::KindName, f64::NAN)),
         };
         let rate = positive(Field::Rate, input.rate)?;
-        let period_ms = positive(Field::Period, input.period)?;
+        let (period_ms, calendar) = match (kind, input.period) {
+            (Kind::FixedWindow, Given::Calendar(unit)) => (unit.nominal_ms(), Some(unit)),
+            (Kind::TokenBucket, Given::Calendar(unit)) => return Err(Error::config(Field::Period, Rule::CalendarOfBucket, f64::from(unit as u8))),
+            (_, Given::Other) => return Err(Error::config(Field::Period, Rule::PeriodName, f64::NAN)),
+            (_, given) => (positive(Field::Period, given)?, None),
+        };
         let capacity = non_negative(Field::Capacity, input.capacity)?.unwrap_or(rate);
         let max_reserved = non_negative(Field::MaxReserved, input.max_reserved)?;
         let shard_count = match number(Field::Shards, input.shards)? {
@@ -188,6 +205,9 @@ impl TryFrom<&ConfigInput> for Config {
             Some(shards) if crate::math::fract(shards) == 0.0 && (1.0..=f64::from(MAX_SHARDS)).contains(&shards) => shards as u32,
             Some(shards) => return Err(Error::config(Field::Shards, Rule::ShardRange, shards)),
         };
+        if calendar.is_some() && shard_count != 1 {
+            return Err(Error::config(Field::Shards, Rule::CalendarShards, f64::from(shard_count)));
+        }
         let start_ms = match (kind, input.start) {
             (_, Given::Absent) | (Kind::TokenBucket, Given::Null) => None,
             (Kind::TokenBucket, Given::Number(start)) => return Err(Error::config(Field::Start, Rule::StartOfBucket, start)),
@@ -201,7 +221,8 @@ impl TryFrom<&ConfigInput> for Config {
             let numbers = [rate, period_ms, f64::from(shard_count)];
             return Err(Error::InvalidConfig(Problem::with_numbers(Field::Rate, Rule::RefillPerShard, numbers)));
         }
-        Ok(Config { kind, rate, period_ms, capacity, max_reserved, shard_count, start_ms })
+        let start_ms = start_ms.or(calendar.map(CalendarUnit::default_anchor_ms));
+        Ok(Config { kind, rate, period_ms, calendar, capacity, max_reserved, shard_count, start_ms })
     }
 }
 

@@ -117,6 +117,14 @@ pub enum Rule {
     OneOrTwoShards = 14,
     /// "a finite number"
     Finite = 15,
+    /// "a positive finite number of ms, or \"day\", \"week\", \"month\" or \"year\""
+    PeriodName = 16,
+    /// "a number of ms for a token bucket (calendar periods are for fixed windows)"
+    CalendarOfBucket = 17,
+    /// "1 for a calendar period"
+    CalendarShards = 18,
+    /// "a number of ms within ±9007199254740992 (2^53) for a calendar period"
+    CalendarInstant = 19,
 }
 
 /// How a rule reads in a message.
@@ -130,7 +138,7 @@ pub enum Wording {
 
 impl Rule {
     /// Every rule, in the order of their numbers (from 1).
-    pub const ALL: [Rule; 15] = [
+    pub const ALL: [Rule; 19] = [
         Rule::Number,
         Rule::PositiveFinite,
         Rule::FiniteNonNegative,
@@ -146,6 +154,10 @@ impl Rule {
         Rule::GrantShard,
         Rule::OneOrTwoShards,
         Rule::Finite,
+        Rule::PeriodName,
+        Rule::CalendarOfBucket,
+        Rule::CalendarShards,
+        Rule::CalendarInstant,
     ];
 
     /// The rule's words in the package's messages (`ts/core/errors.ts` has them, generated).
@@ -170,6 +182,10 @@ impl Rule {
             Rule::GrantShard => Wording::Sentence("the grant names shard {0}, which is not another shard of this limit (it has {1})"),
             Rule::OneOrTwoShards => Wording::MustBe("one or two shards"),
             Rule::Finite => Wording::MustBe("a finite number"),
+            Rule::PeriodName => Wording::MustBe("a positive finite number of ms, or \"day\", \"week\", \"month\" or \"year\""),
+            Rule::CalendarOfBucket => Wording::MustBe("a number of ms for a token bucket (calendar periods are for fixed windows)"),
+            Rule::CalendarShards => Wording::MustBe("1 for a calendar period"),
+            Rule::CalendarInstant => Wording::MustBe("a number of ms within ±9007199254740992 (2^53) for a calendar period"),
         }
     }
 }
@@ -327,7 +343,7 @@ mod tests {
         }
         // The last variants: nothing past the tables (a new variant must join them, or these fail).
         assert_eq!(Field::ALL.len(), Field::MaxJitter as usize);
-        assert_eq!(Rule::ALL.len(), Rule::Finite as usize);
+        assert_eq!(Rule::ALL.len(), Rule::CalendarInstant as usize);
     }
 
     #[test]

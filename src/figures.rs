@@ -52,23 +52,26 @@ pub fn whole_seconds(wait_ms: f64) -> f64 {
 /// ```
 pub fn figures(state: State, config: &Config, now_ms: f64, retry_after_ms: Option<f64>, sampled: u32) -> Figures {
     let now = advance(state, config, now_ms, 0.0);
+    // A calendar window's length varies: the one that holds the state's window start.
+    let window = config.calendar.map(|unit| crate::fixed_window::calendar_window(config, unit, now.ts));
+    let window_ms = window.map_or(config.period_ms, |window| window.end_ms - window.start_ms);
     let reset_at_ms = match config.kind {
         // Until full, whatever may drop the state: a 3+-shard bucket's shards are never
         // dropped, but they still fill (issue 24: its reset read one period).
         Kind::TokenBucket => filled_at(State { value: now.value, ts: now.ts }, config),
         // The window that holds `now` ends one period after its start.
-        Kind::FixedWindow => now.ts + config.period_ms,
+        Kind::FixedWindow => window.map_or(now.ts + config.period_ms, |window| window.end_ms),
     };
     let reset = match now.value >= config.capacity && config.kind == Kind::TokenBucket {
         true => 0.0,
         false if reset_at_ms.is_finite() => whole_seconds(reset_at_ms - now_ms),
-        false => whole_seconds(config.period_ms),
+        false => whole_seconds(window_ms),
     };
     Figures {
         limit: config.capacity,
         remaining: crate::math::floor(now.value.max(0.0)),
         reset,
-        window: whole_seconds(config.period_ms),
+        window: whole_seconds(window_ms),
         retry_after: retry_after_ms.map(whole_seconds),
         sampled,
     }

@@ -15,6 +15,7 @@
 #![cfg_attr(all(target_arch = "wasm32", not(feature = "std")), no_std)]
 
 mod batch;
+mod calendar;
 mod config;
 mod decision;
 mod error;
@@ -41,6 +42,7 @@ pub mod wasm;
 pub use batch::{decide_batch, Item, Mode, Slot};
 #[cfg(not(target_arch = "wasm32"))]
 pub use batch::{limit_all, BatchItem};
+pub use calendar::{civil_from_days, days_from_civil, days_in_month, is_leap_year, window_at, CalendarUnit, Window, DAY_MS};
 pub use config::{Config, ConfigInput, Given, GivenKind, Kind, MAX_INSTANT_MS, MAX_SHARDS, MIN_CHOOSE_TWO};
 pub use decision::{decide, ShardDecision};
 pub use error::{Error, Field, Problem, Rule};

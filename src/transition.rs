@@ -6,7 +6,9 @@ use crate::{fixed_window, token_bucket};
 
 /// The state a key starts in: full. A fixed window without `start` begins at a
 /// random instant of the last `period` (`phase`, a number in `[0, 1)` drawn
-/// before the call reads anything), so keys do not all refill together.
+/// before the call reads anything), so keys do not all refill together; a
+/// calendar window (a `period` of `"day"`, `"week"`, `"month"` or `"year"`)
+/// at the start of the window that holds `now`, never at random.
 ///
 /// ```
 /// use ratebound::{initial_state, Config, ConfigInput};
@@ -17,6 +19,7 @@ use crate::{fixed_window, token_bucket};
 pub fn initial_state(config: &Config, now_ms: f64, phase: f64) -> State {
     let ts = match (config.kind, config.start_ms) {
         (Kind::TokenBucket, _) => now_ms,
+        (Kind::FixedWindow, _) if let Some(unit) = config.calendar => fixed_window::calendar_window(config, unit, now_ms).start_ms,
         (Kind::FixedWindow, Some(start_ms)) => start_ms,
         (Kind::FixedWindow, None) => now_ms - crate::math::floor(phase * config.period_ms),
     };
@@ -84,6 +87,9 @@ pub fn full_at(state: State, config: &Config) -> f64 {
 /// `capacity` (`+∞` when no finite instant does). Unlike [`full_at`] this
 /// says nothing about whether the state may be dropped.
 pub fn filled_at(state: State, config: &Config) -> f64 {
+    if let Some(unit) = config.calendar {
+        return fixed_window::calendar_filled_at(state, config, unit);
+    }
     let candidate = match config.kind {
         _ if state.value >= config.capacity => state.ts,
         Kind::TokenBucket => state.ts + (config.capacity - state.value) / (config.rate / config.period_ms),

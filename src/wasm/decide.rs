@@ -10,6 +10,7 @@ use super::io::{
     PLAN_MAX_RESERVED, PLAN_RATE, PLAN_READS, PLAN_SECOND, PLAN_STATUS, PLAN_STRIDE, SLOT, SLOTS, SLOT_FULL_AT, SLOT_PENDING, SLOT_STORED,
 };
 use crate::batch::{decide_batch, Item, Mode, Slot};
+use crate::calendar::CalendarUnit;
 use crate::config::{Config, ConfigInput, Given, GivenKind, Kind};
 use crate::figures::Figures;
 use crate::limiter::{decide_planned, prepare, write_info, Outcome};
@@ -52,6 +53,7 @@ fn given(tag: f64, value: f64) -> Given {
         0 => Given::Absent,
         1 => Given::Null,
         2 => Given::Number(value),
+        tag if usize::from(tag) == super::io::COMPILE_TAG_CALENDAR => CalendarUnit::from_code(value).map_or(Given::Other, Given::Calendar),
         _ => Given::Other,
     }
 }

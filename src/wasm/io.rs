@@ -10,6 +10,7 @@
 
 use crate::batch::{Item, Slot};
 use crate::limiter::Outcome;
+use crate::calendar::CalendarUnit;
 use crate::config::{Config, Kind};
 use crate::error::Error;
 use crate::request::Request;
@@ -164,8 +165,10 @@ layout! { EXTRA_DECIDE: "EXTRA for compiling a config and deciding (offsets from
     BATCH_WAIT = 0;
     /// `rb_compile` in: the kind (0 token bucket, 1 fixed window, 2 other).
     COMPILE_KIND = 0;
-    /// `rb_compile` in: a (tag, value) pair per field (tags: 0 absent, 1 null, 2 number, 3 other).
+    /// `rb_compile` in: a (tag, value) pair per field (tags: 0 absent, 1 null, 2 number, 3 other, `COMPILE_TAG_CALENDAR`).
     COMPILE_FIELDS = 1;
+    /// `rb_compile` in: the tag of a calendar period's name, its value the unit's code (`CALENDAR_PERIODS`).
+    COMPILE_TAG_CALENDAR = 4;
     /// `rb_compile` out: the config's seven numbers.
     COMPILED_CONFIG = 0;
     /// `rb_compile` out: how many draws a decision takes.
@@ -347,17 +350,26 @@ pub fn config_at(io: &[f64], at: usize) -> Config {
 }
 
 /// The config a compile wrote as seven numbers (kind, rate, period, capacity, maxReserved, shards,
-/// start; NaN: none), wherever they come from: the buffer, or an export's arguments.
+/// start; NaN: none), wherever they come from: the buffer, or an export's arguments. A calendar
+/// period crosses as minus its unit's code (see [`period_number`]).
 pub fn compiled_config([kind, rate, period, capacity, max_reserved, shards, start]: [f64; 7]) -> Config {
     let kind = if kind == 1.0 { Kind::FixedWindow } else { Kind::TokenBucket };
-    Config { kind, rate, period_ms: period, capacity, max_reserved: maybe(max_reserved), shard_count: shards as u32, start_ms: maybe(start) }
+    let calendar = if period < 0.0 { CalendarUnit::from_code(-period) } else { None };
+    let period_ms = calendar.map_or(period, CalendarUnit::nominal_ms);
+    Config { kind, rate, period_ms, calendar, capacity, max_reserved: maybe(max_reserved), shard_count: shards as u32, start_ms: maybe(start) }
+}
+
+/// A config's `period` as it crosses: its ms, or minus its calendar unit's code (`-1` day, `-2`
+/// week, `-3` month, `-4` year), which no valid period in ms can be.
+pub fn period_number(config: &Config) -> f64 {
+    config.calendar.map_or(config.period_ms, |unit| -f64::from(unit as u8))
 }
 
 /// Writes `config` as seven numbers at `at`.
 pub fn put_config(io: &mut [f64], at: usize, config: &Config) {
     io[at + CONFIG_KIND] = f64::from(u8::from(config.kind == Kind::FixedWindow));
     io[at + CONFIG_RATE] = config.rate;
-    io[at + CONFIG_PERIOD] = config.period_ms;
+    io[at + CONFIG_PERIOD] = period_number(config);
     io[at + CONFIG_CAPACITY] = config.capacity;
     io[at + CONFIG_MAX_RESERVED] = or_nan(config.max_reserved);
     io[at + CONFIG_SHARDS] = f64::from(config.shard_count);

@@ -132,8 +132,10 @@ export const FIGURE_SAMPLED = 5;
 export const BATCH_WAIT = 0;
 /** `rb_compile` in: the kind (0 token bucket, 1 fixed window, 2 other). */
 export const COMPILE_KIND = 0;
-/** `rb_compile` in: a (tag, value) pair per field (tags: 0 absent, 1 null, 2 number, 3 other). */
+/** `rb_compile` in: a (tag, value) pair per field (tags: 0 absent, 1 null, 2 number, 3 other, `COMPILE_TAG_CALENDAR`). */
 export const COMPILE_FIELDS = 1;
+/** `rb_compile` in: the tag of a calendar period's name, its value the unit's code (`CALENDAR_PERIODS`). */
+export const COMPILE_TAG_CALENDAR = 4;
 /** `rb_compile` out: the config's seven numbers. */
 export const COMPILED_CONFIG = 0;
 /** `rb_compile` out: how many draws a decision takes. */
@@ -324,6 +326,10 @@ export const RULES = [
   "",
   "one or two shards",
   "a finite number",
+  "a positive finite number of ms, or \"day\", \"week\", \"month\" or \"year\"",
+  "a number of ms for a token bucket (calendar periods are for fixed windows)",
+  "1 for a calendar period",
+  "a number of ms within ±9007199254740992 (2^53) for a calendar period",
 ] as const;
 /** The rules a message words whole, the error's numbers as {0}, {1}, {2} ("": a phrase). */
 export const SENTENCES = [
@@ -343,4 +349,18 @@ export const SENTENCES = [
   "the grant names shard {0}, which is not another shard of this limit (it has {1})",
   "",
   "",
+  "",
+  "",
+  "",
+  "",
+] as const;
+
+// The calendar periods (src/calendar.rs), by code: a config's `period` crosses as minus its code.
+/** The names a fixed window's `period` may take instead of ms. */
+export const CALENDAR_PERIODS = [
+  "",
+  "day",
+  "week",
+  "month",
+  "year",
 ] as const;
