@@ -194,7 +194,7 @@ impl TryFrom<&ConfigInput> for Config {
         let rate = positive(Field::Rate, input.rate)?;
         let (period_ms, calendar) = match (kind, input.period) {
             (Kind::FixedWindow, Given::Calendar(unit)) => (unit.nominal_ms(), Some(unit)),
-            (Kind::TokenBucket, Given::Calendar(unit)) => return Err(Error::config(Field::Period, Rule::CalendarOfBucket, f64::from(unit as u8))),
+            (Kind::TokenBucket, Given::Calendar(_)) => return Err(Error::config(Field::Period, Rule::CalendarOfBucket, f64::NAN)),
             (_, Given::Other) => return Err(Error::config(Field::Period, Rule::PeriodName, f64::NAN)),
             (_, given) => (positive(Field::Period, given)?, None),
         };

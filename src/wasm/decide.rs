@@ -7,10 +7,11 @@ use super::io::{
     self, config_at, io, or_nan, put_config, put_error, put_state, request_at, state_at, BATCH_WAIT, COMPILED_DRAWS, COMPILED_SETTLE_DRAWS, COMPILE_FIELDS,
     COMPILE_KIND, EXTRA, FIGURE_LIMIT, FIGURE_REMAINING, FIGURE_RESET, FIGURE_RETRY_AFTER, FIGURE_SAMPLED, FIGURE_WINDOW, ITEM, ITEM_DRAWS, ITEM_FIGURES,
     ITEM_NOW, ITEM_WRITE, MAP, OUT, OUT_FIGURES, OUT_RETRY_AFTER, OUT_SHARES, OUT_STATUS, OUT_STRIDE, PLAN, PLAN_CAPACITY, PLAN_FIRST, PLAN_FRESH,
-    PLAN_MAX_RESERVED, PLAN_RATE, PLAN_READS, PLAN_SECOND, PLAN_STATUS, PLAN_STRIDE, SLOT, SLOTS, SLOT_FULL_AT, SLOT_PENDING, SLOT_STORED,
+    PLAN_MAX_RESERVED, PLAN_PERIOD, PLAN_RATE, PLAN_WINDOW_END, PLAN_WINDOW_LONGEST, PLAN_WINDOW_START, PLAN_READS, PLAN_SECOND, PLAN_STATUS, PLAN_STRIDE, SLOT, SLOTS, SLOT_FULL_AT, SLOT_PENDING, SLOT_STORED,
 };
 use crate::batch::{decide_batch, Item, Mode, Slot};
 use crate::calendar::CalendarUnit;
+use crate::fixed_window::calendar_window;
 use crate::config::{Config, ConfigInput, Given, GivenKind, Kind};
 use crate::figures::Figures;
 use crate::limiter::{decide_planned, prepare, write_info, Outcome};
@@ -127,6 +128,11 @@ pub extern "C" fn rb_plan(count: u32) -> f64 {
                 io[at + PLAN_RATE] = shard.rate;
                 io[at + PLAN_CAPACITY] = shard.capacity;
                 io[at + PLAN_MAX_RESERVED] = or_nan(shard.max_reserved);
+                io[at + PLAN_PERIOD] = shard.period_ms;
+                let window = shard.calendar.map(|unit| (calendar_window(&shard, unit, now), unit.longest_ms()));
+                io[at + PLAN_WINDOW_START] = window.map_or(f64::NAN, |(window, _)| window.start_ms);
+                io[at + PLAN_WINDOW_END] = window.map_or(f64::NAN, |(window, _)| window.end_ms);
+                io[at + PLAN_WINDOW_LONGEST] = window.map_or(f64::NAN, |(_, longest)| longest);
             }
             Err(error) => {
                 let status = put_error(io, OUT + index * OUT_STRIDE, &error);

@@ -42,7 +42,7 @@ layout! { BUFFER: "The buffer's regions and strides, in f64 indexes.";
     /// The stride of an item.
     ITEM = 16;
     /// The stride of a plan.
-    PLAN_STRIDE = 12;
+    PLAN_STRIDE = 15;
     /// The stride of a slot.
     SLOT = 5;
     /// The stride of an answer.
@@ -118,6 +118,14 @@ layout! { PLAN_FIELDS: "A plan (offsets in its record of PLAN_STRIDE).";
     PLAN_CAPACITY = 9;
     /// The shard's maxReserved (NaN: none).
     PLAN_MAX_RESERVED = 10;
+    /// The period in ms a port counts windows in (a calendar period's mean length).
+    PLAN_PERIOD = 11;
+    /// A calendar period's window holding `now`: its start (NaN: not a calendar period).
+    PLAN_WINDOW_START = 12;
+    /// That window's end (the next one's start).
+    PLAN_WINDOW_END = 13;
+    /// The period's longest window in ms, which waits and fills past that end count.
+    PLAN_WINDOW_LONGEST = 14;
 }
 
 layout! { SLOT_FIELDS: "A slot (offsets in its record of SLOT).";
@@ -290,7 +298,7 @@ layout! { EXTRA_PURE: "EXTRA for getValue and the pure functions (offsets from E
 // Checked as the crate compiles: no region, record or sub-layout runs into the next.
 const _: () = assert!(PLAN >= ITEMS + ITEM * MAX_ITEMS && MAP >= PLAN + PLAN_STRIDE * MAX_ITEMS && SLOTS >= MAP + 2 * MAX_ITEMS);
 const _: () = assert!(OUT >= SLOTS + SLOT * MAX_SLOTS && EXTRA >= OUT + OUT_STRIDE * MAX_ITEMS);
-const _: () = assert!(ITEM_FIGURES < ITEM && PLAN_MAX_RESERVED < PLAN_STRIDE && SLOT_FULL_AT < SLOT && OUT_RESERVE < OUT_STRIDE);
+const _: () = assert!(ITEM_FIGURES < ITEM && PLAN_WINDOW_LONGEST < PLAN_STRIDE && SLOT_FULL_AT < SLOT && OUT_RESERVE < OUT_STRIDE);
 const _: () = assert!(OUT_FIGURES + FIGURE_SAMPLED < OUT_SHARES && CONFIG_LEN <= ITEM_COUNT);
 const _: () = assert!(CHARGE_STATES + 10 <= CHARGE_GRANT && CHARGE_GRANT + GRANT_PARTS + 2 * GRANT_PART <= CHARGE_WRITES);
 const _: () = assert!(SETTLE_GRANT + GRANT_TAG < SETTLE_DRAWS && SETTLE_READS + 5 <= SETTLE_STATES && SETTLE_STATES + 10 <= SETTLE_ANSWER);

@@ -15,7 +15,7 @@ export const MAX_SLOTS = 256;
 /** The stride of an item. */
 export const ITEM = 16;
 /** The stride of a plan. */
-export const PLAN_STRIDE = 12;
+export const PLAN_STRIDE = 15;
 /** The stride of a slot. */
 export const SLOT = 5;
 /** The stride of an answer. */
@@ -25,15 +25,15 @@ export const ITEMS = 0;
 /** Per item (stride `PLAN_STRIDE`): what `rb_plan` names. */
 export const PLAN = 2048;
 /** Per item, the slots of its two reads. */
-export const MAP = 3584;
+export const MAP = 3968;
 /** Per slot (stride `SLOT`): stored and pending states. */
-export const SLOTS = 3840;
+export const SLOTS = 4224;
 /** Per item (stride `OUT_STRIDE`): its answer or error. */
-export const OUT = 5120;
+export const OUT = 5504;
 /** What one operation needs beyond items (the `EXTRA`-relative sub-layouts below). */
-export const EXTRA = 7168;
+export const EXTRA = 7552;
 /** The buffer's length: `EXTRA` holds up to 1024 sampled shards and their states. */
-export const IO_LEN = 11264;
+export const IO_LEN = 11648;
 
 // A state, two numbers (value NaN: none), and a compiled config, seven.
 /** A state's value. */
@@ -88,6 +88,14 @@ export const PLAN_RATE = 8;
 export const PLAN_CAPACITY = 9;
 /** The shard's maxReserved (NaN: none). */
 export const PLAN_MAX_RESERVED = 10;
+/** The period in ms a port counts windows in (a calendar period's mean length). */
+export const PLAN_PERIOD = 11;
+/** A calendar period's window holding `now`: its start (NaN: not a calendar period). */
+export const PLAN_WINDOW_START = 12;
+/** That window's end (the next one's start). */
+export const PLAN_WINDOW_END = 13;
+/** The period's longest window in ms, which waits and fills past that end count. */
+export const PLAN_WINDOW_LONGEST = 14;
 
 // A slot (offsets in its record of SLOT).
 /** The stored state (value NaN: none). */
