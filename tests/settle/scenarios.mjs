@@ -258,19 +258,23 @@ function anniversary(anchor, year) {
 /** The limits of `calendarQuota`: 10 a calendar year from `anchor`. */
 export const calendarLimits = (kind, anchor) => ({ yearly: { kind, rate: 10, period: "year", start: anchor } });
 
+/** The anchor of hosts whose limits are fixed in advance (`h.calendar`): Feb 29, so common years clamp to Feb 28. */
+export const CALENDAR_ANCHOR = Date.UTC(2024, 1, 29, 12);
+
 /**
  * Calendar quotas (issue 32 item 3), on the host's own store: a fixed window of a calendar year
- * from an anchor (30 days back, or `h.calendar.anchor` for a host whose limits are fixed, with its
- * own `h.calendar.connect()`): grants up to the quota, a refusal whose wait ends at the next
- * anniversary, a grant settled below its estimate giving back the rest, getValue's config naming
- * the period and its anchor, and (with a hand-moved clock) the quota whole again at the
- * anniversary. A token bucket refuses a calendar period (INVALID_CONFIG).
+ * from an anchor (30 days back; or, for a host whose limits are fixed in advance, its
+ * `h.calendar.connect()` to a limiter with `calendarLimits("fixed window", CALENDAR_ANCHOR)`,
+ * whatever `h.kind`): grants up to the quota, a refusal whose wait ends at the next anniversary, a
+ * grant settled below its estimate giving back the rest, getValue's config naming the period and
+ * its anchor, and (with a hand-moved clock) the quota whole again at the anniversary. Elsewhere a
+ * token bucket refuses a calendar period (INVALID_CONFIG).
  */
 export async function calendarQuota(h) {
   const now = () => (h.clock ? h.clock.now : Date.now());
-  const anchor = h.calendar?.anchor ?? now() - 30 * 86_400_000;
+  const anchor = h.calendar ? CALENDAR_ANCHOR : now() - 30 * 86_400_000;
   const limits = calendarLimits(h.kind, anchor);
-  if (h.kind === "token bucket") {
+  if (h.kind === "token bucket" && !h.calendar) {
     // (At the limiter's construction, or at its first call where a host builds it per call.)
     await rejectsWith((async () => (await h.connect(limits)).limit("yearly", { key: freshKey("calendar") }))(), "INVALID_CONFIG", "a calendar period on a token bucket");
     return;

@@ -38,10 +38,9 @@ function racy(kind) {
     }
   };
 }
-/** Calendar quotas: a year from Feb 29, 2024 (so a common year's window starts on Feb 28). */
-const CALENDAR_ANCHOR = Date.UTC(2024, 1, 29, 12);
-export class SettleCalendar extends rateLimiterObject(scenarios.calendarLimits("fixed window", CALENDAR_ANCHOR)) {}
-export class SettleCalendarKv extends rateLimiterObject(scenarios.calendarLimits("fixed window", CALENDAR_ANCHOR)) {}
+/** Calendar quotas (scenarios.calendarQuota): a year from Feb 29, 2024. */
+export class SettleCalendar extends rateLimiterObject(scenarios.calendarLimits("fixed window", scenarios.CALENDAR_ANCHOR)) {}
+export class SettleCalendarKv extends rateLimiterObject(scenarios.calendarLimits("fixed window", scenarios.CALENDAR_ANCHOR)) {}
 
 export class RacyTokenBucket extends racy("token bucket") {}
 export class RacyFixedWindow extends racy("fixed window") {}
@@ -75,7 +74,7 @@ function harness(env, { host, kind, backend }) {
     kind,
     connect: () => rateLimiterClient(stub(binding)),
     bare: () => rateLimiterClient(stub(`RACY_${TAG[kind]}`)),
-    calendar: { anchor: CALENDAR_ANCHOR, connect: () => rateLimiterClient(stub(`SETTLE_Calendar${backend === "kv" ? "_KV" : ""}`)) },
+    calendar: { connect: () => rateLimiterClient(stub(`SETTLE_Calendar${backend === "kv" ? "_KV" : ""}`)) },
   };
 }
 

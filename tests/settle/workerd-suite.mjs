@@ -53,8 +53,6 @@ export function workerdSettleSuite(title, runs, more = () => {}) {
     for (const run of runs) {
       describe(run.title, () => {
         for (const [sentence, scenario] of Object.entries(NAMED)) {
-          // A Durable Object's limits are its class's: a token bucket's calendar period would not load.
-          if (scenario === "calendarQuota" && run.host === "do" && run.kind === "token bucket") continue;
           test(sentence, async () => {
             const { status, body } = await post(miniflare, "/", { ...run, scenario });
             assert.equal(status, 200);
