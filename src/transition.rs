@@ -17,11 +17,11 @@ use crate::{fixed_window, token_bucket};
 /// assert_eq!((state.value, state.ts), (5.0, 9_750.0));
 /// ```
 pub fn initial_state(config: &Config, now_ms: f64, phase: f64) -> State {
-    let ts = match (config.kind, config.start_ms) {
-        (Kind::TokenBucket, _) => now_ms,
-        (Kind::FixedWindow, _) if let Some(unit) = config.calendar => fixed_window::calendar_window(config, unit, now_ms).start_ms,
-        (Kind::FixedWindow, Some(start_ms)) => start_ms,
-        (Kind::FixedWindow, None) => now_ms - crate::math::floor(phase * config.period_ms),
+    let ts = match (config.kind, config.calendar, config.start_ms) {
+        (Kind::TokenBucket, _, _) => now_ms,
+        (Kind::FixedWindow, Some(unit), _) => fixed_window::calendar_window(config, unit, now_ms).start_ms,
+        (Kind::FixedWindow, None, Some(start_ms)) => start_ms,
+        (Kind::FixedWindow, None, None) => now_ms - crate::math::floor(phase * config.period_ms),
     };
     State { value: config.capacity, ts }
 }
