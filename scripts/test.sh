@@ -35,7 +35,7 @@ node --test --test-reporter=spec tests/http/
 node_modules/.bin/tsc -p tests/http/types
 node_modules/.bin/tsc -p tests/http/types/tsconfig.es2020.json
 
-echo "== Redis: ratebound/redis on a real redis-server (node-redis and ioredis 5 and 6, @upstash/redis over a REST bridge), the decision script against the core (100,000+ decisions), and a real Redis Cluster (3 masters with replicas, a failover)"
+echo "== Redis: ratebound/redis on a real redis-server (node-redis and ioredis 5 and 6, @upstash/redis over a REST bridge), the decision script against the core (100,000+ decisions), the sliding window against @upstash/ratelimit's slidingWindow on the same server (20,000 random calls), and a real Redis Cluster (3 masters with replicas, a failover)"
 node --test --test-reporter=spec tests/redis/
 node_modules/.bin/tsc -p tests/redis/types
 

@@ -17,21 +17,35 @@ pub const MIN_CHOOSE_TWO: u32 = 3;
 /// overflows.
 pub const MAX_INSTANT_MS: f64 = 9_007_199_254_740_992.0;
 
-/// The two algorithms.
+/// The algorithms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Tokens flow in continuously at `rate / period`, up to `capacity`.
     TokenBucket,
     /// `rate` tokens arrive at the start of every window of `period` ms, up to `capacity`.
     FixedWindow,
+    /// `@upstash/ratelimit`'s sliding window: the current window's count plus
+    /// the previous one's weighted by how much of it the sliding period still
+    /// covers, at most `rate` (see [`crate::sliding_window`]).
+    SlidingWindow,
 }
 
 impl Kind {
-    /// The name used in configs: `"token bucket"` or `"fixed window"`.
+    /// The kind's number across the boundary: 0, 1 or 2.
+    pub fn code(self) -> f64 {
+        match self {
+            Kind::TokenBucket => 0.0,
+            Kind::FixedWindow => 1.0,
+            Kind::SlidingWindow => 2.0,
+        }
+    }
+
+    /// The name used in configs: `"token bucket"`, `"fixed window"` or `"sliding window"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::TokenBucket => "token bucket",
             Kind::FixedWindow => "fixed window",
+            Kind::SlidingWindow => "sliding window",
         }
     }
 }
@@ -94,6 +108,11 @@ impl ConfigInput {
     /// `{ kind: "fixed window", rate, period: "day" | "week" | "month" | "year" }`.
     pub fn calendar(rate: f64, unit: CalendarUnit) -> Self {
         ConfigInput { period: Given::Calendar(unit), ..Self::of(Kind::FixedWindow, rate, unit.nominal_ms()) }
+    }
+
+    /// `{ kind: "sliding window", rate, period }`.
+    pub fn sliding_window(rate: f64, period_ms: f64) -> Self {
+        Self::of(Kind::SlidingWindow, rate, period_ms)
     }
 
     fn of(kind: Kind, rate: f64, period_ms: f64) -> Self {
@@ -194,10 +213,13 @@ impl TryFrom<&ConfigInput> for Config {
         let rate = positive(Field::Rate, input.rate)?;
         let (period_ms, calendar) = match (kind, input.period) {
             (Kind::FixedWindow, Given::Calendar(unit)) => (unit.nominal_ms(), Some(unit)),
-            (Kind::TokenBucket, Given::Calendar(_)) => return Err(Error::config(Field::Period, Rule::CalendarOfBucket, f64::NAN)),
+            (Kind::TokenBucket | Kind::SlidingWindow, Given::Calendar(_)) => return Err(Error::config(Field::Period, Rule::CalendarOfBucket, f64::NAN)),
             (_, Given::Other) => return Err(Error::config(Field::Period, Rule::PeriodName, f64::NAN)),
             (_, given) => (positive(Field::Period, given)?, None),
         };
+        if kind == Kind::SlidingWindow {
+            return sliding_window(input, rate, period_ms);
+        }
         let capacity = non_negative(Field::Capacity, input.capacity)?.unwrap_or(rate);
         let max_reserved = non_negative(Field::MaxReserved, input.max_reserved)?;
         let shard_count = match number(Field::Shards, input.shards)? {
@@ -215,6 +237,7 @@ impl TryFrom<&ConfigInput> for Config {
             (Kind::FixedWindow, Given::Number(start)) if start.abs() <= MAX_INSTANT_MS => Some(start),
             (Kind::FixedWindow, Given::Number(start)) => return Err(Error::config(Field::Start, Rule::StartOfWindow, start)),
             (Kind::FixedWindow, _) => return Err(Error::config(Field::Start, Rule::StartOfWindow, f64::NAN)),
+            (Kind::SlidingWindow, _) => unreachable!("validated by `sliding_window`"),
         };
         let shard_refill_per_ms = rate / f64::from(shard_count) / period_ms;
         if !(shard_refill_per_ms.is_finite() && shard_refill_per_ms > 0.0) {
@@ -224,6 +247,25 @@ impl TryFrom<&ConfigInput> for Config {
         let start_ms = start_ms.or(calendar.map(CalendarUnit::default_anchor_ms));
         Ok(Config { kind, rate, period_ms, calendar, capacity, max_reserved, shard_count, start_ms })
     }
+}
+
+/// A sliding window takes `rate` and `period` only: its windows are aligned
+/// to the epoch (as `@upstash/ratelimit`'s), it holds `rate` (no other
+/// capacity), it never goes into debt, and its two states are its two
+/// windows (no shards). Any of those fields given, even `null`, is refused
+/// naming it. The config carries `capacity = rate`, one shard, and
+/// `maxReserved = 0`: a call that reserves is decided as one that does not
+/// (as on any limit with `maxReserved: 0`), so `acquire` waits its turn.
+fn sliding_window(input: &ConfigInput, rate: f64, period_ms: f64) -> Result<Config, Error> {
+    let fields = [(Field::Capacity, input.capacity), (Field::MaxReserved, input.max_reserved), (Field::Shards, input.shards), (Field::Start, input.start)];
+    for (field, given) in fields {
+        match given {
+            Given::Absent => {}
+            Given::Number(number) => return Err(Error::config(field, Rule::AbsentForSlidingWindow, number)),
+            Given::Null | Given::Other | Given::Calendar(_) => return Err(Error::config(field, Rule::AbsentForSlidingWindow, f64::NAN)),
+        }
+    }
+    Ok(Config { kind: Kind::SlidingWindow, rate, period_ms, calendar: None, capacity: rate, max_reserved: Some(0.0), shard_count: 1, start_ms: None })
 }
 
 impl Config {
@@ -327,6 +369,18 @@ mod tests {
         let input = ConfigInput::token_bucket(1.0, 1.0).with("capacity", 0.0).with("maxReserved", 0.0);
         let config = Config::try_from(&input).unwrap();
         assert_eq!((config.capacity, config.max_reserved), (0.0, Some(0.0)));
+    }
+
+    #[test]
+    fn a_sliding_window_takes_rate_and_period_and_refuses_every_other_field_by_name() {
+        let config = Config::try_from(&ConfigInput::sliding_window(10.0, 1_000.0)).unwrap();
+        assert_eq!((config.kind, config.capacity, config.shard_count, config.max_reserved, config.start_ms), (Kind::SlidingWindow, 10.0, 1, Some(0.0), None));
+        for (name, field) in [("capacity", Field::Capacity), ("maxReserved", Field::MaxReserved), ("shards", Field::Shards), ("start", Field::Start)] {
+            assert_eq!(problem(ConfigInput::sliding_window(10.0, 1_000.0).with(name, 1.0)), (field, Rule::AbsentForSlidingWindow, 1.0), "{name}");
+            assert_eq!(problem(ConfigInput::sliding_window(10.0, 1_000.0).with(name, Given::Null)).1, Rule::AbsentForSlidingWindow, "{name}");
+        }
+        assert_eq!(problem(ConfigInput::sliding_window(0.0, 1_000.0)).0, Field::Rate);
+        assert_eq!(problem(ConfigInput::sliding_window(1.0, f64::INFINITY)).0, Field::Period);
     }
 
     #[test]

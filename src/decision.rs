@@ -121,7 +121,7 @@ fn honest_wait(replay: impl Fn(f64) -> f64, config: &Config, now_ms: f64, mut wa
             return wait;
         }
         let later = match config.kind {
-            Kind::FixedWindow => then + config.period_ms,
+            Kind::FixedWindow | Kind::SlidingWindow => then + config.period_ms,
             Kind::TokenBucket => (then + short_by / (config.rate / config.period_ms)).max(then.next_up()),
         };
         wait = wait_until(now_ms, later);

@@ -29,11 +29,15 @@ pub enum Field {
     GrantShardValue = 18,
     RetryAfter = 19,
     MaxJitter = 20,
+    Max = 21,
+    Lease = 22,
+    LeaseId = 23,
+    LeaseSlots = 24,
 }
 
 impl Field {
     /// Every field, in the order of their numbers (from 1).
-    pub const ALL: [Field; 20] = [
+    pub const ALL: [Field; 24] = [
         Field::Kind,
         Field::Rate,
         Field::Period,
@@ -54,6 +58,10 @@ impl Field {
         Field::GrantShardValue,
         Field::RetryAfter,
         Field::MaxJitter,
+        Field::Max,
+        Field::Lease,
+        Field::LeaseId,
+        Field::LeaseSlots,
     ];
 
     /// The field as the package's messages and `error.field` name it.
@@ -79,6 +87,10 @@ impl Field {
             Field::GrantShardValue => "grant.shards.value",
             Field::RetryAfter => "retryAfter",
             Field::MaxJitter => "maxJitter",
+            Field::Max => "max",
+            Field::Lease => "lease",
+            Field::LeaseId => "lease.id",
+            Field::LeaseSlots => "lease.slots",
         }
     }
 }
@@ -99,7 +111,7 @@ pub enum Rule {
     StartOfBucket = 5,
     /// "a number of ms within ±9007199254740992 (2^53)"
     StartOfWindow = 6,
-    /// "\"token bucket\" or \"fixed window\""
+    /// "\"token bucket\", \"fixed window\" or \"sliding window\""
     KindName = 7,
     /// rate / period per shard is not a positive finite number (numbers: rate, period, shards)
     RefillPerShard = 8,
@@ -117,14 +129,28 @@ pub enum Rule {
     OneOrTwoShards = 14,
     /// "a finite number"
     Finite = 15,
+    /// "the limit's own in code" (a stored limit changes rate, period, capacity and maxReserved only)
+    SameAsCode = 16,
+    /// "an integer from 1 to 64" (a concurrency limit's `max`)
+    ConcurrencyMax = 17,
+    /// "an integer from 1 to 9007199254740992 (2^53)" (a lease's id)
+    LeaseIdRange = 18,
+    /// the lease is below the clock's resolution at now (numbers: lease, now, resolution)
+    LeaseResolution = 19,
+    /// the lease names a slot the limit does not have, or one twice (numbers: slot, max)
+    LeaseSlot = 20,
+    /// "absent for a sliding window"
+    AbsentForSlidingWindow = 21,
+    /// a sliding window decides on two windows' states: no one-state transition, no grants
+    TwoWindows = 22,
     /// "a positive finite number of ms, or \"day\", \"week\", \"month\" or \"year\""
-    PeriodName = 16,
-    /// "a number of ms for a token bucket (calendar periods are for fixed windows)"
-    CalendarOfBucket = 17,
+    PeriodName = 23,
+    /// "a number of ms for a token bucket or a sliding window (calendar periods are for fixed windows)"
+    CalendarOfBucket = 24,
     /// "1 for a calendar period"
-    CalendarShards = 18,
+    CalendarShards = 25,
     /// "a number of ms within ±9007199254740992 (2^53) for a calendar period"
-    CalendarInstant = 19,
+    CalendarInstant = 26,
 }
 
 /// How a rule reads in a message.
@@ -138,7 +164,7 @@ pub enum Wording {
 
 impl Rule {
     /// Every rule, in the order of their numbers (from 1).
-    pub const ALL: [Rule; 19] = [
+    pub const ALL: [Rule; 26] = [
         Rule::Number,
         Rule::PositiveFinite,
         Rule::FiniteNonNegative,
@@ -154,6 +180,13 @@ impl Rule {
         Rule::GrantShard,
         Rule::OneOrTwoShards,
         Rule::Finite,
+        Rule::SameAsCode,
+        Rule::ConcurrencyMax,
+        Rule::LeaseIdRange,
+        Rule::LeaseResolution,
+        Rule::LeaseSlot,
+        Rule::AbsentForSlidingWindow,
+        Rule::TwoWindows,
         Rule::PeriodName,
         Rule::CalendarOfBucket,
         Rule::CalendarShards,
@@ -169,7 +202,7 @@ impl Rule {
             Rule::ShardRange => Wording::MustBe("an integer from 1 to 1024"),
             Rule::StartOfBucket => Wording::MustBe("null or absent for a token bucket"),
             Rule::StartOfWindow => Wording::MustBe("a number of ms within ±9007199254740992 (2^53)"),
-            Rule::KindName => Wording::MustBe("\"token bucket\" or \"fixed window\""),
+            Rule::KindName => Wording::MustBe("\"token bucket\", \"fixed window\" or \"sliding window\""),
             Rule::RefillPerShard => {
                 Wording::Sentence("rate / period must be a positive finite number of tokens per ms for each shard (got rate {0}, period {1}, shards {2})")
             }
@@ -182,8 +215,19 @@ impl Rule {
             Rule::GrantShard => Wording::Sentence("the grant names shard {0}, which is not another shard of this limit (it has {1})"),
             Rule::OneOrTwoShards => Wording::MustBe("one or two shards"),
             Rule::Finite => Wording::MustBe("a finite number"),
+            Rule::SameAsCode => Wording::MustBe("the limit's own in code: a stored limit changes rate, period, capacity and maxReserved only"),
+            Rule::ConcurrencyMax => Wording::MustBe("an integer from 1 to 64"),
+            Rule::LeaseIdRange => Wording::MustBe("an integer from 1 to 9007199254740992 (2^53)"),
+            Rule::LeaseResolution => {
+                Wording::Sentence("lease must be at least the clock's resolution at now (got lease {0} ms, now {1}, whose resolution is {2} ms)")
+            }
+            Rule::LeaseSlot => Wording::Sentence("the lease names slot {0} twice or one this limit does not have (it has {1})"),
+            Rule::AbsentForSlidingWindow => Wording::MustBe("absent for a sliding window"),
+            Rule::TwoWindows => Wording::MustBe(
+                "\"token bucket\" or \"fixed window\" for calculateRateLimit and grants (a sliding window decides on two windows' states: use limit, check or getValue)",
+            ),
             Rule::PeriodName => Wording::MustBe("a positive finite number of ms, or \"day\", \"week\", \"month\" or \"year\""),
-            Rule::CalendarOfBucket => Wording::MustBe("a number of ms for a token bucket (calendar periods are for fixed windows)"),
+            Rule::CalendarOfBucket => Wording::MustBe("a number of ms for a token bucket or a sliding window (calendar periods are for fixed windows)"),
             Rule::CalendarShards => Wording::MustBe("1 for a calendar period"),
             Rule::CalendarInstant => Wording::MustBe("a number of ms within ±9007199254740992 (2^53) for a calendar period"),
         }
@@ -254,6 +298,10 @@ pub enum Error {
     /// A grant was settled (or cancelled) already: a second settle would give
     /// its tokens back twice.
     GrantSettled,
+    /// A lease to extend holds no slot any more: it expired, was released,
+    /// or was never this limit's. Nothing was written; the work it guarded
+    /// no longer holds a slot.
+    LeaseLost,
 }
 
 impl Error {
@@ -268,7 +316,8 @@ impl Error {
     }
 
     /// The codes by number (0: none), as `ts/core/errors.ts` has them (generated).
-    pub const CODES: [&'static str; 7] = ["", "INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "WAIT_UNBOUNDED", "INVALID_RANDOM", "GRANT_SETTLED"];
+    pub const CODES: [&'static str; 8] =
+        ["", "INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "WAIT_UNBOUNDED", "INVALID_RANDOM", "GRANT_SETTLED", "LEASE_LOST"];
 
     /// The error's number across the boundary (its code is `CODES[number]`).
     pub fn number(&self) -> u8 {
@@ -279,6 +328,7 @@ impl Error {
             Error::WaitUnbounded { .. } => 4,
             Error::InvalidRandom { .. } => 5,
             Error::GrantSettled => 6,
+            Error::LeaseLost => 7,
         }
     }
 
@@ -324,6 +374,7 @@ mod tests {
             Error::WaitUnbounded { count: 1e308 },
             Error::InvalidRandom { got: 1.0 },
             Error::GrantSettled,
+            Error::LeaseLost,
         ];
         for (index, error) in all.iter().enumerate() {
             for other in &all[index + 1..] {
@@ -342,7 +393,7 @@ mod tests {
             assert_eq!(*rule as usize, index + 1);
         }
         // The last variants: nothing past the tables (a new variant must join them, or these fail).
-        assert_eq!(Field::ALL.len(), Field::MaxJitter as usize);
+        assert_eq!(Field::ALL.len(), Field::LeaseSlots as usize);
         assert_eq!(Rule::ALL.len(), Rule::CalendarInstant as usize);
     }
 

@@ -26,6 +26,13 @@ pub struct Figures {
     pub retry_after: Option<f64>,
     /// How many shards the figures rest on (the limit's shard count when all were read).
     pub sampled: u32,
+    /// draft-11's `t`, the effective window: whole seconds within which no
+    /// more than `remaining` tokens can be spent, rounded up (a client that
+    /// keeps to it is never refused for spending early). A token bucket: until
+    /// its next whole token (spending at once starts its refill, so this holds
+    /// from a full bucket too); a fixed or sliding window: until its window ends. Never
+    /// past `retry_after`.
+    pub effective_window: f64,
 }
 
 /// Whole seconds from a wait in ms, rounded up: never shorter than the wait.
@@ -51,6 +58,21 @@ pub fn whole_seconds(wait_ms: f64) -> f64 {
 /// assert_eq!((shown.limit, shown.remaining, shown.reset, shown.window, shown.retry_after), (10.0, 4.0, 33.0, 60.0, Some(2.0)));
 /// ```
 pub fn figures(state: State, config: &Config, now_ms: f64, retry_after_ms: Option<f64>, sampled: u32) -> Figures {
+    if config.kind == Kind::SlidingWindow {
+        // `state` is `getValue`'s report: the tokens it grants at `ts`.
+        let window_end = crate::sliding_window::window_start(config, now_ms.max(state.ts)) + config.period_ms;
+        return Figures {
+            limit: config.rate,
+            remaining: crate::math::floor(state.value.max(0.0)),
+            reset: whole_seconds(window_end - now_ms),
+            window: whole_seconds(config.period_ms),
+            retry_after: retry_after_ms.map(whole_seconds),
+            sampled: 1,
+            // What a sliding window counts only falls as time passes: `remaining` may be spent any
+            // time before its window ends (never past a refusal's wait, as for the other kinds).
+            effective_window: whole_seconds(retry_after_ms.map_or(window_end - now_ms, |wait| (window_end - now_ms).min(wait))),
+        };
+    }
     let now = advance(state, config, now_ms, 0.0);
     // A calendar window's length varies: the one that holds the state's window start.
     let window = config.calendar.map(|unit| crate::fixed_window::calendar_window(config, unit, now.ts));
@@ -61,19 +83,29 @@ pub fn figures(state: State, config: &Config, now_ms: f64, retry_after_ms: Optio
         Kind::TokenBucket => filled_at(State { value: now.value, ts: now.ts }, config),
         // The window that holds `now` ends one period after its start.
         Kind::FixedWindow => window.map_or(now.ts + config.period_ms, |window| window.end_ms),
+        Kind::SlidingWindow => now.ts + config.period_ms,
     };
     let reset = match now.value >= config.capacity && config.kind == Kind::TokenBucket {
         true => 0.0,
         false if reset_at_ms.is_finite() => whole_seconds(reset_at_ms - now_ms),
         false => whole_seconds(window_ms),
     };
+    let remaining = crate::math::floor(now.value.max(0.0));
+    let effective_ms = match config.kind {
+        // The next whole token: `remaining + 1` reached at the bucket's rate.
+        Kind::TokenBucket => (remaining + 1.0 - now.value) / (config.rate / config.period_ms),
+        Kind::FixedWindow | Kind::SlidingWindow => reset_at_ms - now_ms,
+    };
+    let effective_ms = if effective_ms.is_finite() { effective_ms } else { config.period_ms };
+    let effective_ms = retry_after_ms.map_or(effective_ms, |wait| effective_ms.min(wait));
     Figures {
         limit: config.capacity,
-        remaining: crate::math::floor(now.value.max(0.0)),
+        remaining,
         reset,
         window: whole_seconds(window_ms),
         retry_after: retry_after_ms.map(whole_seconds),
         sampled,
+        effective_window: whole_seconds(effective_ms),
     }
 }
 
@@ -138,6 +170,33 @@ mod tests {
         let bucket = Config::try_from(&ConfigInput::token_bucket(1.0, 1_000.0)).unwrap();
         let shown = figures(State { value: -1e308, ts: 0.0 }, &bucket, 0.0, None, 1);
         assert_eq!((shown.remaining, shown.reset), (0.0, 1.0));
+    }
+
+    #[test]
+    fn a_token_buckets_effective_window_lasts_until_its_next_whole_token() {
+        // 10 a minute: a token every 6 s. 4.5 tokens: the fifth whole one in 3 s.
+        let bucket = Config::try_from(&ConfigInput::token_bucket(10.0, 60_000.0)).unwrap();
+        assert_eq!(figures(State { value: 4.5, ts: 0.0 }, &bucket, 0.0, None, 1).effective_window, 3.0);
+        // Full: spending at once starts the refill, the next token comes 6 s later.
+        assert_eq!(figures(State { value: 10.0, ts: 0.0 }, &bucket, 0.0, None, 1).effective_window, 6.0);
+        // In debt: nothing can be spent until one whole token is there again.
+        assert_eq!(figures(State { value: -2.0, ts: 0.0 }, &bucket, 0.0, None, 1).effective_window, 18.0);
+    }
+
+    #[test]
+    fn a_fixed_windows_effective_window_ends_with_its_window() {
+        let window = Config::try_from(&ConfigInput::fixed_window(5.0, 10_000.0).with("start", 0.0)).unwrap();
+        let shown = figures(State { value: 2.0, ts: 0.0 }, &window, 2_500.0, None, 1);
+        assert_eq!((shown.remaining, shown.effective_window), (2.0, 8.0));
+    }
+
+    #[test]
+    fn the_effective_window_never_ends_after_retry_after() {
+        // A refused count of 0.5 at 0.25 tokens waits 1.5 s, before the next whole token (4.5 s).
+        let bucket = Config::try_from(&ConfigInput::token_bucket(1.0, 6_000.0)).unwrap();
+        let shown = figures(State { value: 0.25, ts: 0.0 }, &bucket, 0.0, Some(1_500.0), 1);
+        assert_eq!((shown.effective_window, shown.retry_after), (2.0, Some(2.0)));
+        assert!(shown.effective_window <= shown.retry_after.unwrap());
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 mod batch;
 mod calendar;
+mod concurrency;
 mod config;
 mod decision;
 mod error;
@@ -32,7 +33,9 @@ mod request;
 mod result;
 mod settle;
 mod shard;
+mod sliding_window;
 mod state;
+mod stored_limit;
 mod token_bucket;
 mod transition;
 mod value;
@@ -43,6 +46,9 @@ pub use batch::{decide_batch, Item, Mode, Slot};
 #[cfg(not(target_arch = "wasm32"))]
 pub use batch::{limit_all, BatchItem};
 pub use calendar::{civil_from_days, days_from_civil, days_in_month, is_leap_year, window_at, CalendarUnit, Window, DAY_MS};
+pub use concurrency::{
+    check_lease_id, check_slots, extend_slots, held_slots, release_slots, slot_list, take_slots, ConcurrencyConfig, ConcurrencyInput, SlotWrites, Slots, Taken, MAX_CONCURRENCY,
+};
 pub use config::{Config, ConfigInput, Given, GivenKind, Kind, MAX_INSTANT_MS, MAX_SHARDS, MIN_CHOOSE_TWO};
 pub use decision::{decide, ShardDecision};
 pub use error::{Error, Field, Problem, Rule};
@@ -58,6 +64,7 @@ pub use settle::{
     GrantShard, Settled, Writes,
 };
 pub use shard::{combine, first_shard, second_shard, Combined};
+pub use stored_limit::{check_shape, decode_limit, encode_limit, resolve_limit, LimitSource, KEY_LIMIT_BASE, LIMIT_RECORDS, NAME_LIMIT_BASE, NO_MAX_RESERVED};
 pub use state::{State, StateRef, StateStore, Transition, WriteInfo};
 pub use transition::{advance, calculate_rate_limit, filled_at, full_at, initial_state};
 pub use value::{plan_value, value_draws_needed, value_of, ValueReport};

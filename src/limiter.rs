@@ -2,7 +2,7 @@
 //! read, synchronously, with the writes it makes as data. And the reference
 //! driver that runs plan, read, decide and write over a [`StateStore`].
 
-use crate::config::{Config, MIN_CHOOSE_TWO};
+use crate::config::{Config, Kind, MIN_CHOOSE_TWO};
 use crate::decision::{decide, ShardDecision};
 use crate::error::{Error, Field, Problem, Rule};
 use crate::figures::{figures, Figures};
@@ -49,13 +49,16 @@ impl Outcome {
             let written = self.writes.iter().flatten().find(|(written, _)| committed && *written == shard);
             (shard, Some(written.map_or(read, |(_, state)| *state)))
         };
-        // The whole limit as `getValue` would report it from the shards read.
-        let report = crate::value::value_of(config, now_ms, self.reads, held);
-        let whole = State { value: report.value, ts: report.ts };
         let wait = match self.result {
             RateLimitResult::Refused { retry_after_ms, .. } => Some(retry_after_ms),
             RateLimitResult::Allowed { .. } => None,
         };
+        if config.kind == Kind::SlidingWindow {
+            return crate::sliding_window::figures(config, now_ms, [held(0).1, held(1).1], wait);
+        }
+        // The whole limit as `getValue` would report it from the shards read.
+        let report = crate::value::value_of(config, now_ms, self.reads, held);
+        let whole = State { value: report.value, ts: report.ts };
         figures(whole, config, now_ms, wait, self.reads as u32)
     }
 }
@@ -119,6 +122,9 @@ pub fn prepare(config: &Config, request: Request, now_ms: f64) -> Result<(), Err
 /// [`Error::InvalidRequest`] for a state that would leave the numbers.
 #[inline]
 pub fn decide_planned(config: &Config, request: Request, now_ms: f64, plan: &Plan, stored: [Option<State>; 2]) -> Result<Outcome, Error> {
+    if config.kind == Kind::SlidingWindow {
+        return crate::sliding_window::decide(config, request, now_ms, plan, stored);
+    }
     match crate::fast::granted_alone(config, request, now_ms, plan, stored) {
         Some(outcome) => Ok(outcome),
         None => decide_in_full(config, request, now_ms, plan, stored),
@@ -128,6 +134,9 @@ pub fn decide_planned(config: &Config, request: Request, now_ms: f64, plan: &Pla
 /// [`decide_planned`]'s general path: every call, the common one too
 /// (which [`crate::fast`] answers the same without it).
 pub(crate) fn decide_in_full(config: &Config, request: Request, now_ms: f64, plan: &Plan, stored: [Option<State>; 2]) -> Result<Outcome, Error> {
+    if config.kind == Kind::SlidingWindow {
+        return crate::sliding_window::decide(config, request, now_ms, plan, stored);
+    }
     let shard_config = config.per_shard();
     let [first, second] = plan.shards;
     let state_first = stored[0].unwrap_or(plan.fresh[0]);

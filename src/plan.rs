@@ -65,7 +65,9 @@ pub fn plan(config: &Config, now_ms: f64, draws: &[f64]) -> Result<Plan, Error> 
     // check and no phase to place a window by.
     if draws_needed(config) == 0 {
         let fresh = initial_state(config, now_ms, 0.0);
-        return Ok(Plan { shards: [0, 0], reads: 1, fresh: [fresh, fresh] });
+        // A sliding window reads its two windows' states, at shards 0 and 1.
+        let (shards, reads) = if config.kind == Kind::SlidingWindow { ([0, 1], 2) } else { ([0, 0], 1) };
+        return Ok(Plan { shards, reads, fresh: [fresh, fresh] });
     }
     plan_in_full(config, now_ms, draws)
 }
@@ -73,6 +75,9 @@ pub fn plan(config: &Config, now_ms: f64, draws: &[f64]) -> Result<Plan, Error> 
 /// [`plan`] for every config (the common one too).
 pub(crate) fn plan_in_full(config: &Config, now_ms: f64, draws: &[f64]) -> Result<Plan, Error> {
     let needed = draws_needed(config);
+    if needed == 0 && config.kind == Kind::SlidingWindow {
+        return plan(config, now_ms, draws);
+    }
     let mut units = [0.0; 4];
     for (unit, drawn) in units.iter_mut().zip(draws.iter().take(needed)) {
         *unit = unit_random(*drawn)?;

@@ -155,7 +155,7 @@ fn pair_refill_ms(held: [crate::state::Transition; 2], shard_config: &Config, no
             let refill_per_ms = shard_config.rate / shard_config.period_ms;
             (together / (2.0 * refill_per_ms)).max(a_full / refill_per_ms).max(b_full / refill_per_ms).max(0.0)
         }
-        Kind::FixedWindow => {
+        Kind::FixedWindow | Kind::SlidingWindow => {
             // Whole windows of `rate` for `tokens`; a quotient an ulp above an
             // integer (2/3 + 1/3 > 1 in floats) asks one window too many, so
             // the estimate leans early and the replay moves it on if it must.

@@ -22,6 +22,8 @@ pub fn initial_state(config: &Config, now_ms: f64, phase: f64) -> State {
         (Kind::FixedWindow, Some(unit), _) => fixed_window::calendar_window(config, unit, now_ms).start_ms,
         (Kind::FixedWindow, None, Some(start_ms)) => start_ms,
         (Kind::FixedWindow, None, None) => now_ms - crate::math::floor(phase * config.period_ms),
+        // A window with no count yet: the one holding `now`.
+        (Kind::SlidingWindow, _, _) => return State { value: 0.0, ts: crate::sliding_window::window_start(config, now_ms) },
     };
     State { value: config.capacity, ts }
 }
@@ -52,6 +54,7 @@ pub fn advance(state: State, config: &Config, now_ms: f64, count: f64) -> Transi
     match config.kind {
         Kind::TokenBucket => token_bucket::advance(state, config, now_ms, count),
         Kind::FixedWindow => fixed_window::advance(state, config, now_ms, count),
+        Kind::SlidingWindow => crate::sliding_window::advance_one(state, config, now_ms, count),
     }
 }
 
@@ -80,6 +83,10 @@ pub fn full_at(state: State, config: &Config) -> f64 {
     if config.kind == Kind::FixedWindow && config.start_ms.is_none() {
         return f64::INFINITY;
     }
+    // A window's count matters while it is the current or the previous window.
+    if config.kind == Kind::SlidingWindow {
+        return crate::sliding_window::forgotten_at(state, config);
+    }
     filled_at(state, config)
 }
 
@@ -91,6 +98,7 @@ pub fn filled_at(state: State, config: &Config) -> f64 {
         return fixed_window::calendar_filled_at(state, config, unit);
     }
     let candidate = match config.kind {
+        Kind::SlidingWindow => return crate::sliding_window::forgotten_at(state, config),
         _ if state.value >= config.capacity => state.ts,
         Kind::TokenBucket => state.ts + (config.capacity - state.value) / (config.rate / config.period_ms),
         Kind::FixedWindow => state.ts + crate::math::ceil((config.capacity - state.value) / config.rate) * config.period_ms,

@@ -32,6 +32,11 @@ pub struct ValueReport {
 pub fn plan_value(config: &Config, wanted: Option<f64>, now_ms: f64, draws: &[f64], into: &mut [f64]) -> Result<usize, Error> {
     check_now(config, now_ms)?;
     let count = sample_shards(wanted, config.shard_count)? as usize;
+    // A sliding window's two windows, whatever is asked: both are the limit.
+    if config.kind == Kind::SlidingWindow && into.len() >= 2 {
+        into[..2].copy_from_slice(&[0.0, 1.0]);
+        return Ok(2);
+    }
     if config.shard_count == 1 {
         into[0] = 0.0;
         return Ok(1);
@@ -77,8 +82,12 @@ pub fn value_of(config: &Config, now_ms: f64, count: usize, sampled: impl Fn(usi
     };
     let start_of = |ts: f64| match config.kind {
         Kind::FixedWindow => Some(config.start_ms.unwrap_or(ts)),
-        Kind::TokenBucket => None,
+        Kind::TokenBucket | Kind::SlidingWindow => None,
     };
+    if config.kind == Kind::SlidingWindow {
+        let held = |shard: u32| (0..count).map(&sampled).find(|(sampled, _)| *sampled == shard).and_then(|(_, state)| state);
+        return crate::sliding_window::value(config, now_ms, [held(0), held(1)]);
+    }
     if count == 1 && config.shard_count == 1 {
         let (shard, stored) = sampled(0);
         let state = state_of(stored);

@@ -120,6 +120,7 @@ fn per_kind<T>(config: &Config, token_bucket: T, fixed_window: T) -> T {
     match config.kind {
         Kind::TokenBucket => token_bucket,
         Kind::FixedWindow => fixed_window,
+        Kind::SlidingWindow => unreachable!("the sliding window's behaviour is src/sliding_window.rs's"),
     }
 }
 

@@ -104,6 +104,7 @@ impl Limit {
         let mut raw = match self.kind {
             Kind::TokenBucket => ConfigInput::token_bucket(self.rate, self.period_ms),
             Kind::FixedWindow => ConfigInput::fixed_window(self.rate, self.period_ms),
+            Kind::SlidingWindow => unreachable!("these limits take capacity, maxReserved and shards"),
         };
         let capacity = self.rate * self.capacity_factor.unwrap_or(1.0);
         if self.capacity_factor.is_some() {
@@ -352,6 +353,7 @@ proptest! {
         let refill_over = |span_ms: f64| match config.kind {
             Kind::TokenBucket => config.rate * span_ms / config.period_ms,
             Kind::FixedWindow => config.rate * (span_ms / config.period_ms).ceil(),
+            Kind::SlidingWindow => unreachable!("not generated"),
         };
         let tolerance = |tokens: f64| 1e-9 * (tokens.abs() + config.capacity + 1.0);
         // admitted_through[k]: tokens granted by steps 0..k.

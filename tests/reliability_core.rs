@@ -460,6 +460,7 @@ fn random_config(kind: Kind, draws: &mut SplitMix64, sharded: bool, reserving: b
     let mut input = match kind {
         Kind::TokenBucket => ConfigInput::token_bucket(rate, period_ms),
         Kind::FixedWindow => ConfigInput::fixed_window(rate, period_ms),
+        Kind::SlidingWindow => unreachable!("these limits take capacity, maxReserved and shards"),
     };
     if draws.next_unit() < 0.5 {
         input = input.with("capacity", rate * pick(draws, &[1.0, 2.0, 0.5, 3.0]));

@@ -24,6 +24,8 @@ export type {
   RemoteBatch,
   RemoteItem,
   SettleResult,
+  SlidingWindowConfig,
+  SlidingWindowKind,
   StateRef,
   TokenBucketConfig,
   TokenBucketKind,
@@ -31,6 +33,8 @@ export type {
 } from "./core/types.js";
 export type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions, SettleOptions } from "./core/options.js";
 export { Grant } from "./core/grant-handle.js";
+export type { ConcurrencyValue, Lease, LeaseResult } from "./core/leasing.js";
+export type { ConcurrencyConfig } from "./core/types.js";
 export type { GrantResult } from "./core/grant-handle.js";
 export { RateLimiter } from "./core/limiter.js";
 // Waiting for a turn: acquire, acquireAll and throttle (docs/outbound.md).
@@ -42,12 +46,16 @@ export { MemoryStore } from "./stores/memory.js";
 // For adapters and the package's subpath modules: options read by their own
 // fields, and argument errors in the core's one shape (code INVALID_ARGUMENT).
 export { ownOptions } from "./core/options.js";
+// And a remote limiter's wait for a lease (ratebound/durable-object's client polls the object with it).
+export { acquireLease } from "./core/acquire-lease.js";
+export type { Leasing } from "./core/acquire-lease.js";
 export { invalidArgument, wrongArgument, isRateboundError, RateboundError, RateboundTypeError, RateLimitError, isRateLimitError } from "./core/errors.js";
 export type { RateboundErrorCode, RateLimitErrorData } from "./core/errors.js";
 export { SECOND, MINUTE, HOUR, DAY, WEEK } from "./core/time.js";
 export { StoreTimeoutError, isDegraded } from "./core/failure-policy.js";
 export type { Degraded, FailureOptions, LimitConfig, StoreErrorPolicy } from "./core/failure-policy.js";
 export type { RefusalCacheOption } from "./core/refusal-cache.js";
+export type { LimitSource, StoredLimit, StoredLimitOptions } from "./core/stored-limits.js";
 export type { DecisionEvent, DecisionHook } from "./core/decision-hook.js";
 export type {
   BatchAnswerOf,
@@ -59,6 +67,9 @@ export type {
   LimitCallOptions,
   LimitName,
   LimitResultOf,
+  AcquireResultOf,
+  ConcurrencyNames,
+  ValueResultOf,
   CheckResultOf,
   MayOpen,
   DecidedWithFigures,

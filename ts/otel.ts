@@ -26,7 +26,8 @@ const OPTIONS = ["meter"];
  *
  * - `ratebound.decisions` (counter): one per decided call, by `ratebound.limit`, `ratebound.outcome`
  *   (`allowed`, `refused`, `error`) and `ratebound.operation` (`limit` or `check`; `limitAll`
- *   counts each of its limits);
+ *   counts each of its limits), and for a dry-run limit `ratebound.dry_run` (`allowed` or
+ *   `refused`: what enforcing would have answered; its `ratebound.outcome` is `allowed`);
  * - `ratebound.store.duration` (histogram, `ms`): the store's time per call that asked it
  *   (not a refusal the refusal cache repeated), by limit and operation;
  * - `ratebound.degraded` (counter): calls the failure policy answered because the store failed,
@@ -60,6 +61,7 @@ export function otelMetrics(options: OtelMetricsOptions = {}): DecisionHook {
   return (event: DecisionEvent) => {
     const operation = event.write ? "limit" : "check";
     const attributes: Attributes = { "ratebound.limit": event.name, "ratebound.outcome": event.outcome, "ratebound.operation": operation };
+    if (event.dryRun !== undefined) attributes["ratebound.dry_run"] = event.dryRun;
     decisions.add(1, attributes);
     if (event.fromCache !== true) duration.record(event.storeMs, { "ratebound.limit": event.name, "ratebound.operation": operation });
     if (event.degraded !== undefined) {

@@ -142,6 +142,8 @@ fn a_calendar_period_is_a_fixed_windows_unsharded_and_anything_else_is_named() {
     };
     let bucket = ConfigInput { period: Given::Calendar(CalendarUnit::Day), ..ConfigInput::token_bucket(1.0, 1.0) };
     assert_eq!(problem(bucket), (Field::Period, Rule::CalendarOfBucket));
+    let sliding = ConfigInput { period: Given::Calendar(CalendarUnit::Day), ..ConfigInput::sliding_window(1.0, 1.0) };
+    assert_eq!(problem(sliding), (Field::Period, Rule::CalendarOfBucket));
     assert_eq!(problem(ConfigInput::calendar(4.0, CalendarUnit::Week).with("shards", 2.0)), (Field::Shards, Rule::CalendarShards));
     assert_eq!(problem(ConfigInput::fixed_window(1.0, 1.0).with("period", Given::Other)), (Field::Period, Rule::PeriodName));
     assert_eq!(problem(ConfigInput::calendar(4.0, CalendarUnit::Week).with("start", 1e300)), (Field::Start, Rule::StartOfWindow));
@@ -157,6 +159,8 @@ fn draft_10_figures_reset_at_the_windows_end_and_show_its_length() {
     let now = at(2026, 2, 27, 0);
     let shown = crate::figures::figures(State { value: 4.0, ts: at(2026, 2, 1, 0) }, &config, now, None, 1);
     assert_eq!((shown.remaining, shown.reset, shown.window), (4.0, 2.0 * 86_400.0, 28.0 * 86_400.0));
+    // Draft-11's effective window: until the window ends, as any fixed window's.
+    assert_eq!(shown.effective_window, 2.0 * 86_400.0);
 }
 
 fn a_unit() -> impl Strategy<Value = CalendarUnit> {

@@ -79,6 +79,9 @@ pub fn charge_planned(
 /// # Errors
 /// As [`prepare`] and [`plan`].
 pub fn plan_charge(config: &Config, request: Request, now_ms: f64, draws: &[f64]) -> Result<Plan, Error> {
+    if config.kind == crate::config::Kind::SlidingWindow {
+        return Err(crate::sliding_window::two_windows());
+    }
     prepare(config, request, now_ms)?;
     plan(config, now_ms, draws)
 }

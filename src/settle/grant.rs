@@ -128,6 +128,9 @@ pub fn refund_bound(after: State, shard_config: &Config, now_ms: f64, refunded_s
 /// Checks a grant's numbers against the limit it names, and `actual`.
 pub(super) fn check_grant(grant: &Grant, config: &Config, actual: f64) -> Result<(), Error> {
     let wrong = |field, rule, got| Err(Error::request(field, rule, got));
+    if config.kind == crate::config::Kind::SlidingWindow {
+        return Err(crate::sliding_window::two_windows());
+    }
     if !(actual.is_finite() && actual >= 0.0) {
         return wrong(Field::Actual, Rule::FiniteNonNegative, actual);
     }

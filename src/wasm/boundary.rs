@@ -95,8 +95,8 @@ mod tests {
     #[test]
     fn the_tables_word_every_rule_one_way() {
         let text = typescript();
-        assert!(text.contains("export const OUT_FIELD = 10;"));
-        assert!(text.contains("\"\\\"token bucket\\\" or \\\"fixed window\\\"\""));
+        assert!(text.contains("export const OUT_FIELD = 11;"));
+        assert!(text.contains("\"\\\"token bucket\\\", \\\"fixed window\\\" or \\\"sliding window\\\"\""));
         for rule in Rule::ALL {
             match rule.wording() {
                 Wording::MustBe(phrase) => assert!(!phrase.is_empty() && !phrase.contains('{')),

@@ -72,6 +72,9 @@ pub(super) fn checked(config: &Config, value: f64, ts: f64, now: f64, count: f64
         return Err(Error::request(Field::Now, Rule::CalendarInstant, now));
     }
     let count = check_count(count)?;
+    if config.kind == Kind::SlidingWindow {
+        return Err(crate::sliding_window::two_windows());
+    }
     let state = maybe(value).map(|value| State { value, ts });
     let phase = if state.is_none() && config.kind == Kind::FixedWindow && config.start_ms.is_none() { unit_random(phase)? } else { 0.0 };
     Ok(calculate_rate_limit(state, config, now, count, phase))

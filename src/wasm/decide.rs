@@ -5,13 +5,15 @@
 
 use super::io::{
     self, config_at, io, or_nan, put_config, put_error, put_state, request_at, state_at, BATCH_WAIT, COMPILED_DRAWS, COMPILED_SETTLE_DRAWS, COMPILE_FIELDS,
-    COMPILE_KIND, EXTRA, FIGURE_LIMIT, FIGURE_REMAINING, FIGURE_RESET, FIGURE_RETRY_AFTER, FIGURE_SAMPLED, FIGURE_WINDOW, ITEM, ITEM_DRAWS, ITEM_FIGURES,
+    COMPILE_KIND, EXTRA, FIGURE_LIMIT, FIGURE_REMAINING, FIGURE_RESET, FIGURE_RETRY_AFTER, FIGURE_EFFECTIVE_WINDOW, FIGURE_SAMPLED, FIGURE_WINDOW, ITEM, ITEM_DRAWS, ITEM_FIGURES,
     ITEM_NOW, ITEM_WRITE, MAP, OUT, OUT_FIGURES, OUT_RETRY_AFTER, OUT_SHARES, OUT_STATUS, OUT_STRIDE, PLAN, PLAN_CAPACITY, PLAN_FIRST, PLAN_FRESH,
     PLAN_MAX_RESERVED, PLAN_PERIOD, PLAN_RATE, PLAN_WINDOW_END, PLAN_WINDOW_LONGEST, PLAN_WINDOW_START, PLAN_READS, PLAN_SECOND, PLAN_STATUS, PLAN_STRIDE, SLOT, SLOTS, SLOT_FULL_AT, SLOT_PENDING, SLOT_STORED,
 };
 use crate::batch::{decide_batch, Item, Mode, Slot};
 use crate::calendar::CalendarUnit;
 use crate::fixed_window::calendar_window;
+use crate::error::Error;
+use super::io::{MAX_ITEMS, MAX_SLOTS};
 use crate::config::{Config, ConfigInput, Given, GivenKind, Kind};
 use crate::figures::Figures;
 use crate::limiter::{decide_planned, prepare, write_info, Outcome};
@@ -49,7 +51,7 @@ pub extern "C" fn rb_layout(which: u32) -> u32 {
     value as u32
 }
 
-fn given(tag: f64, value: f64) -> Given {
+pub(super) fn given(tag: f64, value: f64) -> Given {
     match tag as u8 {
         0 => Given::Absent,
         1 => Given::Null,
@@ -60,7 +62,7 @@ fn given(tag: f64, value: f64) -> Given {
 }
 
 /// Validates a config: `EXTRA` holds `kind` (0 token bucket, 1 fixed window,
-/// 2 anything else), then a (tag, value) pair for `rate`, `period`,
+/// 2 sliding window, 3 anything else), then a (tag, value) pair for `rate`, `period`,
 /// `capacity`, `maxReserved`, `shards`, `start` (tags: 0 absent, 1 null,
 /// 2 number, 3 anything else). Answers at `EXTRA` the seven numbers of the
 /// config, how many draws a decision on it takes, and how many a settle does.
@@ -70,6 +72,7 @@ pub extern "C" fn rb_compile() -> f64 {
     let kind = match io[EXTRA + COMPILE_KIND] as u8 {
         0 => GivenKind::Known(Kind::TokenBucket),
         1 => GivenKind::Known(Kind::FixedWindow),
+        2 => GivenKind::Known(Kind::SlidingWindow),
         _ => GivenKind::Other,
     };
     let field = |index: usize| given(io[EXTRA + COMPILE_FIELDS + 2 * index], io[EXTRA + COMPILE_FIELDS + 1 + 2 * index]);
@@ -165,6 +168,7 @@ pub(super) fn put_figures(io: &mut [f64], at: usize, shown: &Figures) {
     io[at + FIGURE_WINDOW] = shown.window;
     io[at + FIGURE_RETRY_AFTER] = or_nan(shown.retry_after);
     io[at + FIGURE_SAMPLED] = f64::from(shown.sampled);
+    io[at + FIGURE_EFFECTIVE_WINDOW] = shown.effective_window;
 }
 
 /// Decides items `0..count` on the states in `SLOTS` (each item's reads
@@ -178,7 +182,7 @@ pub extern "C" fn rb_decide(count: u32, slot_count: u32, mode: u32) -> f64 {
     let io = io();
     let count = (count as usize).min(io::MAX_ITEMS);
     let slot_count = (slot_count as usize).clamp(1, io::MAX_SLOTS);
-    let (items, slots, answers) = io::scratch();
+    let (items, slots, answers) = scratch();
     for (index, slot) in slots.iter_mut().enumerate().take(slot_count) {
         *slot = Slot { stored: state_at(io, SLOTS + index * SLOT + SLOT_STORED), ..Slot::EMPTY };
     }
@@ -261,4 +265,24 @@ pub extern "C" fn rb_decide_one() -> f64 {
         io[at + SLOT_FULL_AT] = written.map_or(0.0, |(_, state)| write_info(&config, *state, now).full_at_ms);
     }
     io[OUT + OUT_STATUS]
+}
+
+/// One item's answer, kept until the batch knows whether it commits.
+pub type Answer = Option<Result<Outcome, Error>>;
+
+static mut ITEMS_SCRATCH: [Item; MAX_ITEMS] = [Item::EMPTY; MAX_ITEMS];
+static mut SLOTS_SCRATCH: [Slot; MAX_SLOTS] = [Slot::EMPTY; MAX_SLOTS];
+static mut ANSWERS_SCRATCH: [Answer; MAX_ITEMS] = [None; MAX_ITEMS];
+
+/// Room for one batch's items, slots and answers, reused by every call
+/// (nothing to clear: a call writes the prefix it uses before reading it).
+pub fn scratch() -> (&'static mut [Item; MAX_ITEMS], &'static mut [Slot; MAX_SLOTS], &'static mut [Answer; MAX_ITEMS]) {
+    // SAFETY: as for `io`: one call at a time, and `rb_decide` alone takes them (see `io::io`).
+    unsafe {
+        (
+            &mut *core::ptr::addr_of_mut!(ITEMS_SCRATCH),
+            &mut *core::ptr::addr_of_mut!(SLOTS_SCRATCH),
+            &mut *core::ptr::addr_of_mut!(ANSWERS_SCRATCH),
+        )
+    }
 }

@@ -8,9 +8,7 @@
 //!   for `SLOTS`), each field named below (`ITEM_*`, `PLAN_*`, `SLOT_*`, `OUT_*`).
 //! - `EXTRA`: what one operation needs beyond items, its sub-layouts named below.
 
-use crate::batch::{Item, Slot};
-use crate::limiter::Outcome;
-use crate::calendar::CalendarUnit;
+pub use super::calendar_layout::period_number;
 use crate::config::{Config, Kind};
 use crate::error::Error;
 use crate::request::Request;
@@ -46,7 +44,7 @@ layout! { BUFFER: "The buffer's regions and strides, in f64 indexes.";
     /// The stride of a slot.
     SLOT = 5;
     /// The stride of an answer.
-    OUT_STRIDE = 16;
+    OUT_STRIDE = 17;
     /// One record per decision (stride `ITEM`).
     ITEMS = 0;
     /// Per item (stride `PLAN_STRIDE`): what `rb_plan` names.
@@ -145,15 +143,15 @@ layout! { OUT_FIELDS: "An answer (offsets in its record of OUT_STRIDE), and the 
     /// The header figures (FIGURE_*).
     OUT_FIGURES = 2;
     /// The two shares taken.
-    OUT_SHARES = 8;
+    OUT_SHARES = 9;
     /// An error's field (`src/error.rs` `Field`, 0: none).
-    OUT_FIELD = 10;
+    OUT_FIELD = 11;
     /// An error's rule (`Rule`, 0: none).
-    OUT_RULE = 11;
+    OUT_RULE = 12;
     /// An error's three numbers.
-    OUT_NUMBERS = 12;
+    OUT_NUMBERS = 13;
     /// 1: the error's request reserved.
-    OUT_RESERVE = 15;
+    OUT_RESERVE = 16;
     /// Figures: the limit.
     FIGURE_LIMIT = 0;
     /// Figures: what remains.
@@ -166,6 +164,8 @@ layout! { OUT_FIELDS: "An answer (offsets in its record of OUT_STRIDE), and the 
     FIGURE_RETRY_AFTER = 4;
     /// Figures: how many shards were sampled.
     FIGURE_SAMPLED = 5;
+    /// Figures: the effective window in seconds (draft-11's `t`).
+    FIGURE_EFFECTIVE_WINDOW = 6;
 }
 
 layout! { EXTRA_DECIDE: "EXTRA for compiling a config and deciding (offsets from EXTRA).";
@@ -299,14 +299,16 @@ layout! { EXTRA_PURE: "EXTRA for getValue and the pure functions (offsets from E
 const _: () = assert!(PLAN >= ITEMS + ITEM * MAX_ITEMS && MAP >= PLAN + PLAN_STRIDE * MAX_ITEMS && SLOTS >= MAP + 2 * MAX_ITEMS);
 const _: () = assert!(OUT >= SLOTS + SLOT * MAX_SLOTS && EXTRA >= OUT + OUT_STRIDE * MAX_ITEMS);
 const _: () = assert!(ITEM_FIGURES < ITEM && PLAN_WINDOW_LONGEST < PLAN_STRIDE && SLOT_FULL_AT < SLOT && OUT_RESERVE < OUT_STRIDE);
-const _: () = assert!(OUT_FIGURES + FIGURE_SAMPLED < OUT_SHARES && CONFIG_LEN <= ITEM_COUNT);
+const _: () = assert!(OUT_FIGURES + FIGURE_SAMPLED < OUT_SHARES && OUT_FIGURES + FIGURE_EFFECTIVE_WINDOW < OUT_SHARES && CONFIG_LEN <= ITEM_COUNT);
 const _: () = assert!(CHARGE_STATES + 10 <= CHARGE_GRANT && CHARGE_GRANT + GRANT_PARTS + 2 * GRANT_PART <= CHARGE_WRITES);
 const _: () = assert!(SETTLE_GRANT + GRANT_TAG < SETTLE_DRAWS && SETTLE_READS + 5 <= SETTLE_STATES && SETTLE_STATES + 10 <= SETTLE_ANSWER);
 const _: () = assert!(VALUE_SHARDS + MAX_SAMPLED <= VALUE_STATES && EXTRA + VALUE_STATES + 2 * MAX_SAMPLED <= IO_LEN);
 
+#[cfg(not(target_arch = "wasm32"))]
+use super::{concurrency_layout::EXTRA_CONCURRENCY as CONCURRENCY, limits_layout::EXTRA_LIMITS as LIMITS, slab_layout::SLAB};
 /// Every table, in the order the generated module lists them.
 #[cfg(not(target_arch = "wasm32"))]
-pub const SECTIONS: [Section; 10] = [BUFFER, STATES, ITEM_FIELDS, PLAN_FIELDS, SLOT_FIELDS, OUT_FIELDS, EXTRA_DECIDE, EXTRA_GRANTS, EXTRA_PURE, super::slab_layout::SLAB];
+pub const SECTIONS: [Section; 12] = [BUFFER, STATES, ITEM_FIELDS, PLAN_FIELDS, SLOT_FIELDS, OUT_FIELDS, EXTRA_DECIDE, EXTRA_GRANTS, LIMITS, EXTRA_PURE, CONCURRENCY, SLAB];
 
 static mut IO: [f64; IO_LEN] = [0.0; IO_LEN];
 
@@ -315,26 +317,6 @@ static mut IO: [f64; IO_LEN] = [0.0; IO_LEN];
 pub fn io() -> &'static mut [f64; IO_LEN] {
     // SAFETY: see above; the exports take it once per call and never re-enter.
     unsafe { &mut *core::ptr::addr_of_mut!(IO) }
-}
-
-/// One item's answer, kept until the batch knows whether it commits.
-pub type Answer = Option<Result<Outcome, Error>>;
-
-static mut ITEMS_SCRATCH: [Item; MAX_ITEMS] = [Item::EMPTY; MAX_ITEMS];
-static mut SLOTS_SCRATCH: [Slot; MAX_SLOTS] = [Slot::EMPTY; MAX_SLOTS];
-static mut ANSWERS_SCRATCH: [Answer; MAX_ITEMS] = [None; MAX_ITEMS];
-
-/// Room for one batch's items, slots and answers, reused by every call
-/// (nothing to clear: a call writes the prefix it uses before reading it).
-pub fn scratch() -> (&'static mut [Item; MAX_ITEMS], &'static mut [Slot; MAX_SLOTS], &'static mut [Answer; MAX_ITEMS]) {
-    // SAFETY: as for `io`: one call at a time, and `rb_decide` alone takes them.
-    unsafe {
-        (
-            &mut *core::ptr::addr_of_mut!(ITEMS_SCRATCH),
-            &mut *core::ptr::addr_of_mut!(SLOTS_SCRATCH),
-            &mut *core::ptr::addr_of_mut!(ANSWERS_SCRATCH),
-        )
-    }
 }
 
 /// The buffer's address, for the package's `Float64Array` view.
@@ -359,23 +341,20 @@ pub fn config_at(io: &[f64], at: usize) -> Config {
 
 /// The config a compile wrote as seven numbers (kind, rate, period, capacity, maxReserved, shards,
 /// start; NaN: none), wherever they come from: the buffer, or an export's arguments. A calendar
-/// period crosses as minus its unit's code (see [`period_number`]).
+/// period crosses as minus its unit's code (`super::calendar_layout`).
 pub fn compiled_config([kind, rate, period, capacity, max_reserved, shards, start]: [f64; 7]) -> Config {
-    let kind = if kind == 1.0 { Kind::FixedWindow } else { Kind::TokenBucket };
-    let calendar = if period < 0.0 { CalendarUnit::from_code(-period) } else { None };
-    let period_ms = calendar.map_or(period, CalendarUnit::nominal_ms);
+    let kind = match kind {
+        1.0 => Kind::FixedWindow,
+        2.0 => Kind::SlidingWindow,
+        _ => Kind::TokenBucket,
+    };
+    let (period_ms, calendar) = super::calendar_layout::period_of(period);
     Config { kind, rate, period_ms, calendar, capacity, max_reserved: maybe(max_reserved), shard_count: shards as u32, start_ms: maybe(start) }
-}
-
-/// A config's `period` as it crosses: its ms, or minus its calendar unit's code (`-1` day, `-2`
-/// week, `-3` month, `-4` year), which no valid period in ms can be.
-pub fn period_number(config: &Config) -> f64 {
-    config.calendar.map_or(config.period_ms, |unit| -f64::from(unit as u8))
 }
 
 /// Writes `config` as seven numbers at `at`.
 pub fn put_config(io: &mut [f64], at: usize, config: &Config) {
-    io[at + CONFIG_KIND] = f64::from(u8::from(config.kind == Kind::FixedWindow));
+    io[at + CONFIG_KIND] = config.kind.code();
     io[at + CONFIG_RATE] = config.rate;
     io[at + CONFIG_PERIOD] = period_number(config);
     io[at + CONFIG_CAPACITY] = config.capacity;
@@ -409,7 +388,7 @@ pub fn put_error(io: &mut [f64], out: usize, error: &Error) -> f64 {
         Error::CountExceedsMax { count, max, shard_count, reserve } => (0, 0, [count, max, f64::from(shard_count)], reserve),
         Error::WaitUnbounded { count } => (0, 0, [count, f64::NAN, f64::NAN], false),
         Error::InvalidRandom { got } => (0, 0, [got, f64::NAN, f64::NAN], false),
-        Error::GrantSettled => (0, 0, [f64::NAN; 3], false),
+        Error::GrantSettled | Error::LeaseLost => (0, 0, [f64::NAN; 3], false),
     };
     io[out + OUT_FIELD] = f64::from(field);
     io[out + OUT_RULE] = f64::from(rule);

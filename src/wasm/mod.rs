@@ -8,19 +8,24 @@
 //! it instantiates anywhere, at once.
 //!
 //! The exports, by idea: [`decide`] (compile, plan, decide), [`grants`]
-//! (charge and settle), [`value`] (`getValue`, `reset`), [`pure`] (the pure
+//! (charge and settle), [`limits`] (limits stored in the host), [`concurrency`] (leases), [`value`] (`getValue`, `reset`), [`pure`] (the pure
 //! functions). It compiles natively too, where its records are tested
 //! (`tests`) and [`boundary`] writes the layout and the error tables into
 //! the package's `ts/core/boundary.ts`.
 
 pub mod calculate;
+pub mod calendar_layout;
+pub mod concurrency;
 pub mod decide;
 pub mod grants;
 #[macro_use]
 pub mod io;
+pub mod limits;
 pub mod pure;
 #[cfg(target_arch = "wasm32")]
 pub mod slab;
+pub mod concurrency_layout;
+pub mod limits_layout;
 pub mod slab_layout;
 pub mod value;
 

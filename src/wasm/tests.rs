@@ -5,15 +5,18 @@
 use std::sync::{Mutex, MutexGuard};
 
 use super::decide::{rb_compile, rb_decide, rb_decide_one, rb_layout, rb_plan};
+use super::limits::{rb_limit_encode, rb_limit_resolve};
 use super::grants::{rb_charge, rb_plan_charge, rb_settle, rb_settle_reads};
 use super::io::*;
+use super::limits_layout::*;
 use super::pure::{rb_calculate, rb_decide_state, rb_figures, rb_jitter};
 use super::value::{rb_check_now, rb_plan_value, rb_value, rb_value_draws};
+use crate::config::{Config, ConfigInput};
 use crate::error::{Field, Rule};
 
 static LOCK: Mutex<()> = Mutex::new(());
 
-fn buffer() -> (MutexGuard<'static, ()>, &'static mut [f64; IO_LEN]) {
+pub(super) fn buffer() -> (MutexGuard<'static, ()>, &'static mut [f64; IO_LEN]) {
     let guard = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let io = io();
     io.fill(0.0);
@@ -280,4 +283,32 @@ fn the_pure_functions_answer_at_their_offsets() {
     assert_eq!(rb_jitter(100.0, 10.0, 0.0), 100.0);
     assert!(rb_jitter(100.0, 10.0, 1.0).is_nan());
     assert_eq!((io[OUT + OUT_STATUS], io[OUT + OUT_NUMBERS]), (-5.0, 1.0));
+}
+
+#[test]
+fn a_limit_goes_into_records_and_back_into_an_item() {
+    let (_guard, io) = buffer();
+    let code = Config::try_from(&ConfigInput::token_bucket(10.0, 1000.0)).unwrap();
+    let stored = Config::try_from(&ConfigInput::token_bucket(2.0, 1000.0).with("capacity", 3.0)).unwrap();
+    crate::wasm::io::put_config(io, EXTRA + LIMIT_CODE, &code);
+    crate::wasm::io::put_config(io, EXTRA + LIMIT_STORED, &stored);
+    assert_eq!(rb_limit_encode(), 0.0);
+    let records: [f64; 4] = core::array::from_fn(|at| io[EXTRA + LIMIT_WRITE + at]);
+    assert_eq!(records, [2.0, 1000.0, 3.0, -1.0]);
+    // As the name's limit, with no key's: the item decides on it.
+    let item = ITEMS + ITEM;
+    crate::wasm::io::put_config(io, item, &code);
+    io[item + ITEM_COUNT] = 3.0;
+    io[item + ITEM_NOW] = 5.0;
+    io[EXTRA + LIMIT_KEY..EXTRA + LIMIT_KEY + 4].fill(f64::NAN);
+    io[EXTRA + LIMIT_NAME..EXTRA + LIMIT_NAME + 4].copy_from_slice(&records);
+    assert_eq!(rb_limit_resolve(1), 2.0);
+    assert_eq!([io[item + CONFIG_RATE], io[item + CONFIG_CAPACITY]], [2.0, 3.0]);
+    // A count past the stored capacity fails as it would in code; records that are no limit fail closed.
+    io[item + ITEM_COUNT] = 4.0;
+    assert!(rb_limit_resolve(1) < 0.0);
+    io[item + ITEM_COUNT] = 1.0;
+    io[EXTRA + LIMIT_KEY] = -1.0;
+    io[EXTRA + LIMIT_KEY + 1] = 1000.0;
+    assert!(rb_limit_resolve(1) < 0.0 && io[OUT + OUT_STRIDE + OUT_STATUS] < 0.0);
 }

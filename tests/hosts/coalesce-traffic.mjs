@@ -11,12 +11,17 @@ export const NOW = 1_700_000_000_000;
 
 /**
  * `hot` holds 10 tokens (one a day back), and may go 4 into debt for callers that reserve;
- * `hotWindow` is the same as a fixed window.
+ * `hotWindow` is the same as a fixed window; `hotSliding` is a sliding window of 10 per 20 s
+ * (the clock below crosses its windows, so the previous window's weight is in play).
  */
 export const COALESCE_LIMITS = {
   hot: { kind: "token bucket", rate: 10, period: 86_400_000, maxReserved: 4 },
   hotWindow: { kind: "fixed window", rate: 10, period: 86_400_000, start: 0, maxReserved: 4 },
+  hotSliding: { kind: "sliding window", rate: 10, period: 20_000 },
 };
+
+/** Every limit the coalescing tests run, by name. */
+export const COALESCE_NAMES = Object.keys(COALESCE_LIMITS);
 
 /** A clock that moves one second per reading: the n-th call made sees `NOW + n s` in every run. */
 export function steppingClock() {
@@ -31,7 +36,7 @@ export function plainCalls(n, key, name = "hot") {
 
 /**
  * `n` calls of every kind on `name` for `key`: limits of 1 to 3 tokens, some reserving (up to the
- * debt allowed), some checks (which write nothing), some asking for figures.
+ * debt allowed; a sliding window never reserves), some checks (which write nothing), some asking for figures.
  */
 export function mixedCalls(n, key, name = "hot") {
   return Array.from({ length: n }, (_, index) => ({
@@ -40,7 +45,7 @@ export function mixedCalls(n, key, name = "hot") {
     options: {
       key,
       count: 1 + (index % 3),
-      ...(index % 4 === 1 ? { reserve: true } : {}),
+      ...(index % 4 === 1 && COALESCE_LIMITS[name]?.kind !== "sliding window" ? { reserve: true } : {}),
       ...(index % 6 === 0 ? { figures: true } : {}),
     },
   }));

@@ -81,10 +81,52 @@ for (const { storage, binding, probe } of BACKENDS) {
       assert.ok(Math.abs(result.value - 3) < 0.01, `3 tokens left (value ${result.value})`);
     });
 
+    test("a sliding window: 40 parallel requests from outside admit exactly its rate of 10, and it reports 0 left", async () => {
+      const object = freshObject();
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, () => call(binding, object, { op: "limit", name: "sliding", options: { key: "ada" } })),
+      );
+      assert.equal(admitted(answers), 10);
+      const { result } = await call(binding, object, { op: "getValue", name: "sliding", options: { key: "ada" } });
+      assert.equal(result.value, 0);
+    });
+
     test("a sharded limit never admits more than its bound of 20 under 60 parallel requests", async () => {
       const { body } = await post(miniflare, "/burst", { binding, object: freshObject(), n: 60, op: "limit", name: "dailySharded", options: { key: "ada" } });
       const taken = admitted(body);
       assert.ok(taken <= 20 && taken >= 15, `admitted ${taken}`);
+    });
+
+    test("a limit stored in the object through one client is obeyed by the next call of another, and deleteLimit restores the code's", async () => {
+      const object = freshObject();
+      const stored = { kind: "token bucket", rate: 2, period: 86_400_000 };
+      assert.deepEqual(await call(binding, object, { op: "setLimit", name: "daily", config: stored, options: { key: "ada" } }), { result: null });
+      const limits = await call(binding, object, { op: "getLimit", name: "daily", options: { key: "ada" } });
+      assert.deepEqual(limits.result, { config: { ...stored, capacity: 2, shards: 1 }, source: "key" });
+      const answers = [];
+      for (let index = 0; index < 3; index++) answers.push((await call(binding, object, { op: "limit", name: "daily", options: { key: "ada" } })).result.ok);
+      assert.deepEqual(answers, [true, true, false]);
+      assert.equal((await call(binding, object, { op: "limit", name: "daily", options: { key: "bob", count: 10 } })).result.ok, true, "another key keeps the code's 10");
+      const refused = await call(binding, object, { op: "setLimit", name: "daily", config: { ...stored, shards: 2 }, options: { key: "ada" } });
+      assert.deepEqual([refused.error.status, refused.error.code], [400, "INVALID_CONFIG"]);
+      await call(binding, object, { op: "deleteLimit", name: "daily", options: { key: "ada" } });
+      assert.equal((await call(binding, object, { op: "getLimit", name: "daily", options: { key: "ada" } })).result.source, "code");
+    });
+
+    test("a grant and its settle through the client decide on the key's stored limit", async () => {
+      const object = freshObject();
+      const stored = { kind: "token bucket", rate: 10, period: 86_400_000, capacity: 50 };
+      await call(binding, object, { op: "setLimit", name: "daily", config: stored, options: { key: "ada" } });
+      // The code's bucket holds 10: a grant of 20 passes only on ada's 50.
+      const granted = (await call(binding, object, { op: "limit", name: "daily", options: { key: "ada", count: 20, grant: true } })).result;
+      assert.equal(granted.ok, true);
+      // The client's settle(data, actual), through the worker's generic call (name: the data, options: actual).
+      const settled = await call(binding, object, { op: "settle", name: granted.grant.data, options: 5 });
+      // The object's clock is real: a little refills meanwhile. The code's capacity would cap the state at 10.
+      const { refunded, charged, unpaid } = settled.result;
+      assert.ok(Math.abs(refunded - 15) < 0.01 && charged === 0 && unpaid === 0, JSON.stringify(settled));
+      const { value } = (await call(binding, object, { op: "getValue", name: "daily", options: { key: "ada" } })).result;
+      assert.ok(Math.abs(value - 45) < 0.01, `45 tokens left (value ${value})`);
     });
 
     test("two limits in one limitAll are all-or-nothing", async () => {
@@ -95,6 +137,11 @@ for (const { storage, binding, probe } of BACKENDS) {
       assert.equal((await call(binding, object, batch("cy"))).result.ok, false); // global is used up
       const { result } = await call(binding, object, { op: "getValue", name: "perUser", options: { key: "cy" } });
       assert.ok(Math.abs(result.value - 3) < 0.01, `cy's perUser is untouched (value ${result.value})`);
+      // A batch's dryRun reaches the object: never refused, its would-be refusal reported, nothing charged.
+      const dry = (await call(binding, object, { ...batch("cy"), batchOptions: { dryRun: true, throws: true } })).result;
+      assert.deepEqual([dry.ok, dry.dryRun.ok], [true, false]);
+      const untouched = (await call(binding, object, { op: "getValue", name: "perUser", options: { key: "cy" } })).result;
+      assert.ok(Math.abs(untouched.value - 3) < 0.01, `cy's perUser is untouched by the dry run (value ${untouched.value})`);
     });
 
     test("a request with a bad config gets a 400 with the core's error, and changes nothing", async () => {
@@ -168,6 +215,13 @@ test("an app's own RPC Durable Object over durableObjectStore admits exactly the
   const { status, body } = await post(miniflare, "/rpc-burst", { object: freshObject(), n: 40, name: "daily", options: { key: "ada" } });
   assert.equal(status, 200);
   assert.equal(admitted(body), 10);
+});
+
+test("a sliding window, through an app's own RPC object: exactly 10 of 40 parallel calls; through the racy object, more than 10", async () => {
+  const { body } = await post(miniflare, "/rpc-burst", { object: freshObject(), n: 40, name: "sliding", options: { key: "ada" } });
+  assert.equal(admitted(body), 10);
+  const racy = await post(miniflare, "/racy", { object: freshObject(), n: 40, name: "sliding", options: { key: "ada" } });
+  assert.ok(admitted(racy.body) > 10, `admitted ${admitted(racy.body)}`);
 });
 
 test("the harness sees over-admission: an object whose store yields to a timer mid-decision admits more than 10", async () => {

@@ -76,7 +76,7 @@ describe("the guard", () => {
   test("refuses bad options when it is made, naming the option", () => {
     const limiter = new lib.RateLimiter(new lib.MemoryStore(), { api: ALGORITHMS["token bucket"], "café": ALGORITHMS["token bucket"] });
     const code = { code: "HTTP_GUARD_CONFIG" };
-    assert.throws(() => http.httpGuard(limiter, "api", { headers: "draft-9" }), { ...code, message: /options\.headers must be one of draft-10, draft-8, draft-7, draft-6, none \(got "draft-9"\)/ });
+    assert.throws(() => http.httpGuard(limiter, "api", { headers: "draft-9" }), { ...code, message: /options\.headers must be one of draft-11, draft-10, draft-8, draft-7, draft-6, none \(got "draft-9"\)/ });
     assert.throws(() => http.httpGuard(limiter, "api", { keys: () => "a" }), { ...code, message: /unknown option "keys"/ });
     assert.throws(() => http.httpGuard(limiter, "api", { key: "ada" }), { ...code, message: /options\.key must be a function \(got "ada"\)/ });
     assert.throws(() => http.httpGuard(limiter, []), { ...code, message: /or a non-empty array of them \(got \[\]\)/ });

@@ -177,9 +177,9 @@ describe("config objects themselves", () => {
     });
   }
 
-  it("the unknown-field message of a limiter's config lists onStoreError", async () => {
+  it("the unknown-field message of a limiter's config lists onStoreError and dryRun", async () => {
     const config = { ...base("token bucket"), burst: 2 };
-    const lists = (error) => isConfigError(error, { field: "burst", shown: '"burst"' }) && error.message.endsWith("(the fields are kind, rate, period, capacity, maxReserved, shards, start, onStoreError)");
+    const lists = (error) => isConfigError(error, { field: "burst", shown: '"burst"' }) && error.message.endsWith("(the fields are kind, rate, period, capacity, maxReserved, shards, start, onStoreError, dryRun)");
     assert.throws(() => new RateLimiter(new MemoryStore(), { sendMessage: config }), lists);
     await assert.rejects(new RateLimiter(new MemoryStore(), {}).limit("sendMessage", { config }), lists);
   });

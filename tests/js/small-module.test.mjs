@@ -16,6 +16,13 @@ test("the browser entry decides on the small module, which has no grant exports"
   assert.equal((await limiter.getValue("send")).value, 1);
 });
 
+test("the small module decides on stored limits too (the build keeps the exports the entry calls)", async () => {
+  assert.equal(typeof engine.core.rb_limit_resolve, "function");
+  const limiter = new RateLimiter(new MemoryStore(), { send: { kind: "token bucket", rate: 2, period: SECOND } }, { now: () => 0, storedLimits: true });
+  await limiter.setLimit("send", { kind: "token bucket", rate: 1, period: SECOND }, { key: "ada" });
+  assert.deepEqual([(await limiter.limit("send", { key: "ada" })).ok, (await limiter.limit("send", { key: "ada" })).ok], [true, false]);
+});
+
 test("a grant whose full module cannot be loaded is refused with where it was looked for, and the next grant tries again", async () => {
   const limiter = new RateLimiter(new MemoryStore(), { llm: { kind: "token bucket", rate: 100, period: SECOND } }, { now: () => 0 });
   const full = new URL("../../pkg/dist/wasm/ratebound.wasm", import.meta.url);

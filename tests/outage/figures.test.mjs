@@ -71,9 +71,9 @@ describe("the memory fallback's figures on a redis-server killed mid-run", () =>
       await eventually(() => !client.isReady);
       const first = await limiter.limit("feed", { key: "u1", figures: true });
       assert.equal(first.degraded, "store-error");
-      assert.deepEqual(first.figures, { limit: 3, remaining: 2, reset: 20, window: 60, sampled: 1 }, "the fallback decided, on its own full state");
+      assert.deepEqual(first.figures, { limit: 3, remaining: 2, reset: 20, window: 60, sampled: 1, effectiveWindow: 20 }, "the fallback decided, on its own full state");
       const batch = await limiter.limitAll([{ name: "feed", key: "u2", count: 3 }], { figures: true });
-      assert.deepEqual([batch.ok, batch.degraded, batch.figures], [true, "store-error", [{ limit: 3, remaining: 0, reset: 60, window: 60, sampled: 1 }]]);
+      assert.deepEqual([batch.ok, batch.degraded, batch.figures], [true, "store-error", [{ limit: 3, remaining: 0, reset: 60, window: 60, sampled: 1, effectiveWindow: 20 }]]);
       const refused = await limiter.limit("feed", { key: "u2", figures: true });
       assert.deepEqual([refused.ok, refused.figures.retryAfter], [false, 20], "a refusal on the fallback has its figures and Retry-After");
       const open = await limiter.limit("search", { key: "u1", figures: true });

@@ -23,6 +23,7 @@ const LIMITS = {
   tx: perDay(10, { shards: 4 }),
   llm: perDay(1000),
   failover: perDay(10),
+  sliding: { kind: "sliding window", rate: 10, period: DAY },
 };
 /** A limiter on `store` whose clock stands still, so every count is exact; `random` fixed when given. */
 const limiterOn = (store, random) => new RateLimiter(store, LIMITS, random === undefined ? { now: () => NOW } : { now: () => NOW, random });
@@ -88,6 +89,16 @@ describe("ratebound/redis on a real Redis Cluster (3 masters, 3 replicas)", () =
         assert.deepEqual(tally(outcomes), { admitted: 900, refused: 600, failed: [] });
         assert.equal(await evalshaCalls(cluster), slots.size, "one round trip per slot");
         for (const key of keys.slice(0, 20)) assert.equal(await client.get(redisKey({ name: "login", key, shard: 0 }, `${tag}:`)), `0,${NOW}`);
+      });
+
+      test("a sliding window keeps its two windows in one slot: 40 concurrent calls admit exactly 10, through the store's transaction", async () => {
+        const limiter = limiterOn(redisStore(client, { prefix: `${tag}:`, maxAttempts: 200, maxDelayMs: 20 }));
+        const refs = [0, 1].map((shard) => redisKey({ name: "sliding", key: "win", shard }, `${tag}:`));
+        assert.equal(calculateSlot(refs[0]), calculateSlot(refs[1]));
+        const outcomes = await Promise.allSettled(Array.from({ length: 40 }, () => limiter.limit("sliding", { key: "win" })));
+        assert.deepEqual(tally(outcomes), { admitted: 10, refused: 30, failed: [] });
+        const window = Math.floor(NOW / DAY);
+        assert.equal(await client.get(refs[window % 2]), `10,${window * DAY}`);
       });
 
       test("a sharded limit keeps its shards in one slot: 80 concurrent calls on 8 shards never take more than the bound, and the shards account for every token taken", async () => {

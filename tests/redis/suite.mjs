@@ -18,6 +18,7 @@ export const LIMITS = {
   big: { kind: "token bucket", rate: 40, period: DAY },
   perUser: { kind: "token bucket", rate: 3, period: DAY },
   sharded: { kind: "token bucket", rate: 30, period: DAY, shards: 3 },
+  sliding: { kind: "sliding window", rate: 10, period: DAY },
 };
 const CLIENT_COUNT = 8;
 
@@ -95,6 +96,38 @@ export function redisSuite(kind, env) {
               },
             };
             return new RateLimiter(naive, LIMITS, { now: () => NOW }).limit("daily", { key: "naive" });
+          }),
+        );
+        const admitted = outcomes.filter((outcome) => outcome.ok).length;
+        assert.ok(admitted > 10, `admitted ${admitted}`);
+      }));
+
+    test(`${CLIENT_COUNT} connections, 60 concurrent limits of a sliding window on one key (its optimistic transaction, not the script): exactly the bound of 10 admitted, its window holding 10`, () =>
+      withClients(kind, env(), CLIENT_COUNT, async (clients) => {
+        const seen = await race(clients, 60, (limiter) => limiter.limit("sliding", { key: "ada" }));
+        assert.deepEqual(seen.failed, []);
+        assert.deepEqual([seen.admitted, seen.refused], [10, 50]);
+        const window = Math.floor(NOW / DAY);
+        assert.equal(await env().admin.get(`ratebound:{sliding:ada}:${window % 2}`), `10,${window * DAY}`);
+        assert.equal(await env().admin.get(`ratebound:{sliding:ada}:${1 - (window % 2)}`), null, "the other window was never written");
+        assert.ok(seen.conflicts > 0, "the calls raced, and the commit's check caught it");
+      }));
+
+    test("the harness sees over-admission of a sliding window: the same traffic through plain GET and SET admits more than 10", () =>
+      withClients(kind, env(), CLIENT_COUNT, async (clients) => {
+        const outcomes = await Promise.all(
+          Array.from({ length: 60 }, (_, index) => {
+            const client = clients[index % clients.length];
+            const naive = {
+              read: async (ref) => {
+                const stored = await client.get(redisKey(ref));
+                return stored === null ? null : { value: Number(String(stored).split(",")[0]), ts: Number(String(stored).split(",")[1]) };
+              },
+              write: async (ref, state) => {
+                await client.set(redisKey(ref), `${state.value},${state.ts}`);
+              },
+            };
+            return new RateLimiter(naive, LIMITS, { now: () => NOW }).limit("sliding", { key: "naive" });
           }),
         );
         const admitted = outcomes.filter((outcome) => outcome.ok).length;

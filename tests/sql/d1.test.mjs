@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { COLLIDING_REFS, stateFor } from "../hosts/collisions.mjs";
 import { bundleWorker, post, scratch, startMiniflare, workerOptions } from "../hosts/workerd.mjs";
-import { admitted } from "../hosts/coalesce-traffic.mjs";
+import { admitted, COALESCE_NAMES } from "../hosts/coalesce-traffic.mjs";
 
 const here = fileURLToPath(new URL("./", import.meta.url));
 const NOW = 1_700_000_000_000;
@@ -110,6 +110,14 @@ describe("Cloudflare D1 in workerd (Miniflare)", () => {
     assert.ok(result.admitted > 10, `admitted ${result.admitted} of 10`);
   });
 
+  test("a sliding window: 40 calls at once admit exactly its rate of 10, its window holding 10, and without the re-check over-admit", async () => {
+    const { result } = await route("burst", { n: 40, key: "slide", name: "sliding" });
+    assert.deepEqual(result, { admitted: 10, errors: [] });
+    assert.equal((await rowOf("sliding", "slide")).value, 10);
+    const bare = await route("burst", { n: 40, key: "slide-bare", name: "sliding", bare: true });
+    assert.ok(bare.result.admitted > 10, `admitted ${bare.result.admitted} of 10`);
+  });
+
   test("coalesced: 60 calls at once on one key through one d1Store admit exactly the bound of 10 in 2 batches, no conflict, as one at a time", async () => {
     const { result } = await route("coalesce", { n: 60, key: "hot-plain" });
     assert.equal(admitted(result.answers), 10);
@@ -118,7 +126,7 @@ describe("Cloudflare D1 in workerd (Miniflare)", () => {
     assert.deepEqual(await rowOf("hot", "hot-plain"), await rowOf("hot", "hot-plain-serial"));
   });
 
-  for (const name of ["hot", "hotWindow"]) {
+  for (const name of COALESCE_NAMES) {
     test(`coalesced, ${name}: 40 limits and checks of 1 to 3 tokens, reserving or not, with figures or not, answer exactly as one at a time, with no conflict`, async () => {
       const { result } = await route("coalesce", { n: 40, key: `mixed-${name}`, mixed: true, name });
       assert.deepEqual(result.answers, result.serial);
@@ -148,5 +156,29 @@ describe("Cloudflare D1 in workerd (Miniflare)", () => {
     assert.deepEqual([error.name, error.code, error.attempts], ["D1ConflictError", "D1_CONFLICT", 3]);
     assert.deepEqual(await posts("rival"), []);
     assert.equal((await rowOf("daily", "rival")).value, 9 - 3 * 0.5, "only the rival's three updates landed");
+  });
+  test("a limit stored by one Worker request is obeyed by the next request's limiter, and deleteLimit restores the code's", async () => {
+    const stored = (body) => route("stored", body);
+    const config = { kind: "token bucket", rate: 2, period: 86_400_000 };
+    assert.deepEqual(await stored({ op: "setLimit", name: "daily", config, options: { key: "stored-ada" } }), { result: null });
+    assert.deepEqual((await stored({ op: "getLimit", name: "daily", options: { key: "stored-ada" } })).result, { config: { ...config, capacity: 2, shards: 1 }, source: "key" });
+    const answers = [];
+    for (let call = 0; call < 3; call++) answers.push((await stored({ op: "limit", name: "daily", options: { key: "stored-ada" } })).result.ok);
+    assert.deepEqual(answers, [true, true, false]);
+    assert.equal((await stored({ op: "limit", name: "daily", options: { key: "stored-bob", count: 10 } })).result.ok, true);
+    assert.equal((await stored({ op: "setLimit", name: "daily", config: { ...config, shards: 2 } })).error.code, "INVALID_CONFIG");
+    await stored({ op: "deleteLimit", name: "daily", options: { key: "stored-ada" } });
+    assert.equal((await stored({ op: "getLimit", name: "daily", options: { key: "stored-ada" } })).result.source, "code");
+  });
+
+  test("a grant and its settle, each a Worker request of its own, decide on the key's stored limit", async () => {
+    const stored = (body) => route("stored", body);
+    await stored({ op: "setLimit", name: "daily", config: { kind: "token bucket", rate: 10, period: 86_400_000, capacity: 50 }, options: { key: "grant-ada" } });
+    // The code's bucket holds 10: a grant of 20 passes only on grant-ada's 50.
+    const granted = (await stored({ op: "limit", name: "daily", options: { key: "grant-ada", count: 20, grant: true } })).result;
+    assert.equal(granted.ok, true);
+    // limiter.settle(data, actual), through the worker's generic call (name: the data, options: actual).
+    assert.deepEqual((await stored({ op: "settle", name: granted.grant.data, options: 5 })).result, { refunded: 15, charged: 0, unpaid: 0 });
+    assert.equal((await rowOf("daily", "grant-ada")).value, 45);
   });
 });

@@ -46,6 +46,32 @@ export function postgresScenarios(backend) {
     assert.deepEqual(primary.columns, ["name", "key", "shard"]);
   });
 
+  test("a sliding window in the app's transaction: its two windows are two rows, the previous counted by its weight, and a rollback consumes nothing", async () => {
+    const DAY = 86_400_000;
+    const start = Math.floor(NOW / DAY) * DAY;
+    let now = start + DAY / 2;
+    const on = (store) => new RateLimiter(store, { slide: { kind: "sliding window", rate: 4, period: DAY } }, { now: () => now });
+    for (let call = 0; call < 4; call++) assert.equal((await backend.inTransaction((tx) => on(pgHost.postgresStore(tx)).limit("slide", { key: "w" }))).ok, true);
+    assert.equal((await on(pgHost.postgresStore(backend.db())).limit("slide", { key: "w" })).ok, false);
+    // A quarter into the next window: floor(0.75 × 4) = 3 counted, so one more fits.
+    now = start + DAY + DAY / 4;
+    const thrown = await backend
+      .inTransaction(async (tx) => {
+        assert.equal((await on(pgHost.postgresStore(tx)).limit("slide", { key: "w" })).ok, true);
+        throw new Error("rolled back");
+      })
+      .catch((error) => error.message);
+    assert.equal(thrown, "rolled back");
+    assert.equal((await on(pgHost.postgresStore(backend.db())).limit("slide", { key: "w" })).ok, true, "the rolled-back call took nothing");
+    // 3 + 1 counted: refused until the weight falls under 3, the next millisecond.
+    assert.deepEqual(await on(pgHost.postgresStore(backend.db())).limit("slide", { key: "w" }), { ok: false, retryAfter: 1 });
+    const rows = await query("SELECT shard, value, ts FROM ratebound WHERE name = 'slide' AND key = 'w' ORDER BY ts");
+    const window = start / DAY;
+    assert.deepEqual(rows.map((row) => [row.shard, row.value, row.ts]), [[window % 2, 4, start], [1 - (window % 2), 1, start + DAY]]);
+    await on(pgHost.postgresStore(backend.db())).reset("slide", { key: "w" });
+    assert.deepEqual(await query("SELECT shard FROM ratebound WHERE name = 'slide' AND key = 'w'"), [], "reset deletes both windows");
+  });
+
   test("a rolled-back transaction consumes nothing and its insert is gone too", async () => {
     const thrown = await backend
       .inTransaction(async (tx) => {

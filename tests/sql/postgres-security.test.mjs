@@ -185,7 +185,7 @@ describe("ratebound/postgres among hostile roles", () => {
     await pgHost.createTable(admin, { table: "legacy.ratebound" });
     await pgHost.createTable(admin, { table: "legacy.ratebound" }); // (idempotent)
     const functions = await rowsOf("SELECT proname FROM pg_proc WHERE pronamespace = 'legacy'::regnamespace AND proname LIKE 'ratebound_decide%' ORDER BY proname");
-    assert.deepEqual(functions.map((row) => row.proname), ["ratebound_decide_many_v3", "ratebound_decide_one_v3", "ratebound_decide_v1", "ratebound_decide_v3"]);
+    assert.deepEqual(functions.map((row) => row.proname), ["ratebound_decide_limits_v3", "ratebound_decide_many_v3", "ratebound_decide_one_v3", "ratebound_decide_v1", "ratebound_decide_v3"]);
     const limiter = limiterOn(pgHost.postgresStore(app, { table: "legacy.ratebound" }), LIMITS);
     assert.equal(await admitted(3, () => limiter.limit("three", { key: "old" })), 1, "the 1 token the old row held, and no more");
     assert.deepEqual(await rowsOf("SELECT value FROM legacy.ratebound WHERE key = 'old'"), [{ value: 0 }]);

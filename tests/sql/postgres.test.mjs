@@ -96,7 +96,7 @@ describe("a real PostgreSQL server", () => {
    * `limit` for `key` through `makeStore(client)`, insert a post when admitted, 5 ms of app work,
    * COMMIT. Returns how many were admitted, and the state and posts left.
    */
-  async function concurrentTransactions({ requests, limit, key, makeStore }) {
+  async function concurrentTransactions({ requests, limit, key, makeStore, named = limits }) {
     const clients = await Promise.all(
       Array.from({ length: requests }, async () => {
         const client = new pg.Client(server.connectionString);
@@ -109,7 +109,7 @@ describe("a real PostgreSQL server", () => {
         clients.map((client) =>
           inTransaction(
             async (tx) => {
-              const status = await limiterOn(makeStore(tx), limits).limit(limit, { key });
+              const status = await limiterOn(makeStore(tx), named).limit(limit, { key });
               if (status.ok) await tx.query("INSERT INTO posts (author, body) VALUES ($1, 'burst')", [key]);
               await sleep(5);
               return status.ok;
@@ -160,6 +160,27 @@ describe("a real PostgreSQL server", () => {
     const result = await concurrentTransactions({ requests: 120, limit: "burst", key: "unlocked", makeStore: unlocked });
     assert.ok(result.admitted > CAPACITY, `admitted ${result.admitted} of ${CAPACITY}`);
     assert.notEqual(result.value, CAPACITY - result.admitted, "and the value left does not account for them");
+  });
+
+  // A sliding window is decided by the driver inside the store's transaction (the functions decide the other kinds).
+  const sliding = { slidingBurst: { kind: "sliding window", rate: CAPACITY, period: 86_400_000 } };
+
+  test("120 concurrent transactions of a sliding window on one new key admit exactly its rate of 50, and its window holds 50", async () => {
+    const result = await concurrentTransactions({ requests: 120, limit: "slidingBurst", key: "sliding-locked", makeStore: (tx) => pgHost.postgresStore(tx), named: sliding });
+    assert.deepEqual(result, { admitted: CAPACITY, value: CAPACITY, posts: CAPACITY });
+  });
+
+  test("the same 120 transactions of a sliding window through a store without the lock over-admit (so the test above can fail)", async () => {
+    const result = await concurrentTransactions({ requests: 120, limit: "slidingBurst", key: "sliding-unlocked", makeStore: unlocked, named: sliding });
+    assert.ok(result.admitted > CAPACITY, `admitted ${result.admitted} of ${CAPACITY}`);
+  });
+
+  test("120 concurrent calls of a sliding window through a pool of 20 connections admit exactly 50", async () => {
+    const limiter = limiterOn(pgHost.postgresStore(pool), sliding);
+    const outcomes = await Promise.all(Array.from({ length: 120 }, () => limiter.limit("slidingBurst", { key: "pooled" }).catch((error) => error)));
+    assert.deepEqual(outcomes.filter((outcome) => outcome instanceof Error).map(String), []);
+    assert.equal(outcomes.filter((status) => status.ok).length, CAPACITY);
+    assert.equal((await query("SELECT value FROM ratebound WHERE name = 'slidingBurst' AND key = 'pooled'"))[0].value, CAPACITY);
   });
 
   test("120 concurrent calls through a pool of 20 connections admit exactly 50", async () => {

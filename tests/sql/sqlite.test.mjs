@@ -162,11 +162,11 @@ describe("better-sqlite3 on a file", () => {
     }
   });
 
-  /** Four worker threads, a connection each, 30 calls apiece on one key of "burst" (50 tokens). */
-  async function fourThreads(key, guarded) {
+  /** Four worker threads, a connection each, 30 calls apiece on one key of "burst" (50 tokens; `limits` may make it another kind). */
+  async function fourThreads(key, guarded, limits = LIMITS) {
     const results = await Promise.all(
       Array.from({ length: 4 }, () => {
-        const worker = new Worker(new URL("./sqlite-worker.mjs", import.meta.url), { workerData: { path, key, calls: 30, limits: LIMITS, now: NOW, guarded } });
+        const worker = new Worker(new URL("./sqlite-worker.mjs", import.meta.url), { workerData: { path, key, calls: 30, limits, now: NOW, guarded } });
         return new Promise((resolve, reject) => {
           worker.once("message", resolve);
           worker.once("error", reject);
@@ -191,6 +191,19 @@ describe("better-sqlite3 on a file", () => {
       if (result.admitted > worst.admitted) worst = result;
     }
     assert.ok(worst.admitted > 50, `admitted ${worst.admitted} of 50`);
+  });
+
+  // "burst" as a sliding window of 50 a day: its window's row counts what was granted.
+  const slidingBurst = { burst: { kind: "sliding window", rate: 50, period: 86_400_000 } };
+
+  test("a sliding window: the same four threads admit exactly its rate of 50, and its window holds 50", async () => {
+    assert.deepEqual(await fourThreads("sliding-threads", true, slidingBurst), { admitted: 50, value: 50 });
+  });
+
+  test("a sliding window: the same threads without the store's transaction over-admit (so the test above can fail)", async () => {
+    let worst = 0;
+    for (let round = 0; round < 10 && worst <= 50; round++) worst = Math.max(worst, (await fourThreads(`sliding-bare-${round}`, false, slidingBurst)).admitted);
+    assert.ok(worst > 50, `admitted ${worst} of 50`);
   });
 
   test("reset deletes the state, and pruneStates deletes only states that are full", async () => {

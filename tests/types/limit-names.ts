@@ -39,8 +39,17 @@ new RateLimiter(new MemoryStore(), { bad: { kind: "token bucket", rate: 1, perio
 // @ts-expect-error the calendar periods are four literals
 new RateLimiter(new MemoryStore(), { bad: { kind: "fixed window", rate: 1, period: "fortnight" } });
 
-// @ts-expect-error the kind is one of two literals
+// @ts-expect-error the kind is one of three literals
 new RateLimiter(new MemoryStore(), { bad: { kind: "leaky bucket", rate: 1, period: 1 } });
+
+// A sliding window takes rate and period, and nothing else.
+new RateLimiter(new MemoryStore(), { slide: { kind: "sliding window", rate: 10, period: MINUTE } });
+// @ts-expect-error a sliding window has no capacity
+new RateLimiter(new MemoryStore(), { bad: { kind: "sliding window", rate: 1, period: 1, capacity: 2 } });
+// @ts-expect-error its period is ms only (no calendar period)
+new RateLimiter(new MemoryStore(), { bad: { kind: "sliding window", rate: 1, period: "day" } });
+// @ts-expect-error nor shards
+new RateLimiter(new MemoryStore(), { bad: { kind: "sliding window", rate: 1, period: 1, shards: 2 } });
 
 export async function resultsNarrow(): Promise<number> {
   const result = await limiter.limit("sendMessage");
@@ -63,4 +72,16 @@ export async function typosInOtherMethods(): Promise<void> {
 export async function valuesProject(): Promise<number> {
   const { value, ts, config, shard } = await limiter.getValue("sendMessage", { key: "ada" });
   return value + ts + config.rate + shard;
+}
+
+export async function storedLimitsAreNamed(): Promise<string> {
+  const stored = new RateLimiter(new MemoryStore(), { api: { kind: "token bucket", rate: 10, period: MINUTE } }, { storedLimits: true });
+  await stored.setLimit("api", { kind: "token bucket", rate: 1_000, period: MINUTE }, { key: "acme" });
+  // @ts-expect-error setLimit takes a named limit only (a stored limit keeps the kind, shards and start in code)
+  await stored.setLimit("apii", { kind: "token bucket", rate: 1, period: MINUTE });
+  // @ts-expect-error a stored limit is a config, without onStoreError
+  await stored.setLimit("api", { kind: "token bucket", rate: 1, period: MINUTE, onStoreError: "open" });
+  await stored.deleteLimit("api", { key: "acme" });
+  const { config, source } = await stored.getLimit("api");
+  return `${config.rate} ${source satisfies "key" | "name" | "code"}`;
 }

@@ -4,9 +4,11 @@
  * @module
  */
 import type { GrantResult } from "./grant-handle.js";
+import type { ConcurrencyValue, Lease, LeaseResult } from "./leasing.js";
+import type { AcquireAnswer } from "./acquire.js";
 import type { LimitOptions, Named, StoreErrorPolicy } from "./options.js";
 import type { Degraded } from "./store-call.js";
-import type { RateLimitFigures, RateLimitResult } from "./types.js";
+import type { RateLimitFigures, RateLimitResult, RateLimitValue } from "./types.js";
 
 /**
  * A call admitted without any decision: the store failed and the limit's `onStoreError` is
@@ -79,6 +81,8 @@ export interface BatchOptions {
   throws?: boolean;
   /** Answer with each limit's figures, in the order asked. */
   figures?: boolean;
+  /** Decide every limit of the batch as a dry run: never refused, the would-be answer in `dryRun`. */
+  dryRun?: boolean;
 }
 
 /** What `limitAll`/`checkAll` answer for `Options`. */
@@ -95,7 +99,30 @@ export type BatchAnswerOf<Options> = Options extends { figures: true } ? Figured
  *   }
  * }
  */
-export type LimitResultOf<Limits, Name, Options, Policy = StoreErrorPolicy> = LimitAnswer<Options, MayOpen<Limits, Name, Options, Policy>>;
+export type LimitResultOf<Limits, Name, Options, Policy = StoreErrorPolicy> = Options extends { config: object }
+  ? LimitAnswer<Options, MayOpen<Limits, Name, Options, Policy>>
+  : Name extends ConcurrencyNames<Limits>
+    ? LeaseResult
+    : LimitAnswer<Options, MayOpen<Limits, Name, Options, Policy>>;
+
+/**
+ * What `limiter.acquire(name, options)` answers: `{ waited, lease }` on a concurrency limit, else
+ * `{ waited }` (with `grant` when asked).
+ */
+export type AcquireResultOf<Limits, Name, Options> = Options extends { config: object }
+  ? AcquireAnswer<Options>
+  : Name extends ConcurrencyNames<Limits>
+    ? { waited: number; lease: Lease }
+    : AcquireAnswer<Options>;
+
+/** What `limiter.getValue(name, options)` answers: `{ held, max, ts }` on a concurrency limit, else the limit's value. */
+export type ValueResultOf<Limits, Name, Options> = Options extends { config: object } ? RateLimitValue : Name extends ConcurrencyNames<Limits> ? ConcurrencyValue : RateLimitValue;
+
+/**
+ * The names of `Limits`' concurrency limits. (The answer types test a call's name against it,
+ * never `Limits` itself, so that a limiter of some limits stays assignable to one of wider ones.)
+ */
+export type ConcurrencyNames<Limits> = { [K in keyof Limits]: Limits[K] extends { kind: "concurrency" } ? K : never }[keyof Limits];
 
 /** What `limiter.check(name, options)` answers: as {@link LimitResultOf}, for `check`. */
 export type CheckResultOf<Limits, Name, Options, Policy = StoreErrorPolicy> = CheckAnswer<Options, MayOpen<Limits, Name, Options, Policy>>;

@@ -19,7 +19,7 @@ export const PLAN_STRIDE = 15;
 /** The stride of a slot. */
 export const SLOT = 5;
 /** The stride of an answer. */
-export const OUT_STRIDE = 16;
+export const OUT_STRIDE = 17;
 /** One record per decision (stride `ITEM`). */
 export const ITEMS = 0;
 /** Per item (stride `PLAN_STRIDE`): what `rb_plan` names. */
@@ -31,9 +31,9 @@ export const SLOTS = 4224;
 /** Per item (stride `OUT_STRIDE`): its answer or error. */
 export const OUT = 5504;
 /** What one operation needs beyond items (the `EXTRA`-relative sub-layouts below). */
-export const EXTRA = 7552;
+export const EXTRA = 7680;
 /** The buffer's length: `EXTRA` holds up to 1024 sampled shards and their states. */
-export const IO_LEN = 11648;
+export const IO_LEN = 11776;
 
 // A state, two numbers (value NaN: none), and a compiled config, seven.
 /** A state's value. */
@@ -113,15 +113,15 @@ export const OUT_RETRY_AFTER = 1;
 /** The header figures (FIGURE_*). */
 export const OUT_FIGURES = 2;
 /** The two shares taken. */
-export const OUT_SHARES = 8;
+export const OUT_SHARES = 9;
 /** An error's field (`src/error.rs` `Field`, 0: none). */
-export const OUT_FIELD = 10;
+export const OUT_FIELD = 11;
 /** An error's rule (`Rule`, 0: none). */
-export const OUT_RULE = 11;
+export const OUT_RULE = 12;
 /** An error's three numbers. */
-export const OUT_NUMBERS = 12;
+export const OUT_NUMBERS = 13;
 /** 1: the error's request reserved. */
-export const OUT_RESERVE = 15;
+export const OUT_RESERVE = 16;
 /** Figures: the limit. */
 export const FIGURE_LIMIT = 0;
 /** Figures: what remains. */
@@ -134,6 +134,8 @@ export const FIGURE_WINDOW = 3;
 export const FIGURE_RETRY_AFTER = 4;
 /** Figures: how many shards were sampled. */
 export const FIGURE_SAMPLED = 5;
+/** Figures: the effective window in seconds (draft-11's `t`). */
+export const FIGURE_EFFECTIVE_WINDOW = 6;
 
 // EXTRA for compiling a config and deciding (offsets from EXTRA).
 /** `rb_decide`: a refused batch's wait. */
@@ -219,6 +221,24 @@ export const WRITE_STATE = 1;
 /** A write: its fullAt. */
 export const WRITE_FULL_AT = 3;
 
+// EXTRA for limits stored in the host (offsets from EXTRA), and where their records live.
+/** `rb_limit_encode` in: the limit's config in code (seven numbers). */
+export const LIMIT_CODE = 0;
+/** `rb_limit_encode` in: the config to store, compiled (seven numbers). */
+export const LIMIT_STORED = 8;
+/** `rb_limit_encode` out: its two records (value, ts each). */
+export const LIMIT_WRITE = 16;
+/** `rb_limit_resolve` in: the key's two records (value, ts each; NaN value: none). */
+export const LIMIT_KEY = 0;
+/** `rb_limit_resolve` in: the name's two records. */
+export const LIMIT_NAME = 4;
+/** How many records one stored limit takes. */
+export const LIMIT_RECORDS = 2;
+/** The shard of a key's first record (its key's own limit). */
+export const KEY_LIMIT_SHARD = 1073743872;
+/** The shard of a name's first record (the key none). */
+export const NAME_LIMIT_SHARD = 1073743874;
+
 // EXTRA for getValue and the pure functions (offsets from EXTRA).
 /** `rb_plan_value` in: the draws. */
 export const VALUE_DRAWS = 0;
@@ -259,6 +279,28 @@ export const DECIDED_VALUE = 2;
 /** `rb_decide_state` out: the next ts. */
 export const DECIDED_TS = 3;
 
+// EXTRA for a concurrency limit's lease (offsets from EXTRA): `rb_concurrency_*`.
+/** `rb_concurrency_compile` in: `max` as a (tag, value) pair as `COMPILE_FIELDS`, then `lease`. */
+export const CONCURRENCY_FIELDS = 0;
+/** `rb_concurrency_compile` out: the limit's max. */
+export const CONCURRENCY_MAX = 0;
+/** `rb_concurrency_compile` out: its lease in ms. */
+export const CONCURRENCY_LEASE = 1;
+/** In: every slot's state as read (two numbers a slot, value NaN: none), slot 0 first. */
+export const CONCURRENCY_STATES = 0;
+/** In (release, extend): the lease's slots; out: the slots written (as many as `LEASE_SLOT_COUNT`). */
+export const CONCURRENCY_SLOTS = 128;
+/** Out: the lease's answer (LEASE_*). */
+export const CONCURRENCY_ANSWER = 192;
+/** A lease's answer: how many slots are taken, released or extended (and written). */
+export const LEASE_SLOT_COUNT = 0;
+/** A lease's answer: when it expires, in ms (NaN: refused, or released). */
+export const LEASE_EXPIRES_AT = 1;
+/** A lease's answer: the state each slot written gets (value NaN: deleted), then its fullAt. */
+export const LEASE_WRITE = 2;
+/** A lease's answer: the written state's fullAt. */
+export const LEASE_FULL_AT = 4;
+
 // The slab of MemoryStore's states in the module's memory, and rb_slab_limit's flags and status.
 /** The `f64`s of a slot: value, ts, fullAt. */
 export const SLAB_SLOT_LEN = 3;
@@ -291,6 +333,7 @@ export const CODES = [
   "WAIT_UNBOUNDED",
   "INVALID_RANDOM",
   "GRANT_SETTLED",
+  "LEASE_LOST",
 ] as const;
 /** The fields (`Field`), as messages and `error.field` name them. */
 export const FIELDS = [
@@ -315,6 +358,10 @@ export const FIELDS = [
   "grant.shards.value",
   "retryAfter",
   "maxJitter",
+  "max",
+  "lease",
+  "lease.id",
+  "lease.slots",
 ] as const;
 /** The rules (`Rule`) a message words as "{field} must be {rule} (got …)" ("": a sentence). */
 export const RULES = [
@@ -325,7 +372,7 @@ export const RULES = [
   "an integer from 1 to 1024",
   "null or absent for a token bucket",
   "a number of ms within ±9007199254740992 (2^53)",
-  "\"token bucket\" or \"fixed window\"",
+  "\"token bucket\", \"fixed window\" or \"sliding window\"",
   "",
   "a finite number of ms",
   "",
@@ -334,8 +381,15 @@ export const RULES = [
   "",
   "one or two shards",
   "a finite number",
+  "the limit's own in code: a stored limit changes rate, period, capacity and maxReserved only",
+  "an integer from 1 to 64",
+  "an integer from 1 to 9007199254740992 (2^53)",
+  "",
+  "",
+  "absent for a sliding window",
+  "\"token bucket\" or \"fixed window\" for calculateRateLimit and grants (a sliding window decides on two windows' states: use limit, check or getValue)",
   "a positive finite number of ms, or \"day\", \"week\", \"month\" or \"year\"",
-  "a number of ms for a token bucket (calendar periods are for fixed windows)",
+  "a number of ms for a token bucket or a sliding window (calendar periods are for fixed windows)",
   "1 for a calendar period",
   "a number of ms within ±9007199254740992 (2^53) for a calendar period",
 ] as const;
@@ -355,6 +409,13 @@ export const SENTENCES = [
   "",
   "the limit's state would leave the range of numbers (value {0}, ts {1}); nothing was written",
   "the grant names shard {0}, which is not another shard of this limit (it has {1})",
+  "",
+  "",
+  "",
+  "",
+  "",
+  "lease must be at least the clock's resolution at now (got lease {0} ms, now {1}, whose resolution is {2} ms)",
+  "the lease names slot {0} twice or one this limit does not have (it has {1})",
   "",
   "",
   "",

@@ -4,9 +4,11 @@
  * result kept as the numbers calls pass.
  * @module
  */
-import { CALENDAR_PERIODS, COMPILE_FIELDS, COMPILE_KIND, COMPILE_TAG_CALENDAR, COMPILED_CONFIG, COMPILED_DRAWS, COMPILED_SETTLE_DRAWS, CONFIG_LEN, CONFIG_SHARDS, EXTRA, OUT } from "./boundary.js";
+import {
+  CALENDAR_PERIODS, COMPILE_FIELDS, COMPILE_KIND, COMPILE_TAG_CALENDAR, COMPILED_CONFIG, COMPILED_DRAWS, COMPILED_SETTLE_DRAWS, CONFIG_KIND, CONFIG_LEN, CONFIG_SHARDS, EXTRA, OUT,
+} from "./boundary.js";
 import { core, io } from "./engine.js";
-import { coreError, invalidConfig, mustBe, unknownField } from "./errors.js";
+import { coreError, invalidConfig, KINDS, mustBe, unknownField } from "./errors.js";
 import type { CalendarPeriod, RateLimitConfig } from "./types.js";
 
 /** A config's fields, in the order configs list them. */
@@ -14,7 +16,7 @@ export const CONFIG_FIELDS = ["kind", "rate", "period", "capacity", "maxReserved
 
 /** A config validated by the core. */
 export interface Compiled {
-  /** kind (0 token bucket, 1 fixed window), rate, period, capacity, maxReserved (NaN: none), shards, start (NaN: none). */
+  /** kind (0 token bucket, 1 fixed window, 2 sliding window), rate, period, capacity, maxReserved (NaN: none), shards, start (NaN: none). */
   readonly numbers: readonly number[];
   /** How many random numbers a decision draws. */
   readonly draws: number;
@@ -22,6 +24,8 @@ export interface Compiled {
   readonly settleDraws: number;
   /** The shard count. */
   readonly shards: number;
+  /** A sliding window: its two windows' states live at shards 0 and 1, and every decision reads both. */
+  readonly sliding: boolean;
   /** The config as callers write it, with `capacity` and `shards` filled in (and a fixed window's `start`, when it has one). */
   readonly described: RateLimitConfig;
 }
@@ -74,7 +78,8 @@ export function compileConfig(limit: string | undefined, config: unknown, known:
       throw invalidConfig(limit, name, `${name} must be readable (reading it threw) (got an exception)`);
     }
   }
-  io[EXTRA + COMPILE_KIND] = raw.kind === "token bucket" ? 0 : raw.kind === "fixed window" ? 1 : 2;
+  const kind = KINDS.indexOf(raw.kind as (typeof KINDS)[number]);
+  io[EXTRA + COMPILE_KIND] = kind < 0 ? KINDS.length : kind;
   CONFIG_FIELDS.slice(1).forEach((field, index) => {
     const [tag, value] = tagged(raw[field]);
     io[EXTRA + COMPILE_FIELDS + 2 * index] = tag;
@@ -87,6 +92,7 @@ export function compileConfig(limit: string | undefined, config: unknown, known:
     draws: io[EXTRA + COMPILED_DRAWS]!,
     settleDraws: io[EXTRA + COMPILED_SETTLE_DRAWS]!,
     shards: numbers[CONFIG_SHARDS]!,
+    sliding: numbers[CONFIG_KIND] === 2,
     described: describe(numbers),
   };
 }
@@ -94,6 +100,8 @@ export function compileConfig(limit: string | undefined, config: unknown, known:
 /** The config as callers write it, from its compiled numbers; `start` is the fixed window's (or `windowStart`). */
 export function describe(numbers: readonly number[], windowStart?: number): RateLimitConfig {
   const [kind, rate, periodNumber, capacity, maxReserved, shards, start] = numbers as [number, number, number, number, number, number, number];
+  // A sliding window's period is ms only (a calendar period is refused for it).
+  if (kind === 2) return { kind: "sliding window", rate, period: periodNumber };
   const base = { rate, period: periodNumber, capacity, ...(Number.isNaN(maxReserved) ? {} : { maxReserved }), shards };
   if (kind === 0) return { kind: "token bucket", ...base };
   // A calendar period crosses as minus its code.

@@ -21,9 +21,14 @@ export interface DecisionEvent {
   readonly name: string;
   /** The call's key; absent for the limit's shared state. */
   readonly key?: string;
-  /** `"allowed"`, `"refused"`, or `"error"` (the call rejected: the store failed under `"closed"`, or its state was corrupt). */
+  /**
+   * `"allowed"`, `"refused"`, or `"error"` (the call rejected: the store failed under `"closed"`, or its state was corrupt).
+   * What the caller got: a dry run's would-be refusal is `"allowed"`, with `dryRun: "refused"`.
+   */
   readonly outcome: "allowed" | "refused" | "error";
-  /** The wait of a refusal, or of an allowed reservation, in ms. */
+  /** Set for a dry-run limit (its config's `dryRun`, or the call's): what enforcing it would have answered. */
+  readonly dryRun?: "allowed" | "refused";
+  /** The wait of a refusal (a dry run's would-be refusal too), or of an allowed reservation, in ms. */
   readonly retryAfter?: number;
   /**
    * Milliseconds from handing the call to the store until its answer (`performance.now()`),
@@ -66,6 +71,10 @@ export interface Probe {
   calls: ReadonlyArray<{ readonly name: string; readonly key: string | undefined }>;
   /** The call's failure policy. */
   policy: unknown;
+  /** Per call: whether it is a dry run (`undefined`: none is). */
+  dryRun?: readonly boolean[];
+  /** Per call, when a batch's calls were answered apart (dry-run and enforced limits mixed): each one's answer. */
+  results?: ReadonlyArray<(RateLimitResult & Partial<Degraded>) | undefined>;
 }
 
 
@@ -92,16 +101,19 @@ function hookFailed(error: unknown): void {
 }
 
 /** The event of one call (or of one request of a batch), from what its path recorded and how it settled. */
-function eventOf(name: string, key: string | undefined, write: boolean, recorded: Probe, error: unknown, failed: boolean): DecisionEvent {
-  const result = recorded.result;
+function eventOf(index: number, name: string, key: string | undefined, write: boolean, recorded: Probe, error: unknown, failed: boolean): DecisionEvent {
+  const result = recorded.results === undefined ? recorded.result : recorded.results[index];
   const storeMs = recorded.fromCache || recorded.start === undefined || recorded.end === undefined ? 0 : recorded.end - recorded.start;
+  const dryRun = recorded.dryRun?.[index] === true && result !== undefined;
   const event: { -readonly [K in keyof DecisionEvent]: DecisionEvent[K] } = {
     name,
-    outcome: result === undefined ? "error" : result.ok ? "allowed" : "refused",
+    // The result recorded is the enforced one: a dry run answers its caller `ok: true` whatever it says.
+    outcome: result === undefined ? "error" : result.ok || dryRun ? "allowed" : "refused",
     storeMs,
     batchSize: recorded.batchSize,
     write,
   };
+  if (dryRun) event.dryRun = result.ok ? "allowed" : "refused";
   if (key !== undefined) event.key = key;
   if (result?.retryAfter !== undefined) event.retryAfter = result.retryAfter;
   if (result?.degraded !== undefined) {
@@ -119,5 +131,5 @@ function eventOf(name: string, key: string | undefined, write: boolean, recorded
  */
 export function report(hook: DecisionHook, write: boolean, recorded: Probe, error: unknown, failed: boolean): void {
   if (recorded.start === undefined && !recorded.fromCache) return;
-  for (const call of recorded.calls) deliver(hook, eventOf(call.name, call.key, write, recorded, error, failed));
+  recorded.calls.forEach((call, index) => deliver(hook, eventOf(index, call.name, call.key, write, recorded, error, failed)));
 }

@@ -34,6 +34,7 @@ import { core, figuresAt, io, itemsOwner, layout, ownItems, ownPlan } from "./en
 import { coreError, corruptState, mustBe, RateboundError, wrongArgument, type Place } from "./errors.js";
 import { refId, refOf } from "./call.js";
 import type { Compiled } from "./config.js";
+import { applyLimits, planStoredAgain } from "./stored-limits.js";
 import type { RateLimitFigures, RateLimitResult, RateLimitState, RateLimitStore, RemoteAnswer, StateRef } from "./types.js";
 
 /** One decision: a limit's call, checked, with its random numbers drawn. */
@@ -54,6 +55,11 @@ export interface Call {
   readonly now: number;
   /** Its random numbers (`limit.draws` of them). */
   readonly draws: readonly number[];
+  /**
+   * The records of its stored limits, read with its states (`./stored-limits.ts`): on a limiter
+   * with `storedLimits: true`, for a named limit without an inline config.
+   */
+  readonly records?: readonly StateRef[];
 }
 
 /** What one decision answers: a result and, when the batch asked for them, its figures. */
@@ -66,8 +72,12 @@ export interface Decided {
 export interface Planned {
   readonly calls: readonly Call[];
   readonly all: boolean;
-  /** The states read, each once. */
+  /** The states read, each once; then the records of stored limits, from `states` on. */
   readonly refs: StateRef[];
+  /** How many of `refs` are states (the core's slots). */
+  readonly states: number;
+  /** Per call: the index in `refs` of its first record (-1: it reads none). */
+  readonly records: number[];
   /** Per call: how many shards it reads, and the slot of each. */
   readonly reads: number[];
   readonly slots: number[];
@@ -118,6 +128,21 @@ export function planInBuffer(calls: readonly Call[], figures: boolean): number {
 }
 
 /**
+ * Plans `planned`'s calls again in the buffer, each on the stored limit its
+ * records hold in `stored` (per ref; a store that decides next to its data is
+ * sent the plan made on the records it last read).
+ *
+ * @returns Per call, the error its records gave, or `undefined`.
+ */
+export function planWithLimits(planned: Planned, stored: readonly unknown[]): (RateboundError | undefined)[] {
+  putItems(planned.calls, planned.figures);
+  ownItems(undefined);
+  const errors = applyLimits(planned, stored);
+  core.rb_plan(planned.calls.length);
+  return errors;
+}
+
+/**
  * Plans `calls`: the core checks each (bad input fails here, before any
  * store is touched) and names the shards it reads; the states are
  * de-duplicated into slots. All or nothing (`all`): the first error throws.
@@ -133,7 +158,8 @@ export function plan(calls: readonly Call[], all: boolean, figures = false): Pla
   if (calls.length > MAX_ITEMS) {
     throw wrongArgument("limitAll", "requests", `requests must be at most ${MAX_ITEMS} limits (got ${calls.length})`);
   }
-  const status = planInBuffer(calls, figures);
+  let status = planInBuffer(calls, figures);
+  if (status < 0) status = planStoredAgain(calls);
   const refs: StateRef[] = [];
   const reads: number[] = [];
   const slots: number[] = [];
@@ -176,7 +202,13 @@ export function plan(calls: readonly Call[], all: boolean, figures = false): Pla
   if (refs.length > MAX_SLOTS) {
     throw wrongArgument("limitAll", "requests", `requests must read at most ${MAX_SLOTS} states (got ${refs.length})`);
   }
-  const planned: Planned = { calls, all, refs, reads, slots, errors, figures };
+  const states = refs.length;
+  const records: number[] = [];
+  for (const call of calls) {
+    records.push(call.records === undefined ? -1 : refs.length);
+    if (call.records !== undefined) refs.push(...call.records);
+  }
+  const planned: Planned = { calls, all, refs, states, records, reads, slots, errors, figures };
   ownPlan(planned);
   return planned;
 }
@@ -258,23 +290,24 @@ export interface BatchAnswer {
  */
 export function decideOn(planned: Planned, stored: unknown[]): BatchAnswer {
   const { SLOTS, SLOT, OUT, OUT_STRIDE, EXTRA } = layout;
-  // The buffer may have served other calls since the plan: write this batch again.
-  if (itemsOwner !== planned) {
+  // The buffer may have served other calls since the plan (or its items took stored limits): write this batch again.
+  if (itemsOwner !== planned || planned.states < planned.refs.length) {
     putItems(planned.calls, planned.figures);
     ownItems(planned);
   }
+  const limitErrors = planned.states < planned.refs.length ? applyLimits(planned, stored) : undefined;
   putMap(planned);
-  for (let slot = 0; slot < planned.refs.length; slot++) putState(SLOTS + slot * SLOT, stored[slot], planned.refs[slot]!);
-  const status = core.rb_decide(planned.calls.length, planned.refs.length, planned.all ? 1 : 0);
+  for (let slot = 0; slot < planned.states; slot++) putState(SLOTS + slot * SLOT, stored[slot], planned.refs[slot]!);
+  const status = core.rb_decide(planned.calls.length, planned.states, planned.all ? 1 : 0);
   const each: (Decided | RateboundError)[] = [];
   for (let index = 0; index < planned.calls.length; index++) {
     const out = OUT + index * OUT_STRIDE;
-    const error = planned.errors[index];
+    const error = planned.errors[index] ?? limitErrors?.[index];
     if (error !== undefined) each.push(error);
     else if (io[out + OUT_STATUS]! < 0) each.push(coreError(io, out, planned.calls[index]!.name));
     else each.push(answerOf(index, planned.figures));
   }
-  if (status < 0) {
+  if (status < 0 || (planned.all && limitErrors?.some((error) => error !== undefined))) {
     const first = each.find((entry): entry is RateboundError => entry instanceof RateboundError);
     throw first ?? new RateboundError("INVALID_REQUEST", "the batch failed");
   }
@@ -308,7 +341,7 @@ export function writeSlot(store: RateLimitStore, at: number, ref: StateRef, now:
 function writeAll(store: RateLimitStore, planned: Planned): void | Promise<void> {
   const { SLOTS, SLOT } = layout;
   let chain: Promise<void> | undefined;
-  for (let slot = 0; slot < planned.refs.length; slot++) chain = writeSlot(store, SLOTS + slot * SLOT, planned.refs[slot]!, latestNow(planned, slot), chain);
+  for (let slot = 0; slot < planned.states; slot++) chain = writeSlot(store, SLOTS + slot * SLOT, planned.refs[slot]!, latestNow(planned, slot), chain);
   return chain;
 }
 
@@ -335,6 +368,7 @@ function latestNow(planned: Planned, slot: number): number {
  */
 export function run(store: RateLimitStore, planned: Planned): BatchAnswer | Promise<BatchAnswer> {
   if (planned.refs.length === 0) return decideOn(planned, []);
+  // The records of stored limits are read with the states, in the same batch.
   const stored = readAll(store, planned.refs, planned.calls.length === 1 ? planned.calls[0]!.now : Math.max(...planned.calls.map((call) => call.now)));
   const finish = (states: unknown[]): BatchAnswer | Promise<BatchAnswer> => {
     if (!Array.isArray(states) || states.length !== planned.refs.length) {

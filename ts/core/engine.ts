@@ -6,7 +6,7 @@
  * and needs no glue.
  * @module
  */
-import { FIGURE_LIMIT, FIGURE_REMAINING, FIGURE_RESET, FIGURE_RETRY_AFTER, FIGURE_SAMPLED, FIGURE_WINDOW } from "./boundary.js";
+import { FIGURE_EFFECTIVE_WINDOW, FIGURE_LIMIT, FIGURE_REMAINING, FIGURE_RESET, FIGURE_RETRY_AFTER, FIGURE_SAMPLED, FIGURE_WINDOW } from "./boundary.js";
 import type { RateLimitFigures } from "./types.js";
 
 /** What the module exports (`src/wasm/exports.rs`). */
@@ -23,6 +23,9 @@ export interface CoreExports {
   rb_charge(slot: number, tag: number): number;
   rb_settle_reads(): number;
   rb_settle(actual: number, now: number): number;
+  /** Limits stored in the host (`src/wasm/limits.rs`): in the full module only. */
+  rb_limit_encode(): number;
+  rb_limit_resolve(index: number): number;
   rb_value_draws(asked: number, wanted: number): number;
   rb_plan_value(asked: number, wanted: number, now: number): number;
   rb_value(count: number, now: number): number;
@@ -84,7 +87,7 @@ export let itemsOwner: unknown = undefined;
 
 /**
  * The header figures the core wrote at `at`: limit, remaining, reset, window,
- * retryAfter in seconds (NaN: none), sampled.
+ * retryAfter in seconds (NaN: none), sampled, effective window.
  *
  * @param at Where in the buffer.
  * @param buffer Whose buffer: the main instance's unless told (a grant's charge answers in the grants engine's).
@@ -98,6 +101,7 @@ export function figuresAt(at: number, buffer: Float64Array = io): RateLimitFigur
     window: buffer[at + FIGURE_WINDOW]!,
     ...(Number.isNaN(seconds) ? {} : { retryAfter: seconds }),
     sampled: buffer[at + FIGURE_SAMPLED]!,
+    effectiveWindow: buffer[at + FIGURE_EFFECTIVE_WINDOW]!,
   };
 }
 

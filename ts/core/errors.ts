@@ -77,6 +77,7 @@ export function isRateLimitError(error: unknown): error is { data: RateLimitErro
  * - `RANDOM_UNAVAILABLE`: the runtime has no cryptographic random source and none was injected.
  * - `STORE_FULL`: a MemoryStore at its `maxKeys` could not make room without handing out tokens.
  * - `GRANT_SETTLED`: a grant was settled (or cancelled) already.
+ * - `LEASE_LOST`: a concurrency lease to extend holds no slot any more (expired, released, or not this limit's).
  * - `STORE_MISMATCH`: a store that decides next to its data wrote other than the core decided.
  * - `WAIT_TOO_LONG`: `acquire`'s turn would come later than its `maxWait`; nothing was charged.
  * - `ABORTED`: `acquire`'s `signal` aborted the wait; its reservation was given back.
@@ -94,6 +95,7 @@ export type RateboundErrorCode =
   | "RANDOM_UNAVAILABLE"
   | "STORE_FULL"
   | "GRANT_SETTLED"
+  | "LEASE_LOST"
   | "STORE_MISMATCH"
   | "WAIT_TOO_LONG"
   | "ABORTED";
@@ -314,6 +316,14 @@ export function grantSettled(limit: string): RateboundError {
   return new RateboundError("GRANT_SETTLED", `Rate limit ${shown(limit)}: this grant was settled already; a grant settles (or cancels) once, and nothing was written`);
 }
 
+/** A concurrency lease extended after it ended. */
+export function leaseLost(limit: string): RateboundError {
+  return new RateboundError(
+    "LEASE_LOST",
+    `Rate limit ${shown(limit)}: this lease holds no slot any more (it expired or was released); nothing was written, and its work no longer holds a slot`,
+  );
+}
+
 // Waiting for a turn (`acquire`, `acquireAll`, `throttle`): codes of the TypeScript side only.
 
 /** An acquire whose turn would come `wait` ms after it began, past its `maxWait`. */
@@ -334,6 +344,16 @@ export function aborted(limit: string, reason: unknown): RateboundError {
 
 // ---------------------------------------------------------------------------------------------
 // The core's errors, from its numbers.
+
+/** The kinds, at their numbers across the boundary (any other is refused by the core, naming `kind`). */
+export const KINDS = ["token bucket", "fixed window", "sliding window"] as const;
+
+/** What a call gave, from the number the core reports for it: `reserve` as a flag, `kind` by its number. */
+function reported(field: string, got: number): unknown {
+  if (field === "reserve") return got === 1;
+  if (field === "kind") return KINDS[got] ?? got;
+  return got;
+}
 
 /**
  * The core's error written at `out` (`-code`, field, rule, three numbers,
@@ -363,8 +383,10 @@ export function coreError(io: Float64Array, out: number, limit: string | undefin
       return invalidRandom(numbers[0]);
     case "GRANT_SETTLED":
       return grantSettled(name);
+    case "LEASE_LOST":
+      return leaseLost(name);
     default: {
-      const got = given !== undefined && Number.isNaN(numbers[0]) ? given(field) : numbers[0];
+      const got = given !== undefined && Number.isNaN(numbers[0]) ? given(field) : reported(field, numbers[0]!);
       const sentence = SENTENCES[rule];
       const problem = sentence ? sentence.replace(/\{([012])\}/g, (_, index: string) => String(numbers[Number(index)])) : mustBe(field, RULES[rule] ?? "", got);
       return code === "INVALID_CONFIG" ? invalidConfig(limit, field, problem) : invalidRequest(name, field, problem);

@@ -8,6 +8,7 @@
  */
 import { invalidArgument, invalidConfig, mustBe, unknownField, wrongArgument } from "./errors.js";
 import { isPlainObject } from "./options.js";
+import { DRY_RUN, dryRunFlag } from "./dry-run.js";
 import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore } from "./types.js";
 import { SlabStore } from "./slab-store.js";
 import type { BatchRequest, LimitConfig, StoreErrorPolicy } from "./options.js";
@@ -113,22 +114,32 @@ function without(object: object, fields: readonly string[]): Record<string, unkn
 }
 
 /**
- * An inline config as the core takes it: `onStoreError` checked and removed.
+ * An inline config as the core takes it: `onStoreError` and `dryRun` checked and removed.
  * For calls that always fail closed (grants, settle, getValue, reset).
  */
 export function withoutPolicy(name: string, config: unknown): unknown {
   return splitConfig(name, config)[0];
 }
 
-/** A config without its `onStoreError`, and that policy checked (`undefined`: none of its own). */
-function splitConfig(name: string, config: unknown): [unknown, Policy | undefined] {
+/** The config fields the driver reads and removes before the core checks the rest. */
+const DRIVER_FIELDS = ["onStoreError", DRY_RUN];
+
+/**
+ * A config without its `onStoreError` and `dryRun`, that policy checked (`undefined`: none of
+ * its own), and its `dryRun` checked (`undefined`: none of its own).
+ */
+function splitConfig(name: string, config: unknown): [unknown, Policy | undefined, boolean | undefined] {
   const found = ownField(config, "onStoreError");
-  if (found === undefined || !found[0]) return [config, undefined];
-  const policy = storeErrorPolicy(name, found[1]);
+  const dry = ownField(config, DRY_RUN);
+  const hasPolicy = found !== undefined && found[0];
+  const hasDry = dry !== undefined && dry[0];
+  if (!hasPolicy && !hasDry) return [config, undefined, undefined];
+  const policy = hasPolicy ? storeErrorPolicy(name, found[1]) : undefined;
+  const dryRun = hasDry ? dryRunFlag(name, dry[1]) : undefined;
   try {
-    return [without(config as object, ["onStoreError"]), policy];
+    return [without(config as object, DRIVER_FIELDS), policy, dryRun];
   } catch {
-    return [config, policy]; // listing it threw: the core reports the config
+    return [config, policy, dryRun]; // listing it threw: the core reports the config
   }
 }
 
@@ -152,7 +163,9 @@ export class FailurePolicy {
   /** The store's lanes when its calls are coalesced (see `coalesce.ts`). */
   readonly #lanes: Lanes | undefined;
   /** The answer of `limitPolicy` for a named limit with the limiter's policy (shared: it never changes). */
-  readonly #plainPolicy: { config: unknown; policy: Policy };
+  readonly #plainPolicy: { config: unknown; policy: Policy; dryRun: boolean };
+  /** The named limits whose config says `dryRun: true`. */
+  readonly #dry = new Set<string>();
 
   /**
    * @param store The limiter's store.
@@ -167,7 +180,7 @@ export class FailurePolicy {
     const [hasPolicy, policy] = ownField(options, "onStoreError") ?? [false, undefined];
     const [hasTimeout, timeout] = ownField(options, "timeout") ?? [false, undefined];
     this.#default = hasPolicy && policy !== undefined ? storeErrorPolicy(undefined, policy) : "closed";
-    this.#plainPolicy = Object.freeze({ config: undefined, policy: this.#default });
+    this.#plainPolicy = Object.freeze({ config: undefined, policy: this.#default, dryRun: false });
     if (hasTimeout && timeout !== undefined) {
       if (typeof timeout !== "number" || !(timeout > 0) || !(timeout <= 2 ** 31 - 1)) {
         throw invalidArgument("RateLimiter", "timeout", "a number of milliseconds > 0 and <= 2147483647", timeout);
@@ -191,9 +204,10 @@ export class FailurePolicy {
     let stripped: Record<string, unknown> | undefined;
     for (const name of names) {
       const config = (limits as Record<string, unknown>)[name];
-      const [core, own] = splitConfig(name, config);
-      if (own === undefined) continue;
-      this.#named.set(name, own);
+      const [core, own, dry] = splitConfig(name, config);
+      if (core === config) continue;
+      if (own !== undefined) this.#named.set(name, own);
+      if (dry === true) this.#dry.add(name);
       stripped ??= without(limits as object, []);
       stripped[name] = core;
     }
@@ -208,13 +222,15 @@ export class FailurePolicy {
    *
    * @param name The limit's name.
    * @param config The call's inline config, as given.
-   * @returns The config without `onStoreError` (as the core takes it) and the policy.
+   * @returns The config without `onStoreError` and `dryRun` (as the core takes it), the policy, and
+   *   whether the limit is a dry run (an inline config's own `dryRun`, else the named limit's).
    */
-  limitPolicy(name: string, config: unknown): { config: unknown; policy: Policy } {
+  limitPolicy(name: string, config: unknown): { config: unknown; policy: Policy; dryRun: boolean } {
     const policy = this.#named.size === 0 ? this.#default : (this.#named.get(name) ?? this.#default);
-    if (config === undefined) return policy === this.#default ? this.#plainPolicy : { config, policy };
-    const [core, own] = splitConfig(name, config);
-    return { config: core, policy: own ?? policy };
+    const dryRun = this.#dry.size !== 0 && this.#dry.has(name);
+    if (config === undefined) return policy === this.#default && !dryRun ? this.#plainPolicy : { config, policy, dryRun };
+    const [core, own, dry] = splitConfig(name, config);
+    return { config: core, policy: own ?? policy, dryRun: dry ?? dryRun };
   }
 
   /**
@@ -222,32 +238,35 @@ export class FailurePolicy {
    * (closed, then fallback, then open).
    *
    * @param requests The batch as given.
-   * @returns The requests with configs stripped of `onStoreError`, and the policy.
+   * @returns The requests with configs stripped of `onStoreError` and `dryRun`, the policy, and per
+   *   request whether its limit is a dry run.
    */
-  batchPolicy(requests: ReadonlyArray<BatchRequest>): { requests: ReadonlyArray<BatchRequest>; policy: Policy } {
+  batchPolicy(requests: ReadonlyArray<BatchRequest>): { requests: ReadonlyArray<BatchRequest>; policy: Policy; dryRun: boolean[] } {
     let policy: Policy | undefined;
     let core = requests;
+    const dryRun: boolean[] = [];
     if (Array.isArray(requests)) {
       const copies: BatchRequest[] = [];
       for (const request of requests as unknown[]) {
         const [, name] = ownField(request, "name") ?? [false, undefined];
         const [, config] = ownField(request, "config") ?? [false, undefined];
         let each = typeof name === "string" ? (this.#named.get(name) ?? this.#default) : this.#default;
+        let dry = typeof name === "string" && this.#dry.has(name);
         let copy = request as BatchRequest;
         if (config !== undefined && typeof name === "string") {
-          const [stripped, own] = splitConfig(name, config);
-          if (own !== undefined) {
-            each = own;
-            copy = { ...without(request as object, ["config"]), config: stripped } as BatchRequest;
-          }
+          const [stripped, own, ownDry] = splitConfig(name, config);
+          if (own !== undefined) each = own;
+          if (ownDry !== undefined) dry = ownDry;
+          if (stripped !== config) copy = { ...without(request as object, ["config"]), config: stripped } as BatchRequest;
         }
+        dryRun.push(dry);
         copies.push(copy);
         if (policy === undefined || strictness(each) > strictness(policy)) policy = each;
         else if (typeof each === "object" && typeof policy === "object" && each.maxKeys < policy.maxKeys) policy = each;
       }
       if (copies.some((copy, index) => copy !== requests[index])) core = copies;
     }
-    return { requests: core, policy: policy ?? this.#default };
+    return { requests: core, policy: policy ?? this.#default, dryRun };
   }
 
   /**

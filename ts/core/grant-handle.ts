@@ -4,7 +4,7 @@
  * @module
  */
 import { grantSettled } from "./errors.js";
-import type { GrantData, RateLimitFigures, SettleResult } from "./types.js";
+import type { DryRunReport, GrantData, RateLimitFigures, SettleResult } from "./types.js";
 
 /** Settles a grant's data at `actual` tokens (the limiter's `settle`, bound to it). */
 export type Settler = (data: GrantData, actual: number) => Promise<SettleResult>;
@@ -78,6 +78,7 @@ export class Grant {
  * (the same the core answers a plain `limit`).
  */
 export type GrantResult =
-  | { ok: true; retryAfter?: number; grant: Grant; figures?: RateLimitFigures }
+  // A dry run's would-be refusal (`dryRun.ok === false`) is answered ok without a grant: nothing was taken.
+  | { ok: true; retryAfter?: number; grant: Grant; figures?: RateLimitFigures; dryRun?: DryRunReport }
   | { ok: false; retryAfter: number; grant?: undefined; figures?: RateLimitFigures };
 

@@ -10,6 +10,7 @@ import { coreError, invalidRequest, mustBe, RateboundError, unknownField, wrongA
 import { checkKey, checkName, refId, refOf } from "./call.js";
 import { isThenable, putItem, putState, readAll, type Call } from "./driver.js";
 import type { Compiled } from "./config.js";
+import { applyLimit } from "./stored-limits.js";
 import type { GrantData, GrantShard, RateLimitFigures, RateLimitResult, RateLimitState, RateLimitStore, SettleResult, StateRef } from "./types.js";
 
 export { Grant, type GrantResult, type Settler } from "./grant-handle.js";
@@ -88,8 +89,11 @@ export function charge(e: Engine, store: RateLimitStore, call: Call, idWords: re
   const id = grantId(call.now, idWords);
   const { slot, tag } = recordOf(id);
   putCall(e, call, figures);
+  // On a stored limit the count is checked once its records are read: the shards it reads never depend on it.
+  if (call.records !== undefined) e.io[at.ITEMS + at.ITEM_COUNT] = e.io[at.ITEMS + at.ITEM_RESERVE] = 0;
   const { refs, reads } = chargeRefs(e, call, slot);
-  const stored = readAll(store, refs, call.now);
+  // The records of its stored limit are read with its states, in the same transaction.
+  const stored = readAll(store, call.records === undefined ? refs : [...refs, ...call.records], call.now);
   const charging: Charging = { id, slot, tag, refs, reads, figures };
   // A synchronous store is charged synchronously: nothing can run between the read and the write.
   return isThenable(stored) ? Promise.resolve(stored).then((states) => charged(e, store, call, charging, states)) : charged(e, store, call, charging, stored);
@@ -112,6 +116,11 @@ function charged(e: Engine, store: RateLimitStore, call: Call, { id, slot, tag, 
   const { core, io } = e;
   const { EXTRA, OUT } = at;
   putCall(e, call, figures);
+  if (call.records !== undefined) {
+    // The core makes the stored limit the item's config, and checks the count against it.
+    const source = applyLimit(0, call, call.records, stored.slice(refs.length), e);
+    if (source instanceof RateboundError) throw source;
+  }
   chargeRefs(e, call, slot);
   // The five states the core takes: shard a, shard b, ledger a, ledger b, record (absent ones NaN).
   const order = reads === 2 ? [0, 1, 2, 3, 4] : [0, -1, 1, -1, 2];
@@ -208,11 +217,11 @@ export function grantInput(data: unknown): GrantInput {
   return { name, key, id: fields.id, count: number("grant.count", fields.count), chargedAt: number("grant.chargedAt", fields.chargedAt), shards };
 }
 
-/** Writes a settle's config, grant and draws into `EXTRA`. */
-function putSettle(e: Engine, grant: GrantInput, limit: Compiled, draws: readonly number[]): void {
+/** Writes a settle's config (its seven numbers), grant and draws into `EXTRA`. */
+function putSettle(e: Engine, grant: GrantInput, numbers: readonly number[], draws: readonly number[]): void {
   const { io } = e;
   const { EXTRA } = at;
-  limit.numbers.forEach((number, index) => (io[EXTRA + at.SETTLE_CONFIG + index] = number));
+  numbers.forEach((number, index) => (io[EXTRA + at.SETTLE_CONFIG + index] = number));
   const { slot, tag } = recordOf(grant.id);
   const into = EXTRA + at.SETTLE_GRANT;
   io[into + at.GRANT_COUNT] = grant.count;
@@ -244,12 +253,22 @@ function putSettle(e: Engine, grant: GrantInput, limit: Compiled, draws: readonl
  * @param actual Tokens really used.
  * @param now The clock, ms.
  * @param draws The settle's random numbers (`limit.settleDraws`).
+ * @param records The records of its stored limit (`limitRefs`), when it settles on the limit stored now.
  * @returns What the settle did.
  */
-export function settle(e: Engine, store: RateLimitStore, grant: GrantInput, limit: Compiled, actual: number, now: number, draws: readonly number[]): SettleResult | Promise<SettleResult> {
+export function settle(
+  e: Engine,
+  store: RateLimitStore,
+  grant: GrantInput,
+  limit: Compiled,
+  actual: number,
+  now: number,
+  draws: readonly number[],
+  records?: readonly StateRef[],
+): SettleResult | Promise<SettleResult> {
   const { core, io } = e;
   const { EXTRA, OUT } = at;
-  putSettle(e, grant, limit, draws);
+  putSettle(e, grant, limit.numbers, draws);
   core.rb_settle_reads();
   const shards = Array.from(io.subarray(EXTRA + at.SETTLE_READS, EXTRA + at.SETTLE_READS + 5));
   // The five reads, de-duplicated (an unsharded grant reads its shard and ledger once).
@@ -264,10 +283,11 @@ export function settle(e: Engine, store: RateLimitStore, grant: GrantInput, limi
     }
     return slot;
   });
-  const read = readAll(store, refs, now);
+  const read = readAll(store, records === undefined ? refs : [...refs, ...records], now);
   // A synchronous store is settled synchronously: nothing can run between the read and the write.
   const finish = (stored: unknown[]): SettleResult | Promise<SettleResult> => {
-  putSettle(e, grant, limit, draws);
+  const numbers = records === undefined ? limit.numbers : storedNumbers(e, grant, limit, records, stored.slice(refs.length), now);
+  putSettle(e, grant, numbers, draws);
   slots.forEach((slot, index) => putState(EXTRA + at.SETTLE_STATES + 2 * index, stored[slot], { name: grant.name, key: grant.key, shard: shards[index]! }, io));
   if (core.rb_settle(actual, now) < 0) throw coreError(io, OUT, grant.name);
   const answer = EXTRA + at.SETTLE_ANSWER;
@@ -282,6 +302,19 @@ export function settle(e: Engine, store: RateLimitStore, grant: GrantInput, limi
   return isThenable(written) ? written.then(() => settled) : settled;
   };
   return isThenable(read) ? Promise.resolve(read).then(finish) : finish(read);
+}
+
+/**
+ * The config a settle decides on: the limit its records hold now (the key's,
+ * else the name's, else `limit`, the code's), as the core resolves it into
+ * item 0.
+ */
+function storedNumbers(e: Engine, grant: GrantInput, limit: Compiled, records: readonly StateRef[], stored: readonly unknown[], now: number): number[] {
+  const item: Call = { name: grant.name, key: grant.key, limit, count: 0, reserve: false, write: false, now, draws: [] };
+  putCall(e, item, false);
+  const source = applyLimit(0, item, records, stored, e);
+  if (source instanceof RateboundError) throw source;
+  return Array.from(e.io.subarray(at.ITEMS, at.ITEMS + at.CONFIG_LEN));
 }
 
 export { RateboundError };

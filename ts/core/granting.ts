@@ -16,6 +16,7 @@ import { Grant, type GrantResult } from "./grant-handle.js";
 import type { Internals } from "./limits.js";
 import { checkedOptions, own, refusal, SETTLE_OPTIONS, type LimitFields, type SettleOptions } from "./options.js";
 import { ownField } from "./store-call.js";
+import { limitRefs } from "./stored-limits.js";
 import type { GrantData, RateLimitConfig, SettleResult } from "./types.js";
 
 // Grants are loaded on first use: an app that only limits never downloads them.
@@ -92,7 +93,9 @@ export async function settleGrant(limiter: Internals, data: GrantData, actual: n
   if (typeof actual !== "number") throw invalidRequest(grant.name, "actual", mustBe("actual", "a finite number >= 0", actual));
   const now = checkNow(grant.name, limiter.now());
   const draws = limit.settleDraws === 0 ? NO_DRAWS : drawMany(limiter.random, limit.settleDraws);
-  const settled = await limiter.failure.transact((store) => settle(engine, store, grant, limit, actual, now, draws), [laneOf(grant.name, grant.key)]);
+  // A named limit's settle decides on the limit stored now, its records read in the same transaction.
+  const records = limiter.storedLimits && config === undefined ? limitRefs(grant.name, grant.key) : undefined;
+  const settled = await limiter.failure.transact((store) => settle(engine, store, grant, limit, actual, now, draws, records), [laneOf(grant.name, grant.key)]);
   // A refund may end a wait this limiter remembers.
   limiter.refusals?.forget(grant.name, grant.key);
   return settled;

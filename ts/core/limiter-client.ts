@@ -7,7 +7,8 @@
  */
 import type { GrantResult } from "./grant-handle.js";
 import type { BatchRequest, GetValueOptions, LimitOptions, ResetOptions, SettleOptions } from "./options.js";
-import type { GrantData, RateLimitConfig, RateLimitResult, RateLimitValue, SettleResult } from "./types.js";
+import type { ConcurrencyConfig, GrantData, RateLimitConfig, RateLimitResult, RateLimitValue, SettleResult } from "./types.js";
+import type { StoredLimit, StoredLimitOptions } from "./stored-limits.js";
 
 /** A limit's name among `Limits`. */
 type Named<Limits> = Extract<keyof Limits, string>;
@@ -16,7 +17,7 @@ type Named<Limits> = Extract<keyof Limits, string>;
 export type InlineConfig = { config: RateLimitConfig };
 
 /** The limiter's methods, answered by one Durable Object: see `rateLimiterClient` in `ratebound/durable-object`. */
-export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig>> {
+export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>> {
   /** As `RateLimiter.limit` with `grant: true`: the handle settles in the object. */
   limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
   limit(name: string, options: LimitOptions & InlineConfig & { grant: true }): Promise<GrantResult>;
@@ -29,9 +30,9 @@ export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig
   // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
   check(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
   /** As `RateLimiter.limitAll`: several limits of this object, all or none. */
-  limitAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & InlineConfig)>, options?: { throws?: boolean; figures?: boolean }): Promise<RateLimitResult>;
+  limitAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & InlineConfig)>, options?: { throws?: boolean; figures?: boolean; dryRun?: boolean }): Promise<RateLimitResult>;
   /** As `RateLimiter.checkAll`. */
-  checkAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & InlineConfig)>, options?: { throws?: boolean }): Promise<RateLimitResult>;
+  checkAll(requests: ReadonlyArray<BatchRequest<Named<Limits>> | (BatchRequest & InlineConfig)>, options?: { throws?: boolean; dryRun?: boolean }): Promise<RateLimitResult>;
   /** As `RateLimiter.getValue`. */
   getValue(name: string, options: GetValueOptions & InlineConfig): Promise<RateLimitValue>;
   // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
@@ -42,4 +43,10 @@ export interface RateLimiterClient<Limits extends Record<string, RateLimitConfig
   reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   /** As `RateLimiter.settle`: settles a grant's data in the object (from an alarm, a queue…). */
   settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult>;
+  /** As `RateLimiter.setLimit`: stores the limit in the object (for its keys, or its whole name). */
+  setLimit(name: Named<Limits>, config: RateLimitConfig, options?: StoredLimitOptions): Promise<void>;
+  /** As `RateLimiter.getLimit`. */
+  getLimit(name: Named<Limits>, options?: StoredLimitOptions): Promise<StoredLimit>;
+  /** As `RateLimiter.deleteLimit`. */
+  deleteLimit(name: Named<Limits>, options?: StoredLimitOptions): Promise<void>;
 }

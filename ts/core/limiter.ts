@@ -4,33 +4,36 @@
  * then run by the driver under the limit's failure policy.
  * @module
  */
-import type { RateLimiterOptions, RateLimitResult, RateLimitStore, RateLimitValue, GrantData, SettleResult } from "./types.js";
+import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore, RateLimitValue, GrantData, SettleResult } from "./types.js";
 import { checkCount, checkFlag, checkKey, checkName, checkNow, drawMany, type Random } from "./call.js";
 import type { Compiled } from "./config.js";
 import { isThenable, plan, type BatchAnswer, type Call, type Decided } from "./driver.js";
 import { runRemote } from "./remote.js";
 import { runOne } from "./run-one.js";
-import { mustBe, unknownLimit, wrongArgument } from "./errors.js";
-import type { GrantResult } from "./grant-handle.js";
-import type { AcquireAllAnswer, AcquireAllOptions, AcquireAnswer, AcquireOptions, AcquireRequest, Reserving } from "./acquire.js";
-import { checkOptions, isPlainObject, limitFields, own, ownOptions, refusal } from "./options.js";
-import type { BatchRequest, GetValueOptions, Inline, LimitOptions, Named, StoreErrorPolicy, ResetOptions, SettleOptions } from "./options.js";
-import { FailurePolicy, type FailureOptions, type FallbackLimiter, type LimitConfig } from "./failure-policy.js";
+import { mustBe, wrongArgument } from "./errors.js";
+import type { AcquireAllAnswer, AcquireAllOptions, AcquireOptions, AcquireRequest, Reserving } from "./acquire.js";
+import { checkOptions, limitFields, ownOptions, refusal, type LimitFields } from "./options.js";
+import { asDryRun, enforcing } from "./dry-run.js";
+import type { BatchRequest, GetValueOptions, Inline, LimitOptions, Named, NamedLimitConfig, StoreErrorPolicy, ResetOptions, SettleOptions } from "./options.js";
+import { FailurePolicy, type FailureOptions, type FallbackLimiter, type Policy as StorePolicy } from "./failure-policy.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
-import type { BatchAnswerOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
+import type { AcquireResultOf, BatchAnswerOf, ValueResultOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
 import type { DecisionHook, Probe } from "./decision-hook.js";
 import { checkStore } from "./store-shape.js";
+import { core } from "./engine.js";
 import { SlabStore } from "./slab-store.js";
 import { inSlab, InTable, intoTable } from "./slab-road.js";
-import { compileInline, compileLimit, type Internals } from "./limits.js";
+import { compileNamed, resolveLimit, type Internals } from "./limits.js";
 import { hooked, isBatchAnswer, isDecided, only, shaped } from "./decided.js";
 import { batchCall } from "./batch-call.js";
 import { grantCall, settleGrant } from "./granting.js";
 import { resetKey, valueOf } from "./state-calls.js";
+import { deleteLimit, getLimit, limitRefs, setLimit, type StoredLimit, type StoredLimitOptions } from "./stored-limits.js";
+import { Leases, type ConcurrencyValue, type Lease } from "./leasing.js";
 
 // Waiting for a turn (acquire.ts), loaded by the first acquire.
 const waits = () => import("./acquire.js");
-const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision"] as const;
+const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision", "storedLimits"] as const;
 const NO_DRAWS: readonly number[] = Object.freeze([]);
 
 /**
@@ -47,14 +50,16 @@ const NO_DRAWS: readonly number[] = Object.freeze([]);
  * });
  * const { ok, retryAfter } = await limiter.limit("sendMessage", { key: userId });
  */
-export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<string, never>, Policy extends StoreErrorPolicy = StoreErrorPolicy> {
+export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Record<string, never>, Policy extends StoreErrorPolicy = StoreErrorPolicy> {
   /** What a call does when the store fails (`onStoreError`, `timeout`): every store call goes through it. */
   readonly #failure: FailurePolicy;
   readonly #store: RateLimitStore;
   readonly #now: () => number;
   readonly #random: Random;
   /** Named limits, compiled once. */
-  readonly #limits = new Map<string, Compiled>();
+  readonly #limits: ReadonlyMap<string, Compiled>;
+  /** Named concurrency limits, and the calls on them. */
+  readonly #leases: Leases;
   /** Whether the store decides next to its data. */
   readonly #remote: boolean;
   /** Whether a call may go straight to the driver: the store neither decides nor has a transaction. */
@@ -69,6 +74,8 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   readonly #onDecision: DecisionHook | undefined;
   /** What the modules that run its batches and grants take of it. */
   readonly #internals: Internals;
+  /** Whether calls on named limits read their stored limits (`storedLimits: true`). */
+  readonly #stored: boolean;
 
   /**
    * @param store The host's persistence: `read(ref)` and `write(ref, state | null)` (see `RateLimitStore`).
@@ -76,20 +83,29 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * @param options `now` and `random`, for tests and replays; `onStoreError` and `timeout`
    *   (see {@link FailureOptions}); `refusalCache` to repeat a store's refusal locally until its
    *   wait is over (see {@link RefusalCacheOption}); `onDecision` to be told of every decided
-   *   call, for metrics (see {@link DecisionEvent}; `ratebound/otel` records them).
+   *   call, for metrics (see {@link DecisionEvent}; `ratebound/otel` records them); `storedLimits:
+   *   true` to decide every call on a named limit on the limit stored in the store for its key or
+   *   name, when there is one (see {@link RateLimiter.setLimit}).
    */
   constructor(
     store: RateLimitStore,
     limits: Limits = {} as Limits,
-    options: RateLimiterOptions & FailureOptions & { onStoreError?: Policy; refusalCache?: RefusalCacheOption; onDecision?: DecisionHook } = {},
+    options: RateLimiterOptions & FailureOptions & { onStoreError?: Policy; refusalCache?: RefusalCacheOption; onDecision?: DecisionHook; storedLimits?: boolean } = {},
   ) {
     // The failure policy takes its fields off the limits and the options (own fields only).
     this.#failure = new FailurePolicy(store, limits, options, RateLimiter);
     this.#store = checkStore(store);
-    this.#remote = typeof store.decide === "function";
+    const [now, random, , , refusalCache, onDecision, storedLimits] = ownOptions("RateLimiter", options, OPTIONS);
+    if (storedLimits !== undefined && typeof storedLimits !== "boolean") throw wrongArgument("RateLimiter", "storedLimits", mustBe("storedLimits", "a boolean", storedLimits));
+    this.#stored = storedLimits === true;
+    if (this.#stored && typeof core.rb_limit_resolve !== "function") {
+      throw wrongArgument("RateLimiter", "storedLimits", "storedLimits needs the full module (ratebound.wasm): the browser's small one decides on the config in code only");
+    }
+    // A store that decides next to its data reads stored limits in the same round trip only when it checks them.
+    this.#remote = typeof store.decide === "function" && (!this.#stored || store.checksStoredLimits === true);
     this.#direct = !this.#remote && typeof store.transaction !== "function";
-    this.#slab = this.#direct && store instanceof SlabStore;
-    const [now, random, , , refusalCache, onDecision] = ownOptions("RateLimiter", options, OPTIONS);
+    // The one-crossing road decides on the config in code: a limiter that reads stored limits takes the general one.
+    this.#slab = this.#direct && store instanceof SlabStore && !this.#stored;
     this.#refusals = RefusalCache.from(refusalCache);
     if (onDecision !== undefined && typeof onDecision !== "function") throw wrongArgument("RateLimiter", "onDecision", mustBe("onDecision", "a function", onDecision));
     this.#onDecision = onDecision as DecisionHook | undefined;
@@ -98,28 +114,21 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     }
     this.#now = (now as (() => number) | undefined) ?? Date.now;
     this.#random = random as Random;
-    const named = this.#failure.limits as unknown;
-    if (named !== undefined) {
-      if (!isPlainObject(named)) throw wrongArgument("RateLimiter", "limits", mustBe("limits", "a plain object of named configs", named));
-      let names: string[];
-      try {
-        names = Object.keys(named);
-      } catch {
-        throw wrongArgument("RateLimiter", "limits", "limits must be a plain object (listing its names threw) (got an object)");
-      }
-      for (const name of names) this.#limits.set(checkName(name), compileLimit(name, named[name]));
-    }
-    // A named limit's config goes into the core's config table now, once.
-    if (this.#slab) intoTable(this.#limits, this.#inTable);
     this.#internals = {
       failure: this.#failure,
       remote: this.#remote,
+      storedLimits: this.#stored,
       refusals: this.#refusals,
       random: this.#random,
       now: () => this.#now(),
       call: (name, given, config, write) => this.#call(name, given, config, write),
-      resolve: (name, config) => this.#resolve(name, config),
+      resolve: (name, config) => resolveLimit(this.#limits, this.#leases, name, config),
     };
+    // A concurrency limit goes to its own calls (`leasing.ts`); on a slab, every other one's config
+    // goes into the core's config table now, once.
+    this.#leases = new Leases(this.#internals);
+    this.#limits = compileNamed(this.#failure.limits as unknown, this.#leases);
+    if (this.#slab) intoTable(this.#limits, this.#inTable);
   }
 
   /**
@@ -129,15 +138,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    * if (!limiter.limitNames.includes(name)) throw new Error(`no limit ${name}`);
    */
   get limitNames(): readonly string[] {
-    return [...this.#limits.keys()];
-  }
-
-  /** The named limit's config, or the inline one compiled now. */
-  #resolve(name: string, config: unknown): Compiled {
-    if (config !== undefined) return compileInline(name, config);
-    const limit = this.#limits.get(name);
-    if (limit === undefined) throw unknownLimit(name);
-    return limit;
+    return [...this.#limits.keys(), ...this.#leases.names];
   }
 
   /** A call's arguments, each checked once (name, key, count, reserve, config, now), and its random numbers. */
@@ -147,9 +148,11 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     const key = checkKey(checked, given.key);
     const count = checkCount(checked, given.count);
     const reserve = checkFlag(checked, "reserve", given.reserve);
-    const limit = this.#resolve(checked, config);
+    const limit = this.#internals.resolve(checked, config);
     const now = checkNow(checked, this.#now());
     const draws = limit.draws === 0 ? NO_DRAWS : drawMany(this.#random, limit.draws);
+    // A named limit's stored limits are read with its states; an inline config is the call's own.
+    if (this.#stored && config === undefined) return { name: checked, key, limit, count, reserve, write, now, draws, records: limitRefs(checked, key) };
     return { name: checked, key, limit, count, reserve, write, now, draws };
   }
 
@@ -196,18 +199,31 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
     return this.#observed(name, options, false) as Promise<CheckResultOf<Limits, Name, Options, Policy>>;
   }
 
-  /** `limit` (write) or `check`. Not an async function: a synchronous store answers with one settled Promise. */
+  /** `limit` (write) or `check`, enforced or as a dry run (the limit's `dryRun` or the call's: `dry-run.ts`). */
   #decide(name: string, options: LimitOptions | undefined, write: boolean, recorded: Probe | undefined): Promise<RateLimitResult> {
     try {
+      const leased = this.#leases.decide(name, options, write);
+      if (leased !== undefined) return leased;
       const given = limitFields(name, options);
+      const { config, policy, dryRun } = this.#failure.limitPolicy(name, given.config);
+      if (!dryRun && (given.dryRun === undefined || !checkFlag(checkName(name), "dryRun", given.dryRun))) return this.#enforce(name, options, given, config, policy, write, recorded);
+      if (recorded !== undefined) recorded.dryRun = [true];
+      return this.#enforce(name, options, enforcing(given), config, policy, write, recorded).then(asDryRun);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** `limit` (write) or `check`, enforced. Not an async function: a synchronous store answers with one settled Promise. */
+  #enforce(name: string, options: LimitOptions | undefined, given: LimitFields, config: unknown, policy: StorePolicy, write: boolean, recorded: Probe | undefined): Promise<RateLimitResult> {
+    try {
       if (given.grant !== undefined) {
-        if (!write) checkOptions(name, options, ["key", "count", "reserve", "throws", "config", "figures"]);
+        if (!write) checkOptions(name, options, ["key", "count", "reserve", "throws", "config", "figures", "dryRun"]);
         if (checkFlag(checkName(name), "grant", given.grant)) {
           return grantCall(this.#internals, (data, actual, inline) => this.settle(data, actual, inline), name, given, recorded) as Promise<RateLimitResult>;
         }
       }
       const figures = given.figures === undefined ? false : checkFlag(typeof name === "string" ? name : "", "figures", given.figures);
-      const { config, policy } = this.#failure.limitPolicy(name, given.config);
       if (this.#slab && recorded === undefined && this.#failure.isPlain(policy)) {
         const answer = inSlab(this.#internals, this.#store as SlabStore, this.#inTable, name, given, config, write, figures);
         if (answer !== undefined) return answer;
@@ -257,11 +273,13 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
       const fallback = (limiter: FallbackLimiter) => (write ? limiter.limit(name, fallbackOptions) : limiter.check(name, fallbackOptions));
       // A store that cannot decide next to its data: the call joins its key's batch (`coalesce.ts`).
       if (this.#failure.coalesces) return this.#failure.coalesce(call, figures, policy, fallback, recorded).then(answered);
+      // A sliding window is never sent to a store's port: it reads, decides and writes in the store's transaction.
+      const remote = this.#remote && !call.limit.sliding;
       const answer = this.#failure.run<Decided | BatchAnswer | RateLimitResult>(
         policy,
-        (store) => (this.#remote ? runRemote(store as Required<RateLimitStore>, planned) : runOne(store, call, figures)),
+        (store) => (remote ? runRemote(store as Required<RateLimitStore>, planned) : runOne(store, call, figures)),
         fallback,
-        this.#remote,
+        remote,
       );
       return answer.then(answered);
     } catch (error) {
@@ -285,6 +303,11 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    */
   settle(data: GrantData, actual: number, options?: SettleOptions): Promise<SettleResult> {
     return settleGrant(this.#internals, data, actual, options);
+  }
+
+  /** A concurrency limit's lease from its data (`lease.toJSON()`), to release or extend it here (`ts/core/leasing.ts`). */
+  lease(data: unknown): Lease {
+    return this.#leases.lease(data);
   }
 
   /**
@@ -340,13 +363,18 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    *
    * @param name A named limit, or any name with an inline `config`.
    * @param options `key`, `count`, `maxWait` (ms), `signal`, `grant: true` for a grant to settle, `config`.
-   * @returns `{ waited }` (ms), with `grant` when asked.
+   * @returns `{ waited }` (ms), with `grant` when asked; on a concurrency limit `{ waited, lease }`.
    * @example
    * await limiter.acquire("github", { key: "api.github.com", maxWait: 30_000 });
    * const response = await fetch("https://api.github.com/rate_limit");
    */
-  acquire<const Options extends AcquireOptions = {}>(name: LimitName<Limits, Options>, options?: Options): Promise<AcquireAnswer<Options>> {
-    return waits().then(({ acquire }) => acquire(this as unknown as Reserving, this.#now, name, options)) as Promise<AcquireAnswer<Options>>;
+  acquire<const Options extends AcquireOptions = {}, const Name extends LimitName<Limits, Options> = LimitName<Limits, Options>>(
+    name: Name,
+    options?: Options,
+  ): Promise<AcquireResultOf<Limits, Name, Options>> {
+    const leased = this.#leases.acquire(this as never, this.#now, name, options);
+    if (leased !== undefined) return leased as never;
+    return waits().then(({ acquire }) => acquire(this as unknown as Reserving, this.#now, name, options)) as Promise<AcquireResultOf<Limits, Name, Options>>;
   }
 
   /**
@@ -371,16 +399,16 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
    *
    * @param name A named limit, or any name with an inline `config`.
    * @param options `key`, `sampleShards`, `config`.
-   * @returns `{ value, ts, shard, config }` for the whole limit.
+   * @returns `{ value, ts, shard, config }` for the whole limit; on a concurrency limit `{ held, max, ts }`.
    * @example
    * const { value, ts, config } = await limiter.getValue("sendMessage", { key: userId });
    * const inAMinute = calculateRateLimit({ value, ts }, config, Date.now() + MINUTE);
    */
-  getValue(name: string, options: GetValueOptions & Inline): Promise<RateLimitValue>;
-  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
-  getValue(name: Named<Limits>, options?: GetValueOptions): Promise<RateLimitValue>;
-  getValue(name: string, options?: GetValueOptions): Promise<RateLimitValue> {
-    return valueOf(this.#internals, name, options);
+  getValue<const Options extends GetValueOptions & Partial<Inline> = {}, const Name extends LimitName<Limits, Options> = LimitName<Limits, Options>>(
+    name: Name,
+    options?: Options,
+  ): Promise<ValueResultOf<Limits, Name, Options>> {
+    return (this.#leases.value(name, options) ?? valueOf(this.#internals, name, options)) as Promise<ValueResultOf<Limits, Name, Options>>;
   }
 
   /**
@@ -395,6 +423,51 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<str
   // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
   reset(name: Named<Limits>, options?: ResetOptions): Promise<void>;
   reset(name: string, options?: ResetOptions): Promise<void> {
-    return resetKey(this.#internals, name, options);
+    return this.#leases.reset(name, options) ?? resetKey(this.#internals, name, options);
+  }
+
+  /**
+   * Stores a limit for a named limit in the store itself: for one `key` (a customer), or for the
+   * whole name. Every limiter over that store made with `storedLimits: true` decides its next
+   * call on it (the key's, else the name's, else the config in code), read with the states in
+   * the same round trip. It changes `rate`, `period`, `capacity` and `maxReserved`; `kind`,
+   * `shards` and `start` must stay those in code (`INVALID_CONFIG` otherwise). The states are
+   * kept: a bucket keeps its tokens, up to the new capacity.
+   *
+   * @param name A named limit.
+   * @param config The limit, checked as configs in code are.
+   * @param options `key`: the key's own limit; absent: the whole name's.
+   * @example
+   * await limiter.setLimit("api", { kind: "token bucket", rate: 1_000, period: MINUTE }, { key: "acme" });
+   */
+  setLimit(name: Named<Limits>, config: RateLimitConfig, options?: StoredLimitOptions): Promise<void> {
+    return setLimit(this.#internals, name, config, options);
+  }
+
+  /**
+   * The limit a call on `name` with `options.key` decides on now, and where it comes from
+   * (`"key"`, `"name"` or `"code"`).
+   *
+   * @param name A named limit.
+   * @param options `key`.
+   * @returns `{ config, source }`.
+   * @example
+   * const { config, source } = await limiter.getLimit("api", { key: "acme" });
+   */
+  getLimit(name: Named<Limits>, options?: StoredLimitOptions): Promise<StoredLimit> {
+    return getLimit(this.#internals, name, options);
+  }
+
+  /**
+   * Deletes the limit stored for `options.key` (or for the whole name): its calls decide on the
+   * name's stored limit, else the config in code, from their next call. The states are kept.
+   *
+   * @param name A named limit.
+   * @param options `key`.
+   * @example
+   * await limiter.deleteLimit("api", { key: "acme" });
+   */
+  deleteLimit(name: Named<Limits>, options?: StoredLimitOptions): Promise<void> {
+    return deleteLimit(this.#internals, name, options);
   }
 }

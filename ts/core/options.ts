@@ -4,7 +4,7 @@
  * MemoryStore fast path read back into a result.
  * @module
  */
-import type { RateLimitConfig, RateLimitResult } from "./types.js";
+import type { ConcurrencyConfig, RateLimitConfig, RateLimitResult } from "./types.js";
 import { invalidRequest, mustBe, RateboundError, RateLimitError, unknownField, wrongArgument } from "./errors.js";
 
 /** Options of `limit` and `check`. */
@@ -17,6 +17,11 @@ export interface LimitOptions {
   reserve?: boolean;
   /** Throw a {@link RateLimitError} instead of returning `{ ok: false }`. */
   throws?: boolean;
+  /**
+   * Decide as a dry run (as the limit's own `dryRun: true` does): never refused, never thrown;
+   * the answer is `ok: true` with `dryRun`, what enforcing would have answered.
+   */
+  dryRun?: boolean;
   /** A config for a limit not named when the limiter was made. */
   config?: LimitConfig;
   /**
@@ -73,11 +78,11 @@ export interface BatchRequest<Name extends string = string> {
 
 export type Named<Limits> = Extract<keyof Limits, string>;
 
-const LIMIT_OPTIONS = ["key", "count", "reserve", "throws", "config", "grant", "figures"];
+const LIMIT_OPTIONS = ["key", "count", "reserve", "throws", "config", "grant", "figures", "dryRun"];
 export const SETTLE_OPTIONS = ["config"];
 export const VALUE_OPTIONS = ["key", "sampleShards", "config"];
 export const RESET_OPTIONS = ["key", "config"];
-export const BATCH_OPTIONS = ["throws", "figures"];
+export const BATCH_OPTIONS = ["throws", "figures", "dryRun"];
 
 /**
  * Checks the caller's options: a plain object whose own fields are all
@@ -114,6 +119,7 @@ export class LimitFields {
   config: unknown = undefined;
   grant: unknown = undefined;
   figures: unknown = undefined;
+  dryRun: unknown = undefined;
   throws: boolean | undefined = undefined;
 }
 
@@ -153,6 +159,9 @@ export function limitFields(name: string, options: unknown): LimitFields {
       case "figures":
         fields.figures = given.figures;
         break;
+      case "dryRun":
+        fields.dryRun = given.dryRun;
+        break;
       case "throws":
         if (given.throws !== undefined && typeof given.throws !== "boolean") checkOptions(name, options, LIMIT_OPTIONS);
         fields.throws = given.throws as boolean | undefined;
@@ -182,12 +191,16 @@ export function own<T = unknown>(object: object, field: string): T | undefined {
 export type StoreErrorPolicy = "closed" | "open" | { fallback: "memory"; maxKeys?: number };
 
 /**
- * A limit's config as a `RateLimiter` takes it: the core's, plus its own failure policy.
+ * A limit's config as a `RateLimiter` takes it: the core's, plus its own failure policy and
+ * `dryRun` (decided and reported, never refused: see docs/concepts.md).
  *
  * @example
  * const search: LimitConfig = { kind: "token bucket", rate: 100, period: MINUTE, onStoreError: "open" };
  */
-export type LimitConfig = RateLimitConfig & { onStoreError?: StoreErrorPolicy };
+export type LimitConfig = RateLimitConfig & { onStoreError?: StoreErrorPolicy; dryRun?: boolean };
+
+/** A named limit of a `RateLimiter`: a rate limit, or a concurrency limit (which answers leases). */
+export type NamedLimitConfig = LimitConfig | ConcurrencyConfig;
 
 export type Inline = { config: LimitConfig };
 

@@ -235,7 +235,7 @@ export function withJitter(retryAfter: number, maxJitter: number, random?: () =>
  * @param now Milliseconds since the epoch (default `Date.now()`).
  * @param retryAfter A refusal's `retryAfter` in ms, when there was one.
  * @param sampled How many shards the report sampled (its `sampleShards`; default 1).
- * @returns `{ limit, remaining, reset, window, retryAfter?, sampled }`.
+ * @returns `{ limit, remaining, reset, window, retryAfter?, sampled, effectiveWindow }`.
  * @example
  * const figures = rateLimitFigures(await limiter.getValue("api", { key }), Date.now());
  * response.headers.set("RateLimit", `"api";r=${figures.remaining};t=${figures.reset}`);

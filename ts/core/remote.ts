@@ -6,22 +6,28 @@
  * @module
  */
 import {
-  CONFIG_KIND, CONFIG_SHARDS, CONFIG_START, PLAN_CAPACITY, PLAN_FRESH, PLAN_MAX_RESERVED, PLAN_PERIOD, PLAN_RATE, PLAN_WINDOW_END, PLAN_WINDOW_LONGEST,
-  PLAN_WINDOW_START, STATE_TS, STATE_VALUE,
+  CONFIG_KIND, CONFIG_SHARDS, CONFIG_START, ITEM, ITEMS, PLAN_CAPACITY, PLAN_FRESH, PLAN_MAX_RESERVED, PLAN_PERIOD, PLAN_RATE, PLAN_WINDOW_END,
+  PLAN_WINDOW_LONGEST, PLAN_WINDOW_START, STATE_TS, STATE_VALUE,
 } from "./boundary.js";
 import { io, layout, ownPlan, planOwner } from "./engine.js";
 import { RateboundError } from "./errors.js";
-import { decideOn, planInBuffer, type BatchAnswer, type Planned } from "./driver.js";
-import type { RateLimitStore, RemoteAnswer, RemoteItem } from "./types.js";
+import { refId } from "./call.js";
+import { decideOn, planInBuffer, planWithLimits, readAll, type BatchAnswer, type Planned } from "./driver.js";
+import type { RateLimitState, RateLimitStore, RemoteAnswer, RemoteItem } from "./types.js";
 
 /**
  * The batch as a store that decides next to its data takes it (see
  * `docs/internals.md`): the plan's numbers, per shard.
  */
-export function remoteItems(planned: Planned): RemoteItem[] {
+export function remoteItems(planned: Planned, records?: readonly unknown[]): RemoteItem[] {
   const { PLAN, PLAN_STRIDE } = layout;
-  // Plan again when the buffer has served other calls since.
-  if (planOwner !== planned) {
+  if (records !== undefined) {
+    // Planned on the stored limits as last read: the store decides only when its records still hold them.
+    const error = planWithLimits(planned, records).find((each) => each !== undefined);
+    if (error !== undefined) throw error;
+    ownPlan(undefined);
+  } else if (planOwner !== planned) {
+    // Plan again when the buffer has served other calls since.
     planInBuffer(planned.calls, planned.figures);
     ownPlan(planned);
   }
@@ -29,7 +35,8 @@ export function remoteItems(planned: Planned): RemoteItem[] {
   for (let index = 0; index < planned.calls.length; index++) {
     const call = planned.calls[index]!;
     const at = PLAN + index * PLAN_STRIDE;
-    const numbers = call.limit.numbers;
+    // The item's config: the call's in code, or the stored limit it took.
+    const numbers = io.subarray(ITEMS + index * ITEM, ITEMS + index * ITEM + CONFIG_START + 1);
     const start = numbers[CONFIG_START]!;
     const maxReserved = io[at + PLAN_MAX_RESERVED]!;
     const two = planned.reads[index] === 2;
@@ -63,10 +70,10 @@ export function remoteItems(planned: Planned): RemoteItem[] {
  */
 export async function runRemote(store: RateLimitStore & { decide: NonNullable<RateLimitStore["decide"]> }, planned: Planned): Promise<BatchAnswer> {
   for (const error of planned.errors) if (error !== undefined) throw error;
-  const remote: RemoteAnswer = await store.decide({ refs: planned.refs, items: remoteItems(planned), all: planned.all });
+  const remote = planned.states < planned.refs.length ? await decideChecked(store, planned) : await store.decide({ refs: planned.refs, items: remoteItems(planned), all: planned.all });
   const answer = decideOn(planned, remote.stored);
   let writes = 0;
-  for (let slot = 0; slot < planned.refs.length; slot++) if (!Number.isNaN(io[layout.SLOTS + slot * layout.SLOT + 2]!)) writes++;
+  for (let slot = 0; slot < planned.states; slot++) if (!Number.isNaN(io[layout.SLOTS + slot * layout.SLOT + 2]!)) writes++;
   planned.calls.forEach((call, index) => {
     const decided = answer.each[index];
     const core = !(decided instanceof RateboundError) && call.write && (planned.all ? answer.batch.ok : decided!.result.ok);
@@ -79,4 +86,63 @@ export async function runRemote(store: RateLimitStore & { decide: NonNullable<Ra
   });
   const size = remote.batchSize;
   return typeof size === "number" && size >= 1 ? { ...answer, batchSize: size } : answer;
+}
+
+/** How many times a batch on stored limits is planned again when the store's records changed under it. */
+const REPLANS = 3;
+
+/** The most records a store's cache keeps (the oldest read goes first). */
+const CACHED_RECORDS = 10_000;
+
+/** Per store: the records of stored limits as last read, by ref. */
+const lastRead = new WeakMap<object, Map<string, unknown>>();
+
+/**
+ * A batch that reads stored limits, on a store that decides next to its data
+ * (`checksStoredLimits`): planned on the records the store last answered and
+ * sent with them (`RemoteBatch.limits`), so the store decides in the same
+ * round trip; when they changed since, it decides and writes nothing and
+ * answers them (`replan`), and the batch is planned again on them: one more
+ * round trip, on the first call after a change only. A plan that fails on
+ * records not yet read by this call (a count above the code's capacity at
+ * the first call, or records since replaced) reads them first.
+ */
+async function decideChecked(store: RateLimitStore & { decide: NonNullable<RateLimitStore["decide"]> }, planned: Planned): Promise<RemoteAnswer> {
+  let cache = lastRead.get(store);
+  if (cache === undefined) lastRead.set(store, (cache = new Map()));
+  const ids = planned.refs.map((ref, index) => (index < planned.states ? "" : refId(ref.name, ref.key, ref.shard)));
+  const remember = (stored: readonly unknown[]) => {
+    for (let ref = planned.states; ref < ids.length; ref++) {
+      const id = ids[ref]!;
+      cache.delete(id);
+      cache.set(id, stored[ref] ?? null);
+    }
+    while (cache.size > CACHED_RECORDS) cache.delete(cache.keys().next().value as string);
+  };
+  let read = false;
+  for (let attempt = 0; ; attempt++) {
+    const assumed: unknown[] = ids.map((id) => (id === "" ? null : (cache.get(id) ?? null)));
+    let items: RemoteItem[];
+    try {
+      items = remoteItems(planned, assumed);
+    } catch (error) {
+      if (read) throw error;
+      const records = planned.refs.slice(planned.states);
+      const now = Math.max(...planned.calls.map((call) => call.now));
+      remember([...assumed.slice(0, planned.states), ...(await readAll(store, records, now))]);
+      read = true;
+      continue;
+    }
+    const limits = assumed.slice(planned.states) as (RateLimitState | null)[];
+    const remote = await store.decide({ refs: planned.refs, items, all: planned.all, limits });
+    remember(remote.stored);
+    read = true;
+    if (remote.replan !== true) return remote;
+    if (attempt + 1 >= REPLANS) {
+      throw new RateboundError(
+        "STORE_MISMATCH",
+        `Rate limit ${JSON.stringify(planned.calls[0]!.name)}: its stored limit changed ${REPLANS} times while the call was sent; nothing was written, the call failed closed`,
+      );
+    }
+  }
 }

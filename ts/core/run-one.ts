@@ -8,7 +8,7 @@ import { PLAN_FIRST, PLAN_READS, PLAN_SECOND } from "./boundary.js";
 import { core, io, itemsOwner, layout, ownItems } from "./engine.js";
 import { coreError } from "./errors.js";
 import { refOf } from "./call.js";
-import { answerOf, isThenable, putItem, putState, writeSlot, type Call, type Decided } from "./driver.js";
+import { answerOf, isThenable, plan, putItem, putState, run, writeSlot, type BatchAnswer, type Call, type Decided } from "./driver.js";
 import type { RateLimitStore, StateRef } from "./types.js";
 
 /**
@@ -23,6 +23,11 @@ import type { RateLimitStore, StateRef } from "./types.js";
  * @returns The decision, or a Promise of it.
  */
 export function runOne(store: RateLimitStore, call: Call, figures: boolean): Decided | Promise<Decided> {
+  // A call that reads stored limits reads their records with its states, as a batch of one.
+  if (call.records !== undefined) {
+    const answer = run(store, plan([call], true, figures));
+    return isThenable(answer) ? answer.then(onlyDecided) : onlyDecided(answer);
+  }
   const { ITEMS, PLAN, OUT } = layout;
   putItem(io, ITEMS, call, figures);
   ownItems(call);
@@ -45,6 +50,13 @@ export function runOne(store: RateLimitStore, call: Call, figures: boolean): Dec
     return Promise.all([readFirst, readSecond]).then(([stateFirst, stateSecond]) => decideOne(store, call, figures, first, second, stateFirst, stateSecond));
   }
   return decideOne(store, call, figures, first, second, readFirst, readSecond);
+}
+
+/** The one call's decision of a batch of one (its error thrown). */
+function onlyDecided(answer: BatchAnswer): Decided {
+  const decided = answer.each[0]!;
+  if (decided instanceof Error) throw decided;
+  return decided;
 }
 
 /** {@link runOne}'s decision on the states read, and its writes; the item is in the buffer. */

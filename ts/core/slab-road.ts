@@ -53,7 +53,7 @@ export class InTable {
  */
 export function intoTable(limits: ReadonlyMap<string, Compiled>, table: InTable): void {
   for (const [name, limit] of limits) {
-    const id = limit.shards === 1 ? configId(limit) : -1;
+    const id = limit.shards === 1 && !limit.sliding ? configId(limit) : -1;
     if (id >= 0) table.byName.set(name, { limit, id });
   }
 }
@@ -87,7 +87,7 @@ export function inSlab(
   const limit = named !== undefined ? named.limit : limiter.resolve(checked, config);
   const refusals = limiter.refusals;
   // A draw is checked by the core: with a refusal cache, which answers before the core, it takes the general path.
-  if (limit.shards !== 1 || (refusals !== undefined && limit.draws !== 0)) return undefined;
+  if (limit.shards !== 1 || limit.sliding || (refusals !== undefined && limit.draws !== 0)) return undefined;
   const id = named !== undefined ? named.id : configId(limit);
   if (id < 0) return undefined;
   const now = checkNow(checked, limiter.now());

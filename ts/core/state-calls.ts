@@ -9,6 +9,7 @@ import { laneOf } from "./coalesce.js";
 import { invalidRequest, mustBe } from "./errors.js";
 import { withoutPolicy } from "./failure-policy.js";
 import type { Internals } from "./limits.js";
+import { limitRefs } from "./stored-limits.js";
 import { checkedOptions, own, RESET_OPTIONS, VALUE_OPTIONS, type GetValueOptions, type ResetOptions } from "./options.js";
 import type { RateLimitValue } from "./types.js";
 
@@ -27,11 +28,14 @@ export async function valueOf(limiter: Internals, name: string, options: GetValu
   const limitName = checkName(name);
   const key = checkKey(limitName, own(checked, "key"));
   const wanted = own(checked, "sampleShards");
-  const limit = limiter.resolve(limitName, withoutPolicy(limitName, own(checked, "config")));
+  const config = withoutPolicy(limitName, own(checked, "config"));
+  const limit = limiter.resolve(limitName, config);
+  // A named limit reports on its stored limit, read with its states.
+  const records = limiter.storedLimits && config === undefined ? limitRefs(limitName, key) : undefined;
   if (wanted !== undefined && typeof wanted !== "number") throw invalidRequest(limitName, "sampleShards", mustBe("sampleShards", "an integer >= 1", wanted));
   const now = checkNow(limitName, limiter.now());
   const { getValue } = await values();
-  return await limiter.failure.transact((store) => getValue(store, limitName, key, limit, wanted as number | undefined, now, limiter.random));
+  return await limiter.failure.transact((store) => getValue(store, limitName, key, limit, wanted as number | undefined, now, limiter.random, records));
 }
 
 /**

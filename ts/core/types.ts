@@ -39,6 +39,9 @@ export type TokenBucketKind = "token bucket";
 /** The literal `"fixed window"`. */
 export type FixedWindowKind = "fixed window";
 
+/** The literal `"sliding window"`. */
+export type SlidingWindowKind = "sliding window";
+
 /** Tokens flow in continuously, `rate` per `period` ms, up to `capacity`. */
 export interface TokenBucketConfig {
   kind: TokenBucketKind;
@@ -62,6 +65,22 @@ export interface TokenBucketConfig {
  * date (Feb 29: Feb 28 in common years). Without `start`: midnight, Monday, the 1st, Jan 1.
  */
 export type CalendarPeriod = "day" | "week" | "month" | "year";
+
+/**
+ * At most `max` slots held at once, each by a lease that ends when it is released or after
+ * `lease` ms (unless extended): a concurrency limit (`limit` answers a lease; see
+ * docs/concurrency.md).
+ *
+ * @example
+ * const exports: ConcurrencyConfig = { kind: "concurrency", max: 4, lease: 30_000 };
+ */
+export interface ConcurrencyConfig {
+  kind: "concurrency";
+  /** How many slots may be held at once: an integer from 1 to 64. */
+  max: number;
+  /** How long a lease holds its slots unless released or extended, in ms. */
+  lease: number;
+}
 
 /** `rate` tokens arrive at the start of every `period` ms window, up to `capacity`. */
 export interface FixedWindowConfig {
@@ -87,11 +106,50 @@ export interface FixedWindowConfig {
   start?: number;
 }
 
-/** A rate limit's configuration. */
-export type RateLimitConfig = TokenBucketConfig | FixedWindowConfig;
+/**
+ * `@upstash/ratelimit`'s sliding window: at most `rate` tokens in any `period`, counted as the
+ * current window's tokens plus the previous window's, weighted by the part of it the sliding
+ * period still covers (rounded down). Windows are aligned to the epoch. It takes no `capacity`,
+ * `maxReserved`, `shards` or `start`, and never goes into debt: `reserve: true` is decided as
+ * without, as with `maxReserved: 0` (see docs/concepts.md).
+ */
+export interface SlidingWindowConfig {
+  kind: SlidingWindowKind;
+  /** The most tokens in any sliding period. */
+  rate: number;
+  /** The window length in milliseconds. */
+  period: number;
+  /** A sliding window holds `rate`: no other capacity (refused with INVALID_CONFIG). */
+  capacity?: never;
+  /** A sliding window never goes into debt (refused with INVALID_CONFIG). */
+  maxReserved?: never;
+  /** A sliding window's two states are its two windows (refused with INVALID_CONFIG). */
+  shards?: never;
+  /** Its windows are aligned to the epoch (refused with INVALID_CONFIG). */
+  start?: never;
+}
 
-/** The answer to `limit` and `check` (and, for a whole batch, `limitAll` and `checkAll`). */
-export type RateLimitResult = { ok: true; retryAfter?: number } | { ok: false; retryAfter: number };
+/** A rate limit's configuration. */
+export type RateLimitConfig = TokenBucketConfig | FixedWindowConfig | SlidingWindowConfig;
+
+/**
+ * What enforcing would have answered, on the answer of a dry run (a limit or call with `dryRun: true`):
+ * `{ ok: false, retryAfter }` is a would-be refusal (nothing was charged), `{ ok: true }` a grant
+ * (charged as usual).
+ */
+export interface DryRunReport {
+  /** Whether enforcing would have granted. */
+  ok: boolean;
+  /** The wait enforcing would have answered, in ms: a would-be refusal's, or a reservation's. */
+  retryAfter?: number;
+}
+
+/**
+ * The answer to `limit` and `check` (and, for a whole batch, `limitAll` and `checkAll`). A dry
+ * run is `ok: true` with `dryRun` (a batch that mixes dry-run and enforced limits may be refused by
+ * its enforced ones, and carries the dry-run limits' report too).
+ */
+export type RateLimitResult = { ok: true; retryAfter?: number; dryRun?: DryRunReport } | { ok: false; retryAfter: number; dryRun?: DryRunReport };
 
 /** The state after a transition, and how long to wait if it went negative. */
 export interface RateLimitTransition {
@@ -107,7 +165,7 @@ export interface RateLimitTransition {
 
 /** `getValue`'s report: `calculateRateLimit({ value, ts }, config, now)` projects the whole limit forward. */
 export interface RateLimitValue {
-  /** Tokens available in the whole limit at `ts` (negative: reserved debt). */
+  /** Tokens available in the whole limit at `ts` (negative: reserved debt; a sliding window: what it grants at `ts`). */
   value: number;
   /** When `value` was true, in ms since the epoch. */
   ts: number;
@@ -129,7 +187,7 @@ export interface RateLimitFigures {
   limit: number;
   /** `r`: whole tokens available now, never below 0. */
   remaining: number;
-  /** `t`: whole seconds until the limit is full again (token bucket) or its current window ends (fixed window), rounded up; 0 when full. */
+  /** draft-10's `t`: whole seconds until the limit is full again (token bucket) or its current window ends (fixed and sliding window), rounded up; 0 when full. */
   reset: number;
   /** `w`: the period in whole seconds, rounded up. */
   window: number;
@@ -137,6 +195,12 @@ export interface RateLimitFigures {
   retryAfter?: number;
   /** How many shards the figures rest on (the limit's shard count when all were read). */
   sampled: number;
+  /**
+   * draft-11's `t`, the effective window: whole seconds within which no more than `remaining`
+   * tokens can be spent, rounded up. A token bucket: until its next whole token; a fixed window:
+   * until its window ends. Never more than `retryAfter`.
+   */
+  effectiveWindow: number;
 }
 
 /** What one shard gave to a grant. */
@@ -212,7 +276,7 @@ export type RateLimitDecision = RateLimitResult & { value: number; ts: number };
 export interface RemoteItem {
   /** Indexes into {@link RemoteBatch.refs}: the shard it reads, or two for a sharded limit. */
   reads: number[];
-  /** 0 token bucket, 1 fixed window. */
+  /** 0 token bucket, 1 fixed window (a sliding window is never sent: the driver decides it in the store's transaction). */
   kind: 0 | 1;
   /** Tokens per period, per shard. */
   rate: number;
@@ -251,6 +315,13 @@ export interface RemoteBatch {
   items: RemoteItem[];
   /** `limitAll`: every item is granted and written, or none is written. */
   all: boolean;
+  /**
+   * The records of stored limits the items were planned on (`null`: none), for the last
+   * `limits.length` refs (which no item reads): when any of those refs holds another state, the
+   * store decides and writes nothing and answers `replan: true` with what they hold. Sent only to
+   * a store with `checksStoredLimits: true`.
+   */
+  limits?: (RateLimitState | null)[];
 }
 
 /** What a store that decided next to its data answers. */
@@ -265,6 +336,8 @@ export interface RemoteAnswer {
    * `batchSize` to the limiter's `onDecision` hook. Absent: the batch went alone.
    */
   batchSize?: number;
+  /** The records of {@link RemoteBatch.limits} differed from the batch's: nothing was decided or written. */
+  replan?: boolean;
 }
 
 /**
@@ -302,4 +375,9 @@ export interface RateLimitStore {
    * fails closed when the store's writes differ from it.
    */
   decide?(batch: RemoteBatch): Promise<RemoteAnswer>;
+  /**
+   * Optional: `decide` honours {@link RemoteBatch.limits}. Without it, a limiter made with
+   * `storedLimits: true` runs its calls as transactions of reads and writes instead.
+   */
+  readonly checksStoredLimits?: boolean;
 }

@@ -3,13 +3,14 @@
  * and report.
  * @module
  */
-import { EXTRA, ITEMS, OUT, REPORT_SHARD, REPORT_START, REPORT_TS, REPORT_VALUE, VALUE_DRAWS, VALUE_REPORT, VALUE_SHARDS, VALUE_STATES } from "./boundary.js";
+import { CONFIG_LEN, EXTRA, ITEMS, OUT, REPORT_SHARD, REPORT_START, REPORT_TS, REPORT_VALUE, VALUE_DRAWS, VALUE_REPORT, VALUE_SHARDS, VALUE_STATES } from "./boundary.js";
 import { core, io, ownItems } from "./engine.js";
-import { coreError } from "./errors.js";
+import { coreError, RateboundError } from "./errors.js";
 import { refOf, type Random, drawMany } from "./call.js";
-import { isThenable, putState, readAll } from "./driver.js";
+import { isThenable, putItem, putState, readAll, type Call } from "./driver.js";
+import { applyLimit } from "./stored-limits.js";
 import { describe, type Compiled } from "./config.js";
-import type { RateLimitStore, RateLimitValue } from "./types.js";
+import type { RateLimitStore, RateLimitValue, StateRef } from "./types.js";
 
 /** Writes `limit` as item 0's config. */
 function putLimit(limit: Compiled): void {
@@ -38,6 +39,7 @@ export function getValue(
   wanted: number | undefined,
   now: number,
   random: Random,
+  records?: readonly StateRef[],
 ): RateLimitValue | Promise<RateLimitValue> {
   const asked = wanted === undefined ? 0 : 1;
   putLimit(limit);
@@ -52,6 +54,13 @@ export function getValue(
   const refs = shards.map((shard) => refOf(name, key, shard));
   const finish = (stored: unknown[]): RateLimitValue => {
     putLimit(limit);
+    if (records !== undefined) {
+      // The stored limit, read with the states (`./stored-limits.ts`), becomes item 0's config.
+      const item: Call = { name, key, limit, count: 0, reserve: false, write: false, now, draws: [] };
+      putItem(io, ITEMS, item, false);
+      const source = applyLimit(0, item, records, stored.slice(refs.length));
+      if (source instanceof RateboundError) throw source;
+    }
     shards.forEach((shard, index) => {
       io[EXTRA + VALUE_SHARDS + index] = shard;
       putState(EXTRA + VALUE_STATES + 2 * index, stored[index], { name, key, shard });
@@ -59,9 +68,10 @@ export function getValue(
     core.rb_value(count, now);
     const report = EXTRA + VALUE_REPORT;
     const start = io[report + REPORT_START]!;
-    return { value: io[report + REPORT_VALUE]!, ts: io[report + REPORT_TS]!, shard: io[report + REPORT_SHARD]!, config: describe(limit.numbers, Number.isNaN(start) ? undefined : start) };
+    const numbers = Array.from(io.subarray(ITEMS, ITEMS + CONFIG_LEN));
+    return { value: io[report + REPORT_VALUE]!, ts: io[report + REPORT_TS]!, shard: io[report + REPORT_SHARD]!, config: describe(numbers, Number.isNaN(start) ? undefined : start) };
   };
-  const stored = readAll(store, refs, now);
+  const stored = readAll(store, records === undefined ? refs : [...refs, ...records], now);
   return isThenable(stored) ? Promise.resolve(stored).then(finish) : finish(stored);
 }
 
@@ -78,7 +88,8 @@ export function getValue(
 export async function reset(store: RateLimitStore, name: string, key: string | undefined, limit: Compiled, now: number): Promise<void> {
   putLimit(limit);
   if (core.rb_check_now(now) < 0) throw coreError(io, OUT, name);
-  for (let shard = 0; shard < limit.shards; shard++) {
+  // A sliding window's two windows live at shards 0 and 1.
+  for (let shard = 0; shard < (limit.sliding ? 2 : limit.shards); shard++) {
     const done = store.write(refOf(name, key, shard), null);
     if (isThenable(done)) await done;
   }

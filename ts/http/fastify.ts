@@ -7,7 +7,7 @@
  * it. Annotate `key`'s parameter with `FastifyRequest` for the rest of it.
  * @module
  */
-import type { RateLimitConfig } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig } from "ratebound";
 import { decide } from "./guard.js";
 import { makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./plan.js";
 
@@ -38,7 +38,7 @@ export interface FastifyReplyLike {
   /** The status code sent (read when the response finishes, for `refundSuccessful`). */
   readonly statusCode: number;
   /** Node's response: the hook listens for its `finish` (`refundSuccessful` gives the tokens back then). */
-  readonly raw: { once(event: "finish", listener: () => void): unknown };
+  readonly raw: { once(event: "finish" | "close", listener: () => void): unknown };
 }
 
 /** What the plugin uses of a Fastify instance. */
@@ -82,7 +82,7 @@ export interface FastifyRateLimitPlugin<Req extends FastifyRequestLike = Fastify
  * const login = fastifyRateLimit(limiter, "login", { key: (request) => ipKey(request.ip), refundSuccessful: true });
  * app.post("/login", { onRequest: login.hook }, handler);
  */
-export function fastifyRateLimit<Limits extends Record<string, RateLimitConfig>, Req extends FastifyRequestLike = FastifyRequestLike>(
+export function fastifyRateLimit<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>, Req extends FastifyRequestLike = FastifyRequestLike>(
   limiter: GuardedLimiter<Limits>,
   name: GuardedNames<Limits>,
   options: HttpGuardOptions<Req> = {},
@@ -93,6 +93,8 @@ export function fastifyRateLimit<Limits extends Record<string, RateLimitConfig>,
     for (const [field, value] of decision.headers) reply.header(field, value);
     if (decision.ok) {
       if (plan.refundSuccessful) reply.raw.once("finish", () => void decision.finish(reply.statusCode));
+      // A concurrency limit's slot: back when the response is done or the client went away.
+      if (decision.holds) reply.raw.once("close", () => void decision.finish(reply.statusCode));
       return;
     }
     reply.code(decision.status ?? 429);

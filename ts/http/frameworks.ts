@@ -9,7 +9,7 @@
  * `Context<Env>`) for everything else: the middleware then takes it.
  * @module
  */
-import type { RateLimitConfig } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig } from "ratebound";
 import { decide, responseOf } from "./guard.js";
 import { makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./plan.js";
 
@@ -75,7 +75,7 @@ export interface ExpressResponseLike {
   /** Sends the body and ends the response. */
   end(body: string): unknown;
   /** Listens for the response to be sent (`refundSuccessful` gives the tokens back then). */
-  once(event: "finish", listener: () => void): unknown;
+  once(event: "finish" | "close", listener: () => void): unknown;
   /** True once headers went out (then the middleware writes none, and a refusal only ends the response). */
   readonly headersSent?: boolean;
 }
@@ -99,7 +99,7 @@ export type ExpressNext = (error?: unknown) => void;
  * app.use("/api/*", honoRateLimit(limiter, "api", { key: (c) => c.req.header("x-api-key") }));
  * app.post("/login", honoRateLimit(limiter, "login", { key: (c) => ipKey(c.req.header("cf-connecting-ip")), refundSuccessful: true }), login);
  */
-export function honoRateLimit<Limits extends Record<string, RateLimitConfig>, C extends HonoContextLike = HonoContextLike>(
+export function honoRateLimit<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>, C extends HonoContextLike = HonoContextLike>(
   limiter: GuardedLimiter<Limits>,
   name: GuardedNames<Limits>,
   options: HttpGuardOptions<C> = {},
@@ -112,7 +112,14 @@ export function honoRateLimit<Limits extends Record<string, RateLimitConfig>, C 
     // an earlier guard's fields alone.
     for (const [field, value] of decision.headers) c.header(field, value);
     if (!decision.ok) return responseOf(decision);
-    await next();
+    // A concurrency limit's slot: back as soon as the client goes away (the request's signal), or once the handler is done.
+    if (decision.holds) c.req.raw.signal?.addEventListener("abort", () => void decision.finish(499), { once: true });
+    try {
+      await next();
+    } catch (error) {
+      await decision.finish(500);
+      throw error;
+    }
     // A handler that returns a Response of its own drops headers set before it: add them to a copy.
     const first = decision.headers[0];
     if (first !== undefined && !c.res.headers.has(first[0])) {
@@ -170,7 +177,7 @@ function warnAboutProxies(req: ExpressRequestLike): void {
  * app.post("/login", expressRateLimit(limiter, "login", { key: (req) => ipKey(req.ip), refundSuccessful: true }), login);
  */
 export function expressRateLimit<
-  Limits extends Record<string, RateLimitConfig>,
+  Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>,
   Req extends ExpressRequestLike = ExpressRequestLike,
   Res extends ExpressResponseLike = ExpressResponseLike,
 >(limiter: GuardedLimiter<Limits>, name: GuardedNames<Limits>, options: HttpGuardOptions<Req> = {}): (req: Req, res: Res, next: ExpressNext) => void {
@@ -182,6 +189,8 @@ export function expressRateLimit<
       if (!res.headersSent) for (const [field, value] of decision.headers) res.setHeader(field, value);
       if (decision.ok) {
         if (plan.refundSuccessful) res.once("finish", () => void decision.finish(res.statusCode));
+        // A concurrency limit's slot: back when the response is done or the client went away ("close" comes either way).
+        if (decision.holds) res.once("close", () => void decision.finish(res.statusCode));
         return next();
       }
       // Answered already by another middleware: end it there; the route never runs.

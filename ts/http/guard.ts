@@ -6,6 +6,8 @@
  *
  * - granted: the route runs, with the `RateLimit` fields;
  * - refused: `429 Too Many Requests`, `Retry-After` in whole seconds (never shorter than the core's wait);
+ * - would be refused, under `dryRun` (the guard's option or a limit's own): the route runs, with the
+ *   `RateLimit` fields of the would-be refusal (no `Retry-After`), and `dryRun` says what enforcing would have answered;
  * - the limiter failed closed (its store threw or timed out): `503 Service Unavailable` with
  *   `Retry-After`, and the error goes to `onError`;
  * - decided by the limiter's memory fallback (the result is `degraded`): as any decision, with the
@@ -21,7 +23,7 @@
  * grant) is not the client's doing nor the store's: it rejects, for the framework's 500.
  * @module
  */
-import type { RateLimitConfig } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig } from "ratebound";
 import { HttpGuardError } from "./errors.js";
 import { headerInteger, rateLimitHeaders, type HeaderPairs, type NamedFigures } from "./headers.js";
 import { stackedLimits } from "./stack.js";
@@ -42,6 +44,8 @@ export type GuardResult =
       /** This guard's limits' figures (empty when none were computed). */
       limits: NamedFigures[];
       response?: undefined;
+      /** Present when a limit decided in dry run: what enforcing would have answered (`ok: false` with its `retryAfter` in ms: a would-be refusal). */
+      dryRun?: { ok: boolean; retryAfter?: number };
       /**
        * Tells the guard how the request ended: with `refundSuccessful`, a successful status gives the
        * tokens back. Await it (or hand it to `waitUntil`); a no-op otherwise. Never rejects (failures go to `onError`).
@@ -59,6 +63,8 @@ export type GuardResult =
       /** Whole seconds in `Retry-After` (absent for a 400). */
       retryAfter?: number;
       finish?: undefined;
+      /** A dry run never refuses: never here. */
+      dryRun?: undefined;
     };
 
 /** A decision made, before it becomes a `Response` or an Express answer. */
@@ -75,8 +81,12 @@ export interface Decision {
   retryAfter?: number;
   /** When not ok: the body and its content type. */
   body?: { text: string; contentType: string };
-  /** When ok: tells the guard the response's status (refunds a successful one with `refundSuccessful`). Never rejects. */
+  /** When ok: tells the guard the response's status (refunds a successful one with `refundSuccessful`; gives a concurrency limit's slot back). Never rejects. */
   finish(status: number): Promise<void>;
+  /** Present when a limit decided in dry run: what enforcing would have answered. */
+  dryRun?: { ok: boolean; retryAfter?: number };
+  /** When ok on a concurrency limit: the request holds a slot until `finish` (call it however the response ends: sent, failed or aborted). */
+  holds?: boolean;
 }
 
 const QUOTA_EXCEEDED = "https://iana.org/assignments/http-problem-types#quota-exceeded";
@@ -152,12 +162,14 @@ export async function decide<R>(plan: Plan<R>, request: R): Promise<Decision> {
   const count = await countOf(plan, request);
   const { limiter, names } = plan;
   const keys = plan.keyed.map((keyed) => (keyed ? key : undefined));
+  // A dry-run guard asks the limiter for a dry run: its hooks see the would-be refusals too.
+  const dryRun = plan.dryRun ? { dryRun: true as const } : {};
   let result: FiguredResult;
   try {
     result =
       names.length === 1
-        ? await limiter.limit(names[0]!, { key: keys[0], count, figures: true, ...(plan.refundSuccessful ? { grant: true as const } : {}) })
-        : await limiter.limitAll(names.map((name, index) => ({ name, key: keys[index], count })), { figures: true });
+        ? await limiter.limit(names[0]!, { key: keys[0], count, figures: true, ...(plan.refundSuccessful ? { grant: true as const } : {}), ...dryRun })
+        : await limiter.limitAll(names.map((name, index) => ({ name, key: keys[index], count })), { figures: true, ...dryRun });
   } catch (error) {
     const code = codeOf(error);
     if (error instanceof HttpGuardError || (typeof code === "string" && APP_ERRORS.has(code))) throw error;
@@ -168,8 +180,20 @@ export async function decide<R>(plan: Plan<R>, request: R): Promise<Decision> {
   // A degraded admission under policy "open" carries no figures (nothing decided): it adds no field, under every format.
   const limits: NamedFigures[] = figures.length === names.length ? names.map((name, index) => ({ name, key: keys[index], figures: figures[index]! })) : [];
   // The fields of every limit decided for this request: guards stacked on its route append theirs.
-  const headers = await rateLimitHeaders(plan.headers, stackedLimits(request, limits));
+  const stacked = stackedLimits(request, limits);
   if (result.ok) {
+    const headers = await rateLimitHeaders(plan.headers, stacked, plan.quotaUnit);
+    const { lease } = result as { lease?: { release(): Promise<unknown> } };
+    if (lease !== undefined) {
+      // A concurrency limit's slot, held while the request is in flight: given back once, however it ends.
+      let released: Promise<void> | undefined;
+      const finish = () =>
+        (released ??= lease.release().then(
+          () => {},
+          (error: unknown) => report(plan, error, request),
+        ));
+      return { ok: true, headers, limits, finish, holds: true };
+    }
     const { grant } = result;
     const finish =
       grant === undefined
@@ -181,11 +205,13 @@ export async function decide<R>(plan: Plan<R>, request: R): Promise<Decision> {
               report(plan, error, request);
             }
           };
-    return { ok: true, headers, limits, finish };
+    return { ok: true, headers, limits, finish, ...(result.dryRun === undefined ? {} : { dryRun: result.dryRun }) };
   }
   // The limits that refused on their own carry a wait; a batch waits for the longest.
   const waits = limits.flatMap(({ figures }) => (figures.retryAfter === undefined ? [] : [figures.retryAfter]));
   const retryAfter = waits.length > 0 ? Math.max(...waits) : Math.ceil((result.retryAfter ?? 0) / 1000);
+  // draft-11 §6: Retry-After never names a point earlier than any effective window's end.
+  const headers = await rateLimitHeaders(plan.headers, stacked, plan.quotaUnit, retryAfter);
   headers.unshift(["Retry-After", headerInteger(retryAfter)]);
   const violated = limits.filter(({ figures }) => figures.retryAfter !== undefined).map(({ name }) => name);
   const body =
@@ -224,7 +250,7 @@ export function responseOf(decision: Decision): Response {
  *
  * @param limiter The `RateLimiter` (or `rateLimiterClient`) whose named limits guard the requests.
  * @param name A limit's name, or several (one `RateLimit` header with a policy each); `{ name, keyed: false }` for a limit all keys share.
- * @param options `key(request)`, `count(request)`, `headers`, `onRefused`, `onUnavailable`,
+ * @param options `key(request)`, `count(request)`, `headers`, `quotaUnit`, `dryRun`, `onRefused`, `onUnavailable`,
  *   `unavailableRetryAfter`, `onError`, `refundSuccessful`, `successful`.
  * @returns `async (request) => ({ ok, headers, limits, response?, finish? })`: when not ok, `response`
  *   is ready (429 refused, 503 the limiter failed closed, 400 a client address that is not one).
@@ -237,7 +263,7 @@ export function responseOf(decision: Decision): Response {
  *   return new Response("hello", { headers });
  * } };
  */
-export function httpGuard<Limits extends Record<string, RateLimitConfig>>(
+export function httpGuard<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>>(
   limiter: GuardedLimiter<Limits>,
   name: GuardedNames<Limits>,
   options: HttpGuardOptions<Request> = {},
@@ -249,6 +275,6 @@ export function httpGuard<Limits extends Record<string, RateLimitConfig>>(
       return { ok: false, headers: new Headers(decision.headers), limits: decision.limits, response: responseOf(decision), ...(decision.retryAfter === undefined ? {} : { retryAfter: decision.retryAfter }) };
     }
     const finish = (response: Response | number) => decision.finish(typeof response === "number" ? response : response.status);
-    return { ok: true, headers: new Headers(decision.headers), limits: decision.limits, finish };
+    return { ok: true, headers: new Headers(decision.headers), limits: decision.limits, finish, ...(decision.dryRun === undefined ? {} : { dryRun: decision.dryRun }) };
   };
 }

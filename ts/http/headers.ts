@@ -3,6 +3,10 @@
  * the core computes (`rateLimitFigures`): this module only formats numbers
  * into header strings, it computes no tokens and no times.
  *
+ * - `"draft-11"`: draft-ietf-httpapi-ratelimit-headers-11, the fields of draft 10 with `t` the
+ *   effective window (the core's `effectiveWindow`: no more than `r` can be spent within it), the
+ *   partition key `pk` on both items when the limit is keyed, and `qu` when the quota is not in
+ *   requests (`"api";q=10;w=60;pk=:…:` and `"api";r=9;t=6;pk=:…:`).
  * - `"draft-10"`: draft-ietf-httpapi-ratelimit-headers-10, `RateLimit-Policy`
  *   and `RateLimit` as Structured Field lists of named policies
  *   (`"api";q=10;w=60` and `"api";r=9;t=6`), one list item per limit.
@@ -15,16 +19,22 @@
 import type { RateLimitFigures } from "ratebound";
 
 /** Which header fields to write: the IETF draft they follow, or none. */
-export type HeaderDraft = "draft-10" | "draft-8" | "draft-7" | "draft-6" | "none";
+export type HeaderDraft = "draft-11" | "draft-10" | "draft-8" | "draft-7" | "draft-6" | "none";
+
+/** draft-11's quota units (`qu`): what a limit's tokens count. `"requests"`, the default, is not written. */
+export type QuotaUnit = "requests" | "content-bytes" | "concurrent-requests";
+
+/** The quota units draft-11 defines. */
+export const QUOTA_UNITS: readonly QuotaUnit[] = ["requests", "content-bytes", "concurrent-requests"];
 
 /** The header drafts `ratebound/http` writes, in the order docs/http.md lists them. */
-export const HEADER_DRAFTS: readonly HeaderDraft[] = ["draft-10", "draft-8", "draft-7", "draft-6", "none"];
+export const HEADER_DRAFTS: readonly HeaderDraft[] = ["draft-11", "draft-10", "draft-8", "draft-7", "draft-6", "none"];
 
 /** One limit's figures, under the name its policy is reported as. */
 export interface NamedFigures {
-  /** The limit's name: the policy's name in `"draft-10"` and `"draft-8"`. */
+  /** The limit's name: the policy's name in `"draft-11"`, `"draft-10"` and `"draft-8"`. */
   name: string;
-  /** The key it was decided for (`undefined`: one limit for everyone); `"draft-8"` derives its partition key from it. */
+  /** The key it was decided for (`undefined`: one limit for everyone); `"draft-11"` and `"draft-8"` derive their partition key from it. */
   key?: string | undefined;
   /** What the core reported for it at the decision's `now`. */
   figures: RateLimitFigures;
@@ -89,8 +99,10 @@ function tightest(limits: readonly NamedFigures[]): NamedFigures {
 }
 
 /**
- * express-rate-limit's draft-8 partition key: SHA-256 of the key, the first
- * 12 hex digits, as base64 of those ASCII digits (a 16-byte Byte Sequence).
+ * The partition key of drafts 8 and 11 (express-rate-limit's for draft 8):
+ * SHA-256 of the key, the first 12 hex digits, as base64 of those ASCII
+ * digits (a 16-byte Byte Sequence). Documented, so a client that knows its
+ * key can predict it (draft-11 §6.1), and no key is disclosed.
  */
 async function partitionKey(key: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key));
@@ -103,13 +115,24 @@ async function partitionKey(key: string): Promise<string> {
  *
  * @param draft Which draft to follow; `"none"` writes nothing.
  * @param limits Each guarding limit's figures (and key), in the order the limits were given.
+ * @param quotaUnit What the tokens count, for draft-11's `qu` (not written for `"requests"`).
+ * @param retryAfter The response's `Retry-After` in whole seconds, when it has one: draft-11's `t`
+ *   is never written past it (§6), as a shorter effective window is still a true one.
  * @returns The header fields as name and value pairs.
  * @example
  * await rateLimitHeaders("draft-10", [{ name: "api", figures }]);
  * // => [["RateLimit-Policy", '"api";q=10;w=60'], ["RateLimit", '"api";r=9;t=6']]
  */
-export async function rateLimitHeaders(draft: HeaderDraft, limits: readonly NamedFigures[]): Promise<HeaderPairs> {
+export async function rateLimitHeaders(draft: HeaderDraft, limits: readonly NamedFigures[], quotaUnit: QuotaUnit = "requests", retryAfter?: number): Promise<HeaderPairs> {
   if (draft === "none" || limits.length === 0) return [];
+  if (draft === "draft-11") {
+    const pks = await Promise.all(limits.map(({ key }) => (key === undefined ? "" : partitionKey(key).then((pk) => `;pk=:${pk}:`))));
+    const qu = quotaUnit === "requests" ? "" : `;qu=${sfString(quotaUnit)}`;
+    return [
+      ["RateLimit-Policy", limits.map(({ name, figures }, index) => `${sfString(name)};q=${headerInteger(figures.limit)}${qu};w=${headerInteger(figures.window)}${pks[index]}`).join(", ")],
+      ["RateLimit", limits.map(({ name, figures }, index) => `${sfString(name)};r=${headerInteger(figures.remaining)};t=${headerInteger(retryAfter === undefined ? figures.effectiveWindow : Math.min(figures.effectiveWindow, retryAfter))}${pks[index]}`).join(", ")],
+    ];
+  }
   if (draft === "draft-10") {
     return [
       ["RateLimit-Policy", limits.map(({ name, figures }) => `${sfString(name)};q=${headerInteger(figures.limit)};w=${headerInteger(figures.window)}`).join(", ")],

@@ -5,7 +5,7 @@
  * your `ParameterizedContext<State>` for the rest of it.
  * @module
  */
-import type { RateLimitConfig } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig } from "ratebound";
 import { decide } from "./guard.js";
 import { makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./plan.js";
 
@@ -27,6 +27,8 @@ export interface KoaContextLike {
   readonly path: string;
   /** What earlier middleware put there (`ctx.state.user`): annotate `ctx` with your context for its type. */
   state: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** Node's response: its `close` (sent, failed or aborted by the client) gives a concurrency limit's slot back. */
+  readonly res?: { once(event: "close", listener: () => void): unknown };
 }
 
 /** A status carried by an error thrown downstream (`ctx.throw(404)`), else 500. */
@@ -53,7 +55,7 @@ function statusOfError(error: unknown): number {
  * @example
  * app.use(koaRateLimit(limiter, "api", { key: (ctx) => ipKey(ctx.ip) }));
  */
-export function koaRateLimit<Limits extends Record<string, RateLimitConfig>, C extends KoaContextLike = KoaContextLike>(
+export function koaRateLimit<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>, C extends KoaContextLike = KoaContextLike>(
   limiter: GuardedLimiter<Limits>,
   name: GuardedNames<Limits>,
   options: HttpGuardOptions<C> = {},
@@ -69,12 +71,16 @@ export function koaRateLimit<Limits extends Record<string, RateLimitConfig>, C e
       ctx.body = decision.body!.text;
       return;
     }
+    // A concurrency limit's slot: back when Node's response closes (sent, failed, or the client went
+    // away while the handler still ran); without one, when the downstream middleware is done.
+    const closes = decision.holds === true && typeof ctx.res?.once === "function";
+    if (closes) ctx.res!.once("close", () => void decision.finish(ctx.status));
     try {
       await next();
     } catch (error) {
-      await decision.finish(statusOfError(error));
+      if (!closes) await decision.finish(statusOfError(error));
       throw error;
     }
-    await decision.finish(ctx.status);
+    if (!closes) await decision.finish(ctx.status);
   };
 }

@@ -6,7 +6,7 @@
  * `APP_GUARD` provider.
  * @module
  */
-import type { RateLimitConfig } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig } from "ratebound";
 import { HttpGuardError } from "./errors.js";
 import type { ExpressRequestLike, ExpressResponseLike } from "./frameworks.js";
 import { decide } from "./guard.js";
@@ -45,7 +45,7 @@ export interface NestRateLimitGuard {
  * app.useGlobalGuards(nestRateLimit(limiter, "api", { key: (req) => ipKey(req.ip) }));
  * \@UseGuards(nestRateLimit(limiter, "login", { key: (req) => ipKey(req.ip), refundSuccessful: true }))
  */
-export function nestRateLimit<Limits extends Record<string, RateLimitConfig>, Req extends ExpressRequestLike = ExpressRequestLike>(limiter: GuardedLimiter<Limits>, name: GuardedNames<Limits>, options: HttpGuardOptions<Req> = {}): NestRateLimitGuard {
+export function nestRateLimit<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>, Req extends ExpressRequestLike = ExpressRequestLike>(limiter: GuardedLimiter<Limits>, name: GuardedNames<Limits>, options: HttpGuardOptions<Req> = {}): NestRateLimitGuard {
   const plan = makePlan<Req>("nestRateLimit", limiter, name, options);
   return {
     async canActivate(context) {
@@ -62,6 +62,8 @@ export function nestRateLimit<Limits extends Record<string, RateLimitConfig>, Re
       if (!res.headersSent) for (const [field, value] of decision.headers) res.setHeader(field, value);
       if (decision.ok) {
         if (plan.refundSuccessful) res.once("finish", () => void decision.finish(res.statusCode));
+        // A concurrency limit's slot: back when the response is done or the client went away.
+        if (decision.holds) res.once("close", () => void decision.finish(res.statusCode));
         return true;
       }
       if (res.headersSent) {

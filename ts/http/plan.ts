@@ -5,14 +5,14 @@
  * `expressRateLimit`) share before they decide.
  * @module
  */
-import type { RateLimitConfig, RateLimiter, RateLimitFigures } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig, RateLimiter, RateLimitFigures } from "ratebound";
 import type { RateLimiterClient } from "../core/limiter-client.js";
 import { HttpGuardError } from "./errors.js";
-import { HEADER_DRAFTS, isPolicyName, type HeaderDraft, type NamedFigures } from "./headers.js";
+import { HEADER_DRAFTS, isPolicyName, QUOTA_UNITS, type HeaderDraft, type NamedFigures, type QuotaUnit } from "./headers.js";
 import { storedKey } from "./key.js";
 
 /** What a guard decides with: a `RateLimiter`, or a Durable Object's `rateLimiterClient`. */
-export type GuardedLimiter<Limits extends Record<string, RateLimitConfig>> = RateLimiter<Limits> | RateLimiterClient<Limits>;
+export type GuardedLimiter<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>> = RateLimiter<Limits> | RateLimiterClient<Limits>;
 
 /** One guarding limit: its name, or `{ name, keyed: false }` for a limit shared by every key (a global one). */
 export type GuardedLimit<Limits> = Extract<keyof Limits, string> | { name: Extract<keyof Limits, string>; keyed: false };
@@ -56,6 +56,15 @@ export interface HttpGuardOptions<R> {
   count?(request: R): number | Promise<number>;
   /** Which header fields to write; default `"draft-10"`. */
   headers?: HeaderDraft;
+  /** What the limits' tokens count, written as draft-11's `qu` unless `"requests"` (the default). */
+  quotaUnit?: QuotaUnit;
+  /**
+   * Decide and report, never refuse: a request the limits would refuse proceeds (`ok: true`, never a
+   * 429), its answer's `dryRun` says what would have happened, the header fields show the would-be
+   * refusal's figures, and the limiter's `onDecision` sees it (`dryRun: "refused"`). A granted request
+   * is charged as usual; a would-be refusal charges nothing, as a refusal does.
+   */
+  dryRun?: boolean;
   /** The 429's body: a string is sent as text, anything else as JSON. Default: an RFC 9457 problem (`quota-exceeded`). */
   onRefused?(refusal: Refusal<R>): unknown;
   /** The 503's body when the limiter fails closed: a string is sent as text, anything else as JSON. Default: an RFC 9457 problem. */
@@ -92,6 +101,10 @@ export interface Plan<R> {
   count: ((request: R) => number | Promise<number>) | undefined;
   /** Which header fields to write. */
   headers: HeaderDraft;
+  /** draft-11's quota unit. */
+  quotaUnit: QuotaUnit;
+  /** Whether the guard only reports (never refuses). */
+  dryRun: boolean;
   /** `options.onRefused`, when given. */
   onRefused: ((refusal: Refusal<R>) => unknown) | undefined;
   /** `options.onUnavailable`, when given. */
@@ -108,8 +121,8 @@ export interface Plan<R> {
 
 /** What the guard uses of a limiter: `limit` (with `figures`, and `grant` for refunds) and `limitAll`. */
 export interface DecidingLimiter {
-  limit(name: string, options: { key?: string; count: number; figures: true; grant?: true }): Promise<FiguredResult>;
-  limitAll(requests: ReadonlyArray<{ name: string; key?: string; count: number }>, options: { figures: true }): Promise<FiguredResult>;
+  limit(name: string, options: { key?: string; count: number; figures: true; grant?: true; dryRun?: true }): Promise<FiguredResult>;
+  limitAll(requests: ReadonlyArray<{ name: string; key?: string; count: number }>, options: { figures: true; dryRun?: true }): Promise<FiguredResult>;
 }
 
 /** A decision as `limit`/`limitAll` answer it with `figures: true`. */
@@ -121,9 +134,11 @@ export interface FiguredResult {
   degraded?: string;
   cause?: unknown;
   grant?: { cancel(): Promise<unknown> };
+  /** Present when a limit decided in dry run: what enforcing would have answered. */
+  dryRun?: { ok: boolean; retryAfter?: number };
 }
 
-const OPTIONS = ["key", "count", "headers", "onRefused", "onUnavailable", "unavailableRetryAfter", "onError", "refundSuccessful", "successful"];
+const OPTIONS = ["key", "count", "headers", "quotaUnit", "dryRun", "onRefused", "onUnavailable", "unavailableRetryAfter", "onError", "refundSuccessful", "successful"];
 const FUNCTIONS = ["key", "count", "onRefused", "onUnavailable", "onError", "successful"] as const;
 const DEFAULT_UNAVAILABLE_RETRY_AFTER = 5;
 
@@ -202,9 +217,13 @@ export function makePlan<R>(who: string, limiter: unknown, names: unknown, given
   }
   const headers = (options.headers ?? "draft-10") as HeaderDraft;
   if (!HEADER_DRAFTS.includes(headers)) throw config(`${who}: options.headers must be one of ${HEADER_DRAFTS.join(", ")} (got ${shown(options.headers)})`);
-  if ((headers === "draft-10" || headers === "draft-8") && !list.every(isPolicyName)) {
+  if ((headers === "draft-11" || headers === "draft-10" || headers === "draft-8") && !list.every(isPolicyName)) {
     throw config(`${who}: a policy name must be printable ASCII for headers ${headers} (got ${JSON.stringify(list.find((name) => !isPolicyName(name)))})`);
   }
+  const quotaUnit = (options.quotaUnit ?? "requests") as QuotaUnit;
+  if (!QUOTA_UNITS.includes(quotaUnit)) throw config(`${who}: options.quotaUnit must be one of ${QUOTA_UNITS.join(", ")} (got ${shown(options.quotaUnit)})`);
+  const dryRun = options.dryRun ?? false;
+  if (typeof dryRun !== "boolean") throw config(`${who}: options.dryRun must be a boolean (got ${shown(dryRun)})`);
   const retryAfter = options.unavailableRetryAfter ?? DEFAULT_UNAVAILABLE_RETRY_AFTER;
   if (!(typeof retryAfter === "number" && Number.isInteger(retryAfter) && retryAfter >= 0 && retryAfter <= 86_400)) {
     throw config(`${who}: options.unavailableRetryAfter must be whole seconds from 0 to 86400 (got ${shown(options.unavailableRetryAfter)})`);
@@ -223,6 +242,8 @@ export function makePlan<R>(who: string, limiter: unknown, names: unknown, given
     key: options.key as Fn<[R], string | undefined | Promise<string | undefined>>,
     count: options.count as Fn<[R], number | Promise<number>>,
     headers,
+    quotaUnit,
+    dryRun,
     onRefused: options.onRefused as Fn<[Refusal<R>], unknown>,
     onUnavailable: options.onUnavailable as Fn<[Unavailable<R>], unknown>,
     unavailableRetryAfter: retryAfter,

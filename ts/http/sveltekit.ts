@@ -6,7 +6,7 @@
  * `key`'s parameter with `RequestEvent` for the rest of it.
  * @module
  */
-import type { RateLimitConfig } from "ratebound";
+import type { ConcurrencyConfig, RateLimitConfig } from "ratebound";
 import { decide, responseOf } from "./guard.js";
 import { makePlan, type GuardedLimiter, type GuardedNames, type HttpGuardOptions } from "./plan.js";
 
@@ -62,7 +62,7 @@ function withHeaders(response: Response, fields: ReadonlyArray<[string, string]>
  * @example
  * export const handle = sveltekitRateLimit(limiter, "api", { key: (event) => ipKey(event.getClientAddress()) });
  */
-export function sveltekitRateLimit<Limits extends Record<string, RateLimitConfig>, E extends SvelteKitEventLike = SvelteKitEventLike>(
+export function sveltekitRateLimit<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig>, E extends SvelteKitEventLike = SvelteKitEventLike>(
   limiter: GuardedLimiter<Limits>,
   name: GuardedNames<Limits>,
   options: HttpGuardOptions<E> = {},
@@ -71,7 +71,16 @@ export function sveltekitRateLimit<Limits extends Record<string, RateLimitConfig
   return async ({ event, resolve }) => {
     const decision = await decide(plan, event);
     if (!decision.ok) return responseOf(decision);
-    const response = withHeaders(await resolve(event), decision.headers);
+    // A concurrency limit's slot: back as soon as the client goes away (the request's signal), or once resolved.
+    if (decision.holds) event.request.signal?.addEventListener("abort", () => void decision.finish(499), { once: true });
+    let resolved: Response;
+    try {
+      resolved = await resolve(event);
+    } catch (error) {
+      await decision.finish(500);
+      throw error;
+    }
+    const response = withHeaders(resolved, decision.headers);
     await decision.finish(response.status);
     return response;
   };

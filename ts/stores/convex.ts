@@ -25,11 +25,15 @@ import {
   type BatchAnswerOf,
   type BatchOptions,
   type BatchRequest,
+  type ConcurrencyConfig,
   type GrantData,
   type GrantResult,
   type SettleOptions,
   type SettleResult,
+  type LimitCallOptions,
+  type LimitName,
   type LimitOptions,
+  type LimitResultOf,
   type RateLimitConfig,
   type RateLimiterOptions,
   type RateLimitResult,
@@ -231,7 +235,7 @@ type Inline = { config: RateLimitConfig };
  *   },
  * });
  */
-export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record<string, never>> extends CoreRateLimiter<Limits> {
+export class RateLimiter<Limits extends Record<string, RateLimitConfig | ConcurrencyConfig> = Record<string, never>> extends CoreRateLimiter<Limits> {
   readonly #readOnly: boolean;
 
   /**
@@ -258,14 +262,13 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    * @example
    * await limiter.limit("sendMessage", { key: userId, throws: true }); // ConvexError when refused
    */
-  override limit(name: Named<Limits>, options: LimitOptions & { grant: true }): Promise<GrantResult>;
-  override limit(name: string, options: LimitOptions & Inline & { grant: true }): Promise<GrantResult>;
-  override limit(name: string, options: LimitOptions & Inline): Promise<RateLimitResult>;
-  // Last, so that a name that is neither one of the limits nor inline fails here, naming it and the limits.
-  override limit(name: Named<Limits>, options?: LimitOptions): Promise<RateLimitResult>;
-  override async limit(name: string, options: LimitOptions = {}): Promise<RateLimitResult | GrantResult> {
+  // The base's one generic signature (its answer names a grant, figures or a lease by the options and the name).
+  override async limit<const Options extends LimitCallOptions = {}, const Name extends LimitName<Limits, Options> = LimitName<Limits, Options>>(
+    name: Name,
+    options?: Options,
+  ): Promise<LimitResultOf<Limits, Name, Options>> {
     this.#mustWrite("limit");
-    return asConvexError(() => super.limit(name, options as LimitOptions & Inline));
+    return asConvexError(() => super.limit(name, options ?? ({} as Options)));
   }
 
   /**

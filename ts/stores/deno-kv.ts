@@ -8,7 +8,8 @@
  * Works with `Deno.Kv` (`Deno.openKv()`) and with `@deno/kv` in Node.
  * @module
  */
-import { wrongArgument, type RateLimitState, type RateLimitStore } from "ratebound";
+import { wrongArgument, type RateLimitState, type RateLimitStore, type StateRef, type WriteInfo } from "ratebound";
+import { GUARD_GONE, readSlots, touchGuard } from "./deno-kv-slots.js";
 import { OptimisticStore, OptimisticTransaction, runOptimistic, type OptimisticHost, type OptimisticOptions } from "./shared/optimistic.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
 
@@ -169,7 +170,7 @@ function kvHost(kv: KvLike, prefix: KvKey): OptimisticHost<KvKey, string | null>
     encodeState,
     decodeState,
     commit: (tx) => commitTransaction(tx as KvTransaction),
-    retryReason: (error) => (isLockedDatabase(error) ? "locked" : undefined),
+    retryReason: (error) => retryReason(error),
   };
 }
 
@@ -199,6 +200,8 @@ let commitTransaction: (tx: KvTransaction) => Promise<boolean>;
 export class KvTransaction extends OptimisticTransaction<KvKey, string | null> implements RateLimitStore {
   readonly #kv: KvLike;
   readonly #mutations: ((atomic: KvAtomicLike) => void)[] = [];
+  /** The keys of the concurrency slots this attempt read through {@link readSlots}: a write to one writes their guard. */
+  readonly #slots = new Set<string>();
 
   /**
    * @param kv The database.
@@ -246,6 +249,35 @@ export class KvTransaction extends OptimisticTransaction<KvKey, string | null> i
     return super.hasChanges() || this.#mutations.length > 0;
   }
 
+  /**
+   * A concurrency limit's slots, for a call that writes at most `writes` of them: the commit
+   * checks the slots written, or the limit key's guard (`deno-kv-slots.ts` argues why that is exact).
+   *
+   * @param refs The slots.
+   * @param writes How many of them the call may write.
+   * @returns Their states, in order.
+   * @example
+   * await tx.readSlots([{ name: "jobs", key: "ada", shard: 0 }], 1);
+   */
+  readSlots(refs: StateRef[], writes: number): Promise<unknown[]> {
+    for (const ref of refs) this.#slots.add(keyId(this.stateKey(ref)));
+    return readSlots(this, this.#kv, refs, writes);
+  }
+
+  /**
+   * The store's write, buffered; a concurrency slot's writes its guard too.
+   *
+   * @param ref The shard to write.
+   * @param state Its new state, or `null` to delete it.
+   * @param info The decision's `now` and the state's `fullAt`.
+   * @example
+   * tx.write({ name: "post", key: "ada", shard: 0 }, null);
+   */
+  override write(ref: StateRef, state: RateLimitState | null, info?: WriteInfo): void {
+    super.write(ref, state, info);
+    if (this.#slots.has(keyId(this.stateKey(ref)))) touchGuard(this, ref);
+  }
+
   static {
     commitTransaction = (tx) => tx.#commit();
   }
@@ -291,6 +323,11 @@ function isLockedDatabase(error: unknown): boolean {
   return error instanceof Error && /database is locked/i.test(error.message);
 }
 
+/** Which errors of a read or a commit are a lost race, retried: a locked database file, a guard gone (`deno-kv-slots.ts`). */
+function retryReason(error: unknown): "locked" | "check" | undefined {
+  return isLockedDatabase(error) ? "locked" : error === GUARD_GONE ? "check" : undefined;
+}
+
 /**
  * Runs `body` as one Deno KV transaction and returns what it returns. The body
  * gets a {@link KvTransaction}: pass it to `new RateLimiter(tx, limits)` and
@@ -331,7 +368,7 @@ function driverOptions(options: KvTransactionOptions): OptimisticOptions {
 const KV_SETTINGS = {
   label: "ratebound/deno-kv",
   giveUp: (attempts: number) => new KvConflictError(attempts),
-  retryReason: (error: unknown) => (isLockedDatabase(error) ? "locked" : undefined),
+  retryReason: (error: unknown) => retryReason(error),
 };
 
 /**

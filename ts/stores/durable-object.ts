@@ -12,11 +12,10 @@
  */
 import {
   Grant,
+  wrongArgument,
   RateLimiter,
-  RateLimitError,
   type BatchRequest,
   type GrantData,
-  type GrantResult,
   type SettleOptions,
   type SettleResult,
   type GetValueOptions,
@@ -28,6 +27,8 @@ import {
   type RateLimitValue,
   type ResetOptions,
   type StateRef,
+  type StoredLimit,
+  type StoredLimitOptions,
 } from "ratebound";
 import type { InlineConfig as Inline, RateLimiterClient } from "../core/limiter-client.js";
 import { ownCopy } from "./shared/options.js";
@@ -142,17 +143,29 @@ export interface DurableObjectStateLike {
 
 /** The body of a request to a {@link RateLimiterObject}, one per operation. */
 export type RateLimiterRequest =
-  | { op: "limit" | "check"; name: string; options?: Omit<LimitOptions, "throws"> }
-  | { op: "limitAll" | "checkAll"; requests: BatchRequest[]; options?: { figures?: boolean } }
+  | { op: "limit" | "check"; name: string; options?: Omit<LimitOptions, "throws">; lease?: true }
+  | { op: "limitAll" | "checkAll"; requests: BatchRequest[]; options?: { figures?: boolean; dryRun?: boolean } }
   | { op: "getValue"; name: string; options?: GetValueOptions }
   | { op: "reset"; name: string; options?: ResetOptions }
-  | { op: "settle"; grant: GrantData; actual: number; options?: SettleOptions };
+  | { op: "settle"; grant: GrantData; actual: number; options?: SettleOptions }
+  | { op: "setLimit"; name: string; config: RateLimitConfig; options?: StoredLimitOptions }
+  | { op: "getLimit" | "deleteLimit"; name: string; options?: StoredLimitOptions }
+  | { op: "release"; lease: LeaseData }
+  | { op: "extend"; lease: LeaseData; ms: number };
+
+/** A concurrency limit's lease as it crosses the wire (`lease.toJSON()`): the client wraps it in a handle. */
+export interface LeaseData {
+  name: string;
+  key?: string;
+  id: number;
+  slots: number[];
+}
 
 /** What the object answers to `limit` with `grant: true`: the grant as its data. */
 export type GrantAnswer = RateLimitResult & { grant?: GrantData };
 
 /** The codes of errors that are the caller's fault: answered with status 400. */
-const CALLER_ERRORS = new Set(["INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "UNKNOWN_LIMIT", "GRANT_SETTLED"]);
+const CALLER_ERRORS = new Set(["INVALID_CONFIG", "INVALID_REQUEST", "COUNT_EXCEEDS_MAX", "UNKNOWN_LIMIT", "GRANT_SETTLED", "LEASE_LOST"]);
 
 function json(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
@@ -187,6 +200,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
  */
 export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = Record<string, never>> {
   readonly #limiter: RateLimiter<Record<string, RateLimitConfig>>;
+  /** The names of its concurrency limits: `acquire` (a `limit` request with `lease: true`) takes only those. */
+  readonly #leaseNames: ReadonlySet<string>;
 
   /**
    * @param ctx The object's state; its `storage` holds the limits.
@@ -195,7 +210,9 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
    */
   constructor(ctx: DurableObjectStateLike, env?: unknown, limits: Limits = {} as Limits) {
     void env;
-    this.#limiter = new RateLimiter(durableObjectStore(ctx.storage), limits);
+    // Its named limits decide on the limits stored in the object (setLimit), when there are any.
+    this.#limiter = new RateLimiter<Record<string, RateLimitConfig>>(durableObjectStore(ctx.storage), limits, { storedLimits: true });
+    this.#leaseNames = new Set(Object.keys(limits).filter((name) => (limits[name] as { kind?: unknown }).kind === "concurrency"));
   }
 
   /**
@@ -222,17 +239,25 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
     }
   }
 
-  async #decide(body: Record<string, unknown>): Promise<RateLimitResult | GrantAnswer | RateLimitValue | SettleResult | void> {
+  async #decide(body: Record<string, unknown>): Promise<RateLimitResult | GrantAnswer | RateLimitValue | SettleResult | StoredLimit | void> {
     const limiter = this.#limiter;
     const { op, name, requests } = body;
     const options = (isObject(body.options) ? body.options : {}) as unknown as LimitOptions & Inline;
     const inline = options as GetValueOptions & Inline;
     switch (op) {
       case "limit": {
-        const result = (await limiter.limit(name as string, { ...options, throws: false })) as RateLimitResult & { grant?: unknown };
-        // A grant crosses the wire as its data; the client wraps it in a handle again.
+        if (body.lease === true && !this.#leaseNames.has(name as string)) {
+          throw wrongArgument("acquire", "name", `${JSON.stringify(name)} is not one of this object's concurrency limits: acquire waits for a lease`);
+        }
+        const result = (await limiter.limit(name as string, { ...options, throws: false })) as RateLimitResult & { grant?: unknown; lease?: { toJSON(): LeaseData; expiresAt: number } };
+        // A grant or a lease crosses the wire as its data; the client wraps it in a handle again.
+        if (result.lease !== undefined) return { ok: true, lease: result.lease.toJSON(), expiresAt: result.lease.expiresAt } as RateLimitResult;
         return result.grant instanceof Grant ? { ...result, grant: result.grant.data } : result;
       }
+      case "release":
+        return (await limiter.lease(body.lease).release()) as unknown as RateLimitResult;
+      case "extend":
+        return (await limiter.lease(body.lease).extend(body.ms as number)) as unknown as RateLimitResult;
       case "settle": {
         const settleOptions = (isObject(body.options) ? body.options : undefined) as SettleOptions | undefined;
         return limiter.settle(body.grant as GrantData, body.actual as number, settleOptions);
@@ -243,16 +268,25 @@ export class RateLimiterObject<Limits extends Record<string, RateLimitConfig> = 
       case "checkAll": {
         if (!Array.isArray(requests)) throw new TypeError(`ratebound: ${op} needs an array of requests`);
         const batch = requests as (BatchRequest & Inline)[];
-        // `figures` passes through, as `limit`'s options do: the object's decision computes them.
-        const batchOptions = (isObject(body.options) && body.options.figures === true ? { figures: true } : {}) as { throws?: boolean };
+        // `figures` and `dryRun` pass through, as `limit`'s options do: the object's decision computes them.
+        const given = isObject(body.options) ? body.options : {};
+        const batchOptions = { ...(given.figures === true ? { figures: true } : {}), ...(given.dryRun === true ? { dryRun: true } : {}) } as { throws?: boolean };
         return op === "limitAll" ? limiter.limitAll(batch, batchOptions) : limiter.checkAll(batch, batchOptions);
       }
       case "getValue":
         return limiter.getValue(name as string, inline);
       case "reset":
         return limiter.reset(name as string, inline);
+      case "setLimit":
+        return limiter.setLimit(name as string, body.config as RateLimitConfig, body.options as StoredLimitOptions | undefined);
+      case "getLimit":
+        return limiter.getLimit(name as string, body.options as StoredLimitOptions | undefined);
+      case "deleteLimit":
+        return limiter.deleteLimit(name as string, body.options as StoredLimitOptions | undefined);
       default:
-        throw new TypeError(`ratebound: unknown op ${JSON.stringify(op)} (limit, check, limitAll, checkAll, getValue, reset or settle)`);
+        throw new TypeError(
+          `ratebound: unknown op ${JSON.stringify(op)} (limit, check, limitAll, checkAll, getValue, reset, settle, setLimit, getLimit, deleteLimit, release or extend)`,
+        );
     }
   }
 }
@@ -280,70 +314,4 @@ export function rateLimiterObject<Limits extends Record<string, RateLimitConfig>
   };
 }
 
-/** What {@link rateLimiterClient} needs of a Durable Object stub: its `fetch`. */
-export interface DurableObjectStubLike {
-  /** Sends a request to the object. */
-  fetch(input: string, init: { method: string; headers: Record<string, string>; body: string }): Promise<Response>;
-}
-
-/**
- * Calls a {@link RateLimiterObject} through its stub, with the limiter's own
- * methods. A `400`/`500` answer becomes a thrown `Error` with the object's
- * `code` (`INVALID_CONFIG`, `COUNT_EXCEEDS_MAX`, …); `throws: true` turns a
- * refusal into a `RateLimitError`, as in-process.
- *
- * @param stub The object's stub, e.g. `env.LIMITER.get(env.LIMITER.idFromName(userId))`.
- * @returns The limiter's methods, each one request to the object.
- * @example
- * const limiter = rateLimiterClient<typeof LIMITS>(env.LIMITER.get(env.LIMITER.idFromName(userId)));
- * const { ok, retryAfter } = await limiter.limit("api", { key: userId });
- * if (!ok) return new Response("Too many requests", { status: 429, headers: { "retry-after": String(Math.ceil(retryAfter / 1000)) } });
- */
-export function rateLimiterClient<Limits extends Record<string, RateLimitConfig> = Record<string, never>>(
-  stub: DurableObjectStubLike,
-): RateLimiterClient<Limits> {
-  async function send(request: RateLimiterRequest): Promise<unknown> {
-    const response = await stub.fetch("https://ratebound.internal/", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(request),
-    });
-    const body = (await response.json()) as { result?: unknown; error?: { code?: string; message?: string; field?: string } };
-    if (response.ok) return body.result;
-    const error = body.error ?? {};
-    throw Object.assign(new Error(error.message ?? `ratebound: the rate limiter object answered ${response.status}`), {
-      code: error.code,
-      field: error.field,
-      status: response.status,
-    });
-  }
-  const decide = async (name: string, result: RateLimitResult, throws: boolean | undefined): Promise<RateLimitResult> => {
-    if (throws === true && !result.ok) throw new RateLimitError(name, result.retryAfter);
-    return result;
-  };
-  const settle = async (data: GrantData, actual: number, options?: SettleOptions) =>
-    (await send({ op: "settle", grant: data, actual, ...(options === undefined ? {} : { options }) })) as SettleResult;
-  const single = (op: "limit" | "check") => async (name: string, options: LimitOptions = {}) => {
-    const { throws, ...rest } = options;
-    const answer = (await decide(name, (await send({ op, name, options: rest })) as GrantAnswer, throws)) as GrantAnswer;
-    if (answer.grant === undefined) return answer;
-    const inline = rest.config === undefined ? undefined : { config: rest.config };
-    return { ...answer, grant: new Grant(answer.grant, (data, actual) => settle(data, actual, inline)) };
-  };
-  const batch = (op: "limitAll" | "checkAll") => async (requests: ReadonlyArray<BatchRequest>, options: { throws?: boolean; figures?: boolean } = {}) => {
-    const { throws, ...rest } = options;
-    const answer = await send({ op, requests: [...requests], ...(Object.keys(rest).length === 0 ? {} : { options: rest }) });
-    return decide(requests.map((request) => request.name).join(", "), answer as RateLimitResult, throws);
-  };
-  return {
-    limit: single("limit"),
-    check: single("check"),
-    limitAll: batch("limitAll"),
-    checkAll: batch("checkAll"),
-    getValue: async (name: string, options: GetValueOptions = {}) => (await send({ op: "getValue", name, options })) as RateLimitValue,
-    reset: async (name: string, options: ResetOptions = {}) => {
-      await send({ op: "reset", name, options });
-    },
-    settle,
-  } as RateLimiterClient<Limits>;
-}
+export { rateLimiterClient, type DurableObjectStubLike, type RemoteLease, type RemoteLeasing } from "./durable-object-client.js";

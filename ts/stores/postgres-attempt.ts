@@ -7,6 +7,16 @@
 import type { RateLimitState, RateLimitStore, StateRef } from "ratebound";
 import type { PostgresQueryable } from "./postgres-table.js";
 import { SqlStoreError, codedError, columnText, type WriteInfo } from "./shared/sql.js";
+import { KEY_LIMIT_SHARD } from "../core/boundary.js";
+
+/**
+ * Whether `ref` is a record of a stored limit (`setLimit`): shards from `KEY_LIMIT_SHARD` on
+ * (`src/stored_limit.rs`), past every state, ledger and grant record. Every grant of a name reads
+ * the name's records: they are read under a shared lock, which only `setLimit` and `deleteLimit`
+ * (which write them under the exclusive one) wait for, so grants on different keys never wait
+ * for each other there.
+ */
+const isLimitRecord = (ref: StateRef): boolean => ref.shard >= KEY_LIMIT_SHARD;
 
 /**
  * Thrown inside an attempt when a second state is locked by another transaction: the attempt is
@@ -107,23 +117,36 @@ export class Attempt implements RateLimitStore {
     return this.#inTurn(() => this.#write(ref, state, info));
   }
 
-  async #read(ref: StateRef): Promise<RateLimitState | null> {
-    // Waiting for a ref greater than every one held cannot close a cycle; any other is only tried.
-    const columns = await postgresColumns(ref);
+  /**
+   * Takes `ref`'s advisory lock (shared: a stored limit's record read), waiting only when it is
+   * greater than every one held (that cannot close a cycle); any other is only tried.
+   *
+   * @returns Whether it waited.
+   */
+  async #lock(ref: StateRef, columns: [string, string, number], shared: boolean): Promise<boolean> {
     const wait = this.#greatest === undefined || refOrder(columns, this.#greatest) > 0;
     if (wait) this.#greatest = columns;
-    // The state's one lock (the functions take the same), then its row.
     const lockKey = advisoryLockText(this.lockTable, ref);
+    const [lock, tryLock] = shared ? ["pg_advisory_xact_lock_shared", "pg_try_advisory_xact_lock_shared"] : ["pg_advisory_xact_lock", "pg_try_advisory_xact_lock"];
     if (wait) {
-      await this.#query("SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended($1::pg_catalog.text, 0))", [lockKey]);
+      await this.#query(`SELECT pg_catalog.${lock}(pg_catalog.hashtextextended($1::pg_catalog.text, 0))`, [lockKey]);
     } else {
-      const [row] = (await this.#query("SELECT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended($1::pg_catalog.text, 0)) AS locked", [lockKey])) as { locked: unknown }[];
+      const [row] = (await this.#query(`SELECT pg_catalog.${tryLock}(pg_catalog.hashtextextended($1::pg_catalog.text, 0)) AS locked`, [lockKey])) as { locked: unknown }[];
       if (row?.locked !== true) throw new LockBusy();
     }
+    return wait;
+  }
+
+  async #read(ref: StateRef): Promise<RateLimitState | null> {
+    const columns = await postgresColumns(ref);
+    // The state's one lock (the functions take the same), then its row.
+    const record = isLimitRecord(ref);
+    const wait = await this.#lock(ref, columns, record);
     // A statement of its own, after the lock: under READ COMMITTED it sees every commit made before
-    // the lock was ours. (NOWAIT only for a row an older ratebound may hold without the lock.)
-    const select = `SELECT value, ts FROM ${this.table} WHERE ${WHERE_REF} FOR UPDATE${wait ? "" : " NOWAIT"}`;
-    const rows = await this.#query(select, columns, !wait);
+    // the lock was ours. (NOWAIT only for a row an older ratebound may hold without the lock.) A
+    // record's row is not locked: its writers hold its exclusive lock until they commit.
+    const select = `SELECT value, ts FROM ${this.table} WHERE ${WHERE_REF}${record ? "" : ` FOR UPDATE${wait ? "" : " NOWAIT"}`}`;
+    const rows = await this.#query(select, columns, !wait && !record);
     if (rows.length === 0) return null;
     // Whatever the row holds goes to the core, which names the ref when it is not two finite numbers.
     const row = rows[0] as { value?: unknown; ts?: unknown };
@@ -132,6 +155,9 @@ export class Attempt implements RateLimitStore {
 
   async #write(ref: StateRef, state: RateLimitState | null, info?: WriteInfo): Promise<void> {
     const columns = await postgresColumns(ref);
+    // A stored limit's records are written without being read: their exclusive lock first, which
+    // waits for every grant that read them (under the shared one) to end.
+    if (isLimitRecord(ref)) await this.#lock(ref, columns, false);
     if (state === null) {
       await this.#query(`DELETE FROM ${this.table} WHERE ${WHERE_REF}`, columns);
       return;

@@ -18,12 +18,16 @@ export interface DecideStatements {
   decideOne: string;
   /** The many-calls function, `"schema"."name_decide_many_v3"`. */
   decideMany: string;
+  /** The batch function of stored limits, `"schema"."name_decide_limits_v3"`. */
+  decideLimits: string;
   /** The statement calling the batch function with {@link batchParams}. */
   decideText: string;
   /** The statement calling the one-item function with {@link oneParams}. */
   decideOneText: string;
   /** The statement calling the many-calls function with {@link manyParams}. */
   decideManyText: string;
+  /** The statement calling the batch function of stored limits with {@link batchParams} and {@link expectParam}. */
+  decideLimitsText: string;
 }
 
 /**
@@ -41,7 +45,7 @@ export interface DecideStatements {
  * @returns The names and statements.
  */
 export function decideStatements(schema: string, name: string): DecideStatements {
-  const { table, decide, decideOne, decideMany } = decideFunctionName(schema, name);
+  const { table, decide, decideOne, decideMany, decideLimits } = decideFunctionName(schema, name);
   const [text, int4, float8, bool] = ["pg_catalog.text", "pg_catalog.int4", "pg_catalog.float8", "pg_catalog.bool"];
   const cast = (types: string[]) => types.map((type, index) => `$${index + 1}::${text}::${type}`).join(", ");
   const arrays = [`${text}[]`, `${text}[]`, `${int4}[]`, `${text}[]`, `${float8}[]`];
@@ -51,7 +55,9 @@ export function decideStatements(schema: string, name: string): DecideStatements
     decide,
     decideOne,
     decideMany,
+    decideLimits,
     decideText: `SELECT ${decide}(${cast([...arrays, bool])}) AS answer`,
+    decideLimitsText: `SELECT ${decideLimits}(${cast([...arrays, bool, `${float8}[]`])}) AS answer`,
     decideManyText: `SELECT ${decideMany}(${cast([...arrays, `${int4}[]`])}) AS answer`,
     decideOneText: `SELECT ${decideOne}(${scalars.join(", ")}) AS answer`,
   };
@@ -162,6 +168,19 @@ export function batchParams(batch: RemoteBatch, columns: [string, string, number
     `{${numbers.map(numberText).join(",")}}`,
     batch.all ? "true" : "false",
   ];
+}
+
+/** `p_expect` of the batch function of stored limits: per record, the value and ts it was planned on (NULL, NULL: none). */
+export function expectParam(limits: readonly (RateLimitState | null)[]): string {
+  const numbers = limits.flatMap((state) => (state === null ? [null, null] : [state.value, state.ts]));
+  return `{${numbers.map(numberText).join(",")}}`;
+}
+
+/** The answer of the batch function of stored limits: `replan` and what each ref held, or as {@link parseAnswer}. */
+export function parseLimitsAnswer(answer: string, batch: RemoteBatch): RemoteAnswer {
+  if (!answer.startsWith("replan")) return parseAnswer(answer, batch);
+  const { stored } = parseAnswer(`ok${answer.slice("replan".length)} ${"0".repeat(batch.items.length)}`, batch);
+  return { stored, wrote: batch.items.map(() => false), replan: true };
 }
 
 /** One call of a group: its batch, and its refs' columns. */

@@ -159,7 +159,7 @@ function kyselyConnection(db: KyselyLike): PostgresQueryable {
 /**
  * A Prisma client or transaction as a connection. A raw query's error becomes the driver's, with
  * its SQLSTATE as the code (Prisma reports `P2010`, the SQLSTATE in `meta.driverAdapterError`).
- * `pg_advisory_xact_lock` returns `void`, a column Prisma cannot read: that statement runs as
+ * `pg_advisory_xact_lock` (and its `_shared` form) returns `void`, a column Prisma cannot read: that statement runs as
  * `$executeRawUnsafe` (its answer is not read). A number goes as its exact text (`float8in` reads
  * JavaScript's shortest form back exactly): Prisma would send `Infinity` as `NULL`.
  */
@@ -168,7 +168,7 @@ function prismaConnection(db: PrismaLike): PostgresQueryable {
     query: async (text, given = []) => {
       const params = given.map((param) => (typeof param === "number" ? (Object.is(param, -0) ? "-0" : String(param)) : param));
       try {
-        if (/^SELECT (?:pg_catalog\.)?pg_advisory_xact_lock\(/.test(text)) {
+        if (/^SELECT (?:pg_catalog\.)?pg_advisory_xact_lock(?:_shared)?\(/.test(text)) {
           await db.$executeRawUnsafe(text, ...params);
           return { rows: [] };
         }

@@ -92,7 +92,10 @@ export function quoteIdentifier(name: string): string {
  * @param table The table's name, unquoted.
  * @returns The quoted names.
  */
-export function decideFunctionName(schema: string, table: string): { schema: string; table: string; decide: string; decideOne: string; decideMany: string } {
+export function decideFunctionName(
+  schema: string,
+  table: string,
+): { schema: string; table: string; decide: string; decideOne: string; decideMany: string; decideLimits: string } {
   const prefix = `${quoteIdentifier(schema)}.`;
   return {
     schema: prefix,
@@ -100,6 +103,7 @@ export function decideFunctionName(schema: string, table: string): { schema: str
     decide: `${prefix}${quoteIdentifier(`${table}_decide_v${DECIDE_VERSION}`)}`,
     decideOne: `${prefix}${quoteIdentifier(`${table}_decide_one_v${DECIDE_VERSION}`)}`,
     decideMany: `${prefix}${quoteIdentifier(`${table}_decide_many_v${DECIDE_VERSION}`)}`,
+    decideLimits: `${prefix}${quoteIdentifier(`${table}_decide_limits_v${DECIDE_VERSION}`)}`,
   };
 }
 
@@ -146,10 +150,16 @@ export const ITEM_STRIDE = 20;
  * @param decide The decision function's quoted name (`"app"."limits_decide_v3"`).
  * @returns The statements.
  */
-export function decideFunctionSql(schema: string, table: string, decide: string, decideOne: string, decideMany: string): string[] {
+export function decideFunctionSql(schema: string, table: string, decide: string, decideOne: string, decideMany: string, decideLimits: string): string[] {
   const fn = (name: string) => `${schema}"ratebound_v${DECIDE_VERSION}_${name}"`;
   const { statements, helpers } = helperFunctionsSql(fn);
-  return [...statements, decideSql(table, decide, helpers), decideOneSql(table, decide, decideOne), decideManySql(table, decideMany, helpers)];
+  return [
+    ...statements,
+    decideSql(table, decide, helpers),
+    decideOneSql(table, decide, decideOne),
+    decideManySql(table, decideMany, helpers),
+    decideSql(table, decideLimits, helpers, true),
+  ];
 }
 
 /**
@@ -295,18 +305,56 @@ export function decideParts(table: string, h: Helpers): { declarations: string; 
   return { declarations, lockOrder, lockAndRead, itemLoop };
 }
 
-/** src/batch.rs decide_batch and src/limiter.rs decide_planned, with the locks, reads and writes. */
-function decideSql(table: string, decide: string, h: Helpers): string {
-  const { declarations, lockAndRead, itemLoop } = decideParts(table, h);
+/**
+ * src/batch.rs decide_batch and src/limiter.rs decide_planned, with the locks, reads and writes.
+ *
+ * With `limits`, the batch function of stored limits (`<table>_decide_limits_v3`, the batch
+ * function's parameters and `p_expect float8[]`): the last `cardinality(p_expect) / 2` refs are
+ * the records of stored limits (no item reads them), and `p_expect` the value and ts each held
+ * when the batch was planned (NULL, NULL: no row). Once every ref is locked and read, a record
+ * that holds anything else makes it decide and write nothing and answer `replan`, then the value
+ * and ts each ref held (as `ok` does), so the limiter plans the batch again on them.
+ */
+function decideSql(table: string, decide: string, h: Helpers, limits = false): string {
+  const { declarations, lockOrder, lockAndRead, itemLoop } = decideParts(table, h);
+  // With stored limits, only the states are locked (in the global order, as always); the records
+  // are read as they are committed: a setLimit that commits after this read is after this call.
+  const statesOnly = `    IF refs - checks = 1 THEN
+      lock_order := ARRAY[1];
+    ELSE
+      lock_order := ARRAY(SELECT u.o FROM unnest(p_names[1:refs - checks], p_keys[1:refs - checks], p_shards[1:refs - checks])
+        WITH ORDINALITY AS u(n, k, s, o) ORDER BY u.n COLLATE "C", u.k COLLATE "C", u.s);
+    END IF;`;
+  const readStates = lockAndRead.slice(lockOrder.length);
+  const readRecords = `
+    FOR ref IN refs - checks + 1 .. refs LOOP
+      SELECT value, ts INTO row_value, row_ts FROM ${table} WHERE name = p_names[ref] AND key = p_keys[ref] AND shard = p_shards[ref];
+      IF FOUND THEN
+        stored_value[ref] := row_value;
+        stored_ts[ref] := row_ts;
+      END IF;
+    END LOOP;`;
+  const check = `
+    -- Stored limits: decide only on the records the batch was planned on.
+    FOR checked IN 1 .. checks LOOP
+      ref := refs - checks + checked;
+      IF stored_value[ref] IS DISTINCT FROM p_expect[2 * checked - 1] OR stored_ts[ref] IS DISTINCT FROM p_expect[2 * checked] THEN
+        answer := 'replan';
+        FOR ref IN 1 .. refs LOOP
+          answer := answer || ' ' || coalesce(stored_value[ref]::text, '-') || ' ' || coalesce(stored_ts[ref]::text, '-');
+        END LOOP;
+        RETURN answer;
+      END IF;
+    END LOOP;
+`;
   return `CREATE OR REPLACE FUNCTION ${decide}(p_names text[], p_keys text[], p_shards integer[], p_locks text[],
-  p_items float8[], p_all boolean) RETURNS text
+  p_items float8[], p_all boolean${limits ? ", p_expect float8[]" : ""}) RETURNS text
 LANGUAGE plpgsql VOLATILE ${PINNED} SET extra_float_digits = 3 AS $fn$
 DECLARE
-${declarations}
+${declarations}${limits ? "\n  checked integer;\n  checks integer := coalesce(cardinality(p_expect), 0) / 2;" : ""}
 BEGIN
   BEGIN
-${lockAndRead}
-
+${limits ? `${statesOnly}${readStates}${readRecords}${check}` : lockAndRead}
     IF NOT corrupt THEN
 ${itemLoop("0", "items - 1", "p_all")}
 

@@ -71,7 +71,7 @@ function installBlock(given: PostgresTableOptions, fn: string): string {
   full_at double precision NOT NULL DEFAULT 'Infinity',
   PRIMARY KEY (name, key, shard)
 )`,
-    ...decideFunctionSql(names.schema, names.table, names.decide, names.decideOne, names.decideMany),
+    ...decideFunctionSql(names.schema, names.table, names.decide, names.decideOne, names.decideMany, names.decideLimits),
   ];
   // (Table names are letters, digits and _: a literal needs no escaping.)
   const target = qualified

@@ -25,7 +25,21 @@ import { queryableOf, tableSchema, type PostgresJsLike, type PostgresQueryable }
 import { quoteIdentifier } from "./postgres-decide.js";
 import { fromOrm, type PostgresOrmClient } from "./postgres-clients.js";
 import { Attempt, LockBusy, advisoryLockText, postgresColumns, postgresColumnsNow } from "./postgres-attempt.js";
-import { badRow, batchParams, decideStatements, functionError, manyAnswers, manyParams, oneItem, oneParams, parseAnswer, type DecideStatements, type GroupCall } from "./postgres-call.js";
+import {
+  badRow,
+  batchParams,
+  decideStatements,
+  expectParam,
+  functionError,
+  manyAnswers,
+  manyParams,
+  oneItem,
+  oneParams,
+  parseAnswer,
+  parseLimitsAnswer,
+  type DecideStatements,
+  type GroupCall,
+} from "./postgres-call.js";
 import { GroupCommit } from "./shared/group-commit.js";
 import { NESTED, OWN, framed, listen, run, whileListening, wrapped, type Frame } from "./postgres-connection.js";
 import { SqlStoreError, codedError, describe, hasMethod, invalidOption, oneAtATime, tableParts, type WriteInfo } from "./shared/sql.js";
@@ -235,8 +249,14 @@ export function postgresStore(client: PostgresQueryable | PostgresPoolLike | Pos
 
   /** One statement deciding `batch` alone; rejects with the function's error or the statement's. */
   async function decideAlone({ batch, columns }: GroupCall): Promise<RemoteAnswer> {
-    const one = oneItem(batch);
     const names = await statements();
+    const limits = batch.limits;
+    if (limits !== undefined && limits.length > 0) {
+      // Stored limits: checked in the same statement, against what the batch was planned on.
+      const params = [...batchParams(batch, columns, lockTable), expectParam(limits)];
+      return answerOf(await runDecide(names.decideLimitsText, params, names.decideLimits), (answer) => parseLimitsAnswer(answer, batch));
+    }
+    const one = oneItem(batch);
     const [text, params] = one !== undefined
       ? [names.decideOneText, oneParams(one, columns[0]!, advisoryLockText(lockTable, batch.refs[0]!))]
       : [names.decideText, batchParams(batch, columns, lockTable)];
@@ -289,7 +309,8 @@ export function postgresStore(client: PostgresQueryable | PostgresPoolLike | Pos
     for (let attempt = 1; ; attempt++) {
       let failure: Error;
       try {
-        return await (group === undefined ? decideAlone(call) : group.enqueue(call));
+        // A batch on stored limits goes alone (its statement checks the records it was planned on).
+        return await (group === undefined || batch.limits?.length ? decideAlone(call) : group.enqueue(call));
       } catch (error) {
         // The function's error, or the statement's: under SERIALIZABLE a commit can fail (40001,
         // read/write dependencies found at COMMIT, after the function returned): nothing was committed.
@@ -374,6 +395,7 @@ export function postgresStore(client: PostgresQueryable | PostgresPoolLike | Pos
   return {
     transaction,
     decide,
+    checksStoredLimits: true,
     read: (ref) => transaction((store) => Promise.resolve(store.read(ref))),
     write: (ref, state, info?: WriteInfo) => transaction(async (store) => void (await (store as Attempt).write(ref, state, info))),
   };

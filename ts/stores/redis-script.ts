@@ -25,6 +25,7 @@
 import { ARITHMETIC } from "./redis-script-arithmetic.js";
 import { BATCHES } from "./redis-script-batch.js";
 import { FAST_PATH } from "./redis-script-fast.js";
+import { LIMITS_CHECK } from "./redis-script-limits.js";
 
 /**
  * The decision script.
@@ -56,6 +57,10 @@ import { FAST_PATH } from "./redis-script-fast.js";
  *   its call, or its whole all-or-nothing call); each key is written once, by
  *   its last writer, with that writer's TTL.
  *
+ * A batch on stored limits (`RemoteBatch.limits`) comes first with the
+ * records it was planned on, checked before anything is decided
+ * (`./redis-script-limits.ts`); it goes alone, never in a group commit.
+ *
  * The common call (compact, its state absent or stored without an exponent,
  * granted without a wait) takes a fast path that computes only what that
  * case needs, with the same operations as the general path; every other
@@ -82,4 +87,4 @@ import { FAST_PATH } from "./redis-script-fast.js";
  * written state expires (`PX`, rounded up, at least 1) when it is full again
  * (`full_at`), never when that is infinite or past 9e12 ms.
  */
-export const DECIDE_SCRIPT = FAST_PATH + ARITHMETIC + BATCHES;
+export const DECIDE_SCRIPT = LIMITS_CHECK + FAST_PATH + ARITHMETIC + BATCHES;

@@ -17,10 +17,11 @@
  * and Redis Cluster through node-redis `createCluster` and ioredis `Cluster`.
  * @module
  */
-import type { RemoteBatch, StateRef } from "ratebound";
+import type { RateLimitState, RemoteBatch, StateRef } from "ratebound";
 import { OptimisticStore, type OptimisticHost, type OptimisticOptions, type OptimisticTransaction } from "./shared/optimistic.js";
 import { OPTIMISTIC_OPTIONS, ownCopy } from "./shared/options.js";
 import { DECIDE_SCRIPT } from "./redis-script.js";
+import { CONCURRENCY_SCRIPT } from "./redis-script-concurrency.js";
 import { watchEviction } from "./redis-eviction.js";
 import { fromRedisClient, type BunRedisClientLike, type GlideClientLike } from "./redis-clients.js";
 import { GroupCommit } from "./shared/group-commit.js";
@@ -35,13 +36,14 @@ import {
   invalidArgument,
   manyAnswers,
   manyArguments,
+  rawText,
   slotLane,
   text,
   type Group,
   type RedisAnswer,
 } from "./redis-codec.js";
 
-export { DECIDE_SCRIPT, READ_SCRIPT, RedisStoreError };
+export { CONCURRENCY_SCRIPT, DECIDE_SCRIPT, READ_SCRIPT, RedisStoreError };
 export type { RedisAnswer, RedisErrorCode } from "./redis-codec.js";
 export type { BunRedisClientLike, GlideClientLike } from "./redis-clients.js";
 export type { IoRedisLike, NodeRedisLike, RedisClientLike, UpstashRedisLike } from "./redis-commands.js";
@@ -166,8 +168,11 @@ function redisHost(commands: Commands, prefix: string, timeoutMs: number): Optim
 export class RedisStore extends OptimisticStore<string, string | null> {
   readonly #commands: Commands;
   readonly #prefix: string;
+  readonly #timeoutMs: number;
   /** Calls that arrive while a decision is in flight go together in the next EVALSHA. */
   readonly #batcher: GroupCommit<Group, RedisAnswer>;
+  /** `decide` checks a batch's stored limits in its EVALSHA (`RemoteBatch.limits`). */
+  readonly checksStoredLimits = true;
 
   /**
    * @param commands The client's commands.
@@ -188,6 +193,7 @@ export class RedisStore extends OptimisticStore<string, string | null> {
     });
     this.#commands = commands;
     this.#prefix = prefix;
+    this.#timeoutMs = timeoutMs;
     this.#batcher = new GroupCommit<Group, RedisAnswer>({
       maxSize: GROUP_MAX_ITEMS,
       size: (group) => group.batch.items.length,
@@ -220,7 +226,56 @@ export class RedisStore extends OptimisticStore<string, string | null> {
     const keys = batch.refs.map((ref) => redisKey(ref, this.#prefix));
     // Checked and laid out now: a bad batch fails alone, before it joins a round trip.
     const args = decideArguments(batch);
+    const limits = batch.limits;
+    if (limits !== undefined && limits.length > 0) return this.#decideChecked(batch, keys, args, limits);
     return this.#batcher.enqueue({ batch, keys, args });
+  }
+
+  /**
+   * A batch on stored limits, alone in one EVALSHA: the script checks that
+   * the records still hold what the batch was planned on before it decides
+   * (`./redis-script-limits.ts`), else answers them with `replan`.
+   */
+  async #decideChecked(batch: RemoteBatch, keys: string[], args: string[], limits: readonly (RateLimitState | null)[]): Promise<RedisAnswer> {
+    if (!Array.isArray(limits) || limits.length > batch.refs.length) throw invalidArgument("batch", "decide: limits must be one state or null for each of the batch's last refs");
+    const checks = ["x", String(limits.length), ...limits.map((state) => (state === null ? "" : encodeState(state)))];
+    let reply: unknown;
+    try {
+      reply = await bounded("the decision script", this.#timeoutMs, () => run(this.#commands, DECIDE_SCRIPT, keys, [...checks, ...args]));
+    } catch (error) {
+      throw storeError("the decision script", error);
+    }
+    if (!Array.isArray(reply) || rawText(reply[0], "the decision script") !== "r") return decideAnswer(reply, batch);
+    if (reply.length > 1 + limits.length) throw new RedisStoreError("REDIS_ERROR", "ratebound/redis: the decision script answered more records than it was asked; the call failed closed");
+    const first = batch.refs.length - limits.length;
+    const stored = batch.refs.map((_, ref) => (ref < first ? null : decodeState(rawText(reply[1 + ref - first], "the decision script"))));
+    return { stored, wrote: batch.items.map(() => false), decided: batch.items.map(() => null), replan: true };
+  }
+
+  /**
+   * A concurrency limit's take, release or extend inside Redis, in one EVALSHA
+   * (`./redis-script-concurrency.ts`): reads `refs` (the slots), decides as the core does, writes,
+   * and answers what each held and the indexes of the refs it wrote. The package checks the call
+   * before and replays the core after (`ts/core/concurrency.ts`).
+   *
+   * @param refs The slots, in slot order.
+   * @param args The operation and its numbers, as the script takes them.
+   * @returns What each slot held (null: nothing), and the indexes written.
+   */
+  async decideSlots(refs: StateRef[], args: string[]): Promise<{ stored: unknown[]; wrote: number[] }> {
+    const keys = refs.map((ref) => redisKey(ref, this.#prefix));
+    let answer: unknown;
+    try {
+      answer = await bounded("the concurrency script", this.#timeoutMs, () => run(this.#commands, CONCURRENCY_SCRIPT, keys, args));
+    } catch (error) {
+      throw storeError("the concurrency script", error);
+    }
+    if (!Array.isArray(answer) || answer.length !== refs.length + 1) {
+      throw new RedisStoreError("REDIS_ERROR", `ratebound/redis: the concurrency script answered ${JSON.stringify(answer)}`);
+    }
+    const stored = answer.slice(0, refs.length).map((reply, index) => decodeState(rawText(reply, `slot ${index}`)));
+    const written = rawText(answer[refs.length], "the slots written") ?? "";
+    return { stored, wrote: written === "" ? [] : written.split(",").map(Number) };
   }
 
   /** One EVALSHA for the calls of a group commit: alone in the one-call layout, else all in order. */

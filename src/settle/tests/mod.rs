@@ -68,6 +68,7 @@ fn two_shard_grant(store: &mut Shards, kind: Kind) -> (Config, Grant) {
     let limit = match kind {
         Kind::TokenBucket => config(ConfigInput::token_bucket(40.0, 1_000.0).with("shards", 4.0)),
         Kind::FixedWindow => config(ConfigInput::fixed_window(40.0, 1_000.0).with("shards", 4.0).with("start", 0.0)),
+        Kind::SlidingWindow => unreachable!("a sliding window has no grants"),
     };
     store.0.insert(0, (State { value: 6.0, ts: 0.0 }, f64::INFINITY));
     store.0.insert(1, (State { value: 4.0, ts: 0.0 }, f64::INFINITY));

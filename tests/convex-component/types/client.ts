@@ -7,7 +7,8 @@ import referenceTest from "rate-limiter-040/test";
 import { useRateLimit } from "ratebound/convex-component/react";
 import rateLimiterTest from "ratebound/convex-component/test";
 import type { ApiFromModules, FunctionArgs, FunctionReturnType } from "convex/server";
-import { MINUTE, RateLimiter, isRateLimitError, type ComponentApi, type RunMutationCtx } from "ratebound/convex-component";
+import { MINUTE, RateLimiter, isRateLimitError, type ComponentApi, type LeaseData, type LeaseReturns, type RateLimitReturns, type RunMutationCtx } from "ratebound/convex-component";
+import type * as leases from "../../../pkg/convex-component/leases.js";
 import type * as lib from "../../../pkg/convex-component/lib.js";
 import type * as time from "../../../pkg/convex-component/time.js";
 import { components } from "../../../examples/convex-component/convex/_generated/api";
@@ -88,3 +89,31 @@ new RateLimiter(components.rateLimiter, limits, { headroom: { sendMessage: "2" }
 const typedStatus: { ok: true; retryAt: undefined } | { ok: false; retryAt: number } | undefined = useRateLimit({} as never).status;
 void typedStatus;
 void checks;
+
+// Concurrency limits: `limit` on one answers a lease's data, which `release` and `extend` take.
+const mixed = new RateLimiter(components.rateLimiter, {
+  exports: { kind: "concurrency", max: 4, lease: 30_000 },
+  sendMessage: { kind: "token bucket", rate: 10, period: MINUTE },
+});
+const taken = await mixed.limit(ctx, "exports", { key: "team", count: 2, throws: false });
+const leaseAnswer: LeaseReturns = taken;
+const rateAnswer: RateLimitReturns = await mixed.limit(ctx, "sendMessage", { key: "ada" });
+if (taken.ok) {
+  const data: LeaseData = taken.lease;
+  const expiresAt: number = taken.expiresAt;
+  const { released }: { released: number } = await mixed.release(ctx, data);
+  const extended: { expiresAt: number } = await mixed.extend(ctx, data, 30_000);
+  // @ts-expect-error extend takes a number of ms
+  await mixed.extend(ctx, data, "30s");
+  void [expiresAt, released, extended];
+}
+// @ts-expect-error max is a number
+new RateLimiter(components.rateLimiter, { exports: { kind: "concurrency", max: "4", lease: 30_000 } });
+type OwnLeases = ApiFromModules<{ leases: typeof leases }>["leases"];
+const leaseChecks: [
+  Equal<FunctionArgs<OwnLeases["take"]>, FunctionArgs<ComponentApi["leases"]["take"]>>,
+  Equal<FunctionReturnType<OwnLeases["take"]>, FunctionReturnType<ComponentApi["leases"]["take"]>>,
+  Equal<FunctionArgs<OwnLeases["release"]>, FunctionArgs<ComponentApi["leases"]["release"]>>,
+  Equal<FunctionArgs<OwnLeases["extend"]>, FunctionArgs<ComponentApi["leases"]["extend"]>>,
+] = [true, true, true, true];
+void [leaseAnswer, rateAnswer, leaseChecks];

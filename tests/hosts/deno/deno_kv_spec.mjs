@@ -97,7 +97,7 @@ test("coalesced: 60 calls at once on one key through one kvStore admit exactly t
   assert.deepEqual(seen.stored, seen.serialStored);
 });
 
-for (const name of ["hot", "hotWindow"]) {
+for (const name of traffic.COALESCE_NAMES) {
   test(`coalesced, ${name}: 40 limits and checks of 1 to 3 tokens answer exactly as one at a time, with no commit lost`, async ({ kv }) => {
     const seen = await scenarios.coalescedCalls({ ratebound, kvLib, kv, calls: traffic.mixedCalls(40, "ada", name) });
     assert.deepEqual(seen.answers, seen.serial);

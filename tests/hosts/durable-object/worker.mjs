@@ -10,6 +10,7 @@ export const LIMITS = {
   dailySharded: { kind: "token bucket", rate: 20, period: DAY, shards: 5 },
   perUser: { kind: "token bucket", rate: 3, period: DAY },
   global: { kind: "fixed window", rate: 2, period: DAY, start: 0 },
+  sliding: { kind: "sliding window", rate: 10, period: DAY },
 };
 
 /** The ready class on a SQLite-backed object (binding LIMITER). */
@@ -70,9 +71,10 @@ export class KvProbe extends StoreProbe {}
 const stubOf = (env, binding, object) => env[binding].get(env[binding].idFromName(object));
 
 /** Runs one client call; a thrown error comes back as data. */
-async function call(client, { op, name, options, requests, batchOptions }) {
+async function call(client, { op, name, options, requests, batchOptions, config }) {
   try {
-    const result = op === "limitAll" || op === "checkAll" ? await client[op](requests, batchOptions) : await client[op](name, options);
+    const result =
+      op === "limitAll" || op === "checkAll" ? await client[op](requests, batchOptions) : op === "setLimit" ? await client.setLimit(name, config, options) : await client[op](name, options);
     return { result: result ?? null };
   } catch (error) {
     return {

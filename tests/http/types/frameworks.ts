@@ -63,7 +63,7 @@ export async function guarded(request: Request): Promise<Response> {
   await decision.finish(response.status);
   return response;
 }
-export const pairs: Promise<Array<[string, string]>> = rateLimitHeaders("draft-7", [{ name: "api", figures: { limit: 10, remaining: 9, reset: 6, window: 60, sampled: 1 } }]);
+export const pairs: Promise<Array<[string, string]>> = rateLimitHeaders("draft-7", [{ name: "api", figures: { limit: 10, remaining: 9, reset: 6, window: 60, sampled: 1, effectiveWindow: 6 } }]);
 
 // @ts-expect-error Fastify's request has no such field
 fastifyRateLimit(limiter, "api", { key: (request) => request.ipp });

@@ -10,6 +10,7 @@ const LIMITS = {
   daily: { kind: "token bucket", rate: 10, period: 86_400_000 },
   perUser: { kind: "token bucket", rate: 3, period: 86_400_000 },
   global: { kind: "fixed window", rate: 2, period: 86_400_000, start: 0 },
+  sliding: { kind: "sliding window", rate: 10, period: 86_400_000 },
 };
 const limiterOn = (store) => new RateLimiter(store, LIMITS, { now: () => NOW });
 const asData = (error) => ({ error: { name: error.name, code: error.code, message: error.message, attempts: error.attempts } });
@@ -47,6 +48,11 @@ const routes = {
     const limiter = limiterOn(d1Store(env.DB));
     return op === "limitAll" ? limiter.limitAll(requests) : limiter[op](name, options);
   },
+  /** A call of its own through d1Store on a limiter that reads stored limits (a new instance each request). */
+  stored: (env, { op, name, config, options }) => {
+    const limiter = new RateLimiter(d1Store(env.DB), LIMITS, { now: () => NOW, storedLimits: true });
+    return op === "setLimit" ? limiter.setLimit(name, config, options) : limiter[op](name, options);
+  },
   /** Writes each ref's state in one transaction, then reads each back. */
   collide: async (env, { refs, states }) => {
     const store = d1Store(env.DB);
@@ -54,7 +60,7 @@ const routes = {
     return store.transaction(async (tx) => Promise.all(refs.map((ref) => tx.read(ref))));
   },
   /** `n` calls at once inside the Worker; `bare`: through the store's read and write, with no batch re-check. */
-  burst: async (env, { n, key, bare = false }) => {
+  burst: async (env, { n, key, bare = false, name = "daily" }) => {
     const store = d1Store(env.DB, { maxAttempts: 100 });
     const racy = {
       read: async (ref) => {
@@ -64,7 +70,7 @@ const routes = {
       },
       write: (ref, state, info) => store.write(ref, state, info),
     };
-    const outcomes = await Promise.all(Array.from({ length: n }, () => limiterOn(bare ? racy : store).limit("daily", { key }).catch(asData)));
+    const outcomes = await Promise.all(Array.from({ length: n }, () => limiterOn(bare ? racy : store).limit(name, { key }).catch(asData)));
     return { admitted: outcomes.filter((outcome) => outcome.ok === true).length, errors: outcomes.filter((outcome) => outcome.error) };
   },
   /**

@@ -11,6 +11,8 @@ type PendingUpdate =
   | { kind: "consume"; name: string; key?: string; count: number; config: Config; ts: number }
   | { kind: "reset"; name: string; key?: string };
 type Returns = { ok: true; retryAfter?: number } | { ok: false; retryAfter: number };
+type ConcurrencyConfig = { kind: "concurrency"; max: number; lease: number };
+type LeaseData = { name: string; key?: string; id: number; slots: Array<number> };
 type LimitArgs = { config: Config; count?: number; key?: string; name: string; reserve?: boolean; throws?: boolean };
 type BatchArgs = {
   requests: Array<{ config: Config; count?: number; key?: string; name: string; reserve?: boolean }>;
@@ -41,6 +43,17 @@ export type ComponentApi<Name extends string | undefined = string | undefined> =
       SettleResult,
       Name
     >;
+  };
+  leases: {
+    take: FunctionReference<
+      "mutation",
+      "internal",
+      { name: string; key?: string; count?: number; throws?: boolean; config: ConcurrencyConfig },
+      { ok: true; lease: LeaseData; expiresAt: number } | { ok: false; retryAfter: number },
+      Name
+    >;
+    release: FunctionReference<"mutation", "internal", { lease: LeaseData; config: ConcurrencyConfig }, { released: number }, Name>;
+    extend: FunctionReference<"mutation", "internal", { lease: LeaseData; ms: number; config: ConcurrencyConfig }, { expiresAt: number }, Name>;
   };
   lib: {
     checkRateLimit: FunctionReference<"query", "internal", LimitArgs, Returns, Name>;

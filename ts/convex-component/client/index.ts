@@ -2,7 +2,8 @@
  * The app-side client of ratebound's Convex component: a drop-in for
  * `@convex-dev/rate-limiter`'s client. `new RateLimiter(components.rateLimiter, limits)`
  * with the same methods, signatures and type-checked limit names, plus
- * `limitAll` / `checkAll` for several limits in one component call.
+ * `limitAll` / `checkAll` for several limits in one component call, and
+ * concurrency limits (`limit` answers a lease's data; `release`, `extend`).
  * @module
  */
 import {
@@ -29,9 +30,16 @@ import {
 import { checkAsynchronous, limitAsynchronous } from "./asynchronous.js";
 import { runStaleQuery, type ActionCtx, type MutationCtx, type QueryCtx, type RunMutationCtx, type RunQueryCtx } from "./ctx.js";
 import { limitWithGrant, settleGrant, type GrantData, type GrantReturns, type SettleReturns } from "./grants.js";
+import { extendLease, isConcurrencyConfig, releaseLease, takeLease, type ConcurrencyConfig, type LeaseData, type LeaseReturns } from "./leases.js";
 
 export { calculateRateLimit, isRateLimitError, SECOND, MINUTE, HOUR, DAY, WEEK } from "ratebound";
-export type { ActionCtx, GrantData, GrantReturns, MutationCtx, QueryCtx, RunMutationCtx, RunQueryCtx, SettleReturns };
+export type { ActionCtx, ConcurrencyConfig, GrantData, GrantReturns, LeaseData, LeaseReturns, MutationCtx, QueryCtx, RunMutationCtx, RunQueryCtx, SettleReturns };
+
+/** A named limit's config: a rate limit, or a concurrency limit (`{ kind: "concurrency", max, lease }`). */
+export type LimitConfig = RateLimitConfig | ConcurrencyConfig;
+
+/** What `limit` answers for `Name`: a lease's data on a concurrency limit, else a rate limit's result (a grant's with `grant: true`). */
+export type LimitReturns<Limits, Name> = Name extends keyof Limits ? (Limits[Name] extends ConcurrencyConfig ? LeaseReturns : RateLimitReturns | GrantReturns) : RateLimitReturns | GrantReturns;
 export type { ComponentApi, GetValueArgs, GetValueReturns, PendingUpdate, RateLimitArgs, RateLimitConfig, RateLimitError, RateLimitReturns };
 
 /**
@@ -49,7 +57,7 @@ export type { ComponentApi, GetValueArgs, GetValueReturns, PendingUpdate, RateLi
 export type RateLimiterOptions<Limits> = { headroom?: Partial<Record<keyof Limits & string, number>> & Record<string, number> };
 
 /** `Args` without `name` and `config`, and with `config` required when `Name` is not a defined limit. */
-type WithKnownNameOrInlinedConfig<Limits extends Record<string, RateLimitConfig>, Name extends string, Args> = Expand<
+type WithKnownNameOrInlinedConfig<Limits extends Record<string, LimitConfig>, Name extends string, Args> = Expand<
   Omit<Args, "name" | "config"> &
     (Name extends keyof Limits
       ? object
@@ -72,7 +80,7 @@ type HookOpts<DataModel extends GenericDataModel> = {
 };
 
 /** One limit of a {@link RateLimiter.limitAll} batch. */
-export type BatchRequest<Limits extends Record<string, RateLimitConfig>> =
+export type BatchRequest<Limits extends Record<string, LimitConfig>> =
   | { name: keyof Limits & string; key?: string; count?: number; reserve?: boolean; config?: RateLimitConfig }
   | { name: string; key?: string; count?: number; reserve?: boolean; config: RateLimitConfig };
 
@@ -92,7 +100,7 @@ export type BatchRequest<Limits extends Record<string, RateLimitConfig>> =
  * // in a mutation:
  * await rateLimiter.limit(ctx, "sendMessage", { key: userId, throws: true });
  */
-export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record<never, never>> {
+export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<never, never>> {
   /** Headroom of each asynchronous limit that has one, in tokens. */
   private readonly headroom: Record<string, number>;
 
@@ -115,8 +123,8 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
       if (typeof tokens !== "number" || !(tokens >= 0) || !Number.isFinite(tokens)) {
         throw new Error(`Rate limit ${name}: headroom must be a finite number >= 0 (got ${String(tokens)})`);
       }
-      const config = (limits as Record<string, RateLimitConfig | undefined> | undefined)?.[name];
-      if (config && config.applyUpdates !== "asynchronously") {
+      const config = (limits as Record<string, LimitConfig | undefined> | undefined)?.[name];
+      if (config && (isConcurrencyConfig(config) || config.applyUpdates !== "asynchronously")) {
         throw new Error(`Rate limit ${name}: headroom applies only to limits with applyUpdates: "asynchronously"`);
       }
     }
@@ -154,10 +162,17 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
    * `headroom` (see {@link RateLimiterOptions}) a call near the bottom of the
    * limit is decided exactly instead.
    *
+   * On a concurrency limit (`{ kind: "concurrency", max, lease }`) it takes
+   * `count` slots (default 1) for a new lease and answers its data, to
+   * {@link RateLimiter.release} when the work is done (in this mutation or a
+   * later one: store it, or pass it to a scheduled function); a lease not
+   * released frees its slots when it expires.
+   *
    * @param ctx A mutation's (or action's) ctx, with `runMutation`.
    * @param name A defined limit, or any name with an inline `config`.
-   * @param options `key`, `count`, `reserve`, `throws` (and `config` for an undefined name).
-   * @returns `{ ok: true, retryAfter? }` (retryAfter: reserved, run the work then) or `{ ok: false, retryAfter }`.
+   * @param options `key`, `count`, `reserve`, `throws` (and `config` for an undefined name); a concurrency limit takes `key`, `count`, `throws`.
+   * @returns `{ ok: true, retryAfter? }` (retryAfter: reserved, run the work then) or `{ ok: false, retryAfter }`;
+   *   on a concurrency limit `{ ok: true, lease, expiresAt }` or `{ ok: false, retryAfter }`.
    * @example
    * const status = await rateLimiter.limit(ctx, "llmTokens", { count: 500, reserve: true });
    * if (status.ok && status.retryAfter) await ctx.scheduler.runAfter(status.retryAfter, internal.llm.run, {});
@@ -168,10 +183,17 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     ...options: Name extends keyof Limits & string
       ? [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs & { grant?: boolean }>?]
       : [WithKnownNameOrInlinedConfig<Limits, Name, RateLimitArgs & { grant?: boolean }>]
-  ): Promise<RateLimitReturns | GrantReturns> {
-    const config = this.getConfig(options[0], name);
+  ): Promise<LimitReturns<Limits, Name>> {
+    const named = this.namedConfig(options[0], name);
+    if (isConcurrencyConfig(named)) return takeLease(ctx, this.component, name, options[0], named) as Promise<LimitReturns<Limits, Name>>;
+    return this.limitRate(ctx, name, options[0]) as Promise<LimitReturns<Limits, Name>>;
+  }
+
+  /** `limit` on a rate limit. */
+  private async limitRate(ctx: RunMutationCtx, name: string, options: (RateLimitArgs & { grant?: boolean }) | object | undefined): Promise<RateLimitReturns | GrantReturns> {
+    const config = this.getConfig(options, name);
     // `grant` picks the mutation; it is not one of the component's limit arguments.
-    const { grant, ...given } = options[0] ?? {};
+    const { grant, ...given } = (options ?? {}) as RateLimitArgs & { grant?: boolean };
     const args: RateLimitArgs = { ...given, name, config };
     if (grant === true) return limitWithGrant(ctx, this.component, args);
     if (config.applyUpdates !== "asynchronously") return ctx.runMutation(this.component.lib.rateLimit, args);
@@ -273,6 +295,35 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
   }
 
   /**
+   * Gives a lease's slots back (its data, from `limit` on a concurrency limit), in this mutation or any later one.
+   *
+   * @param ctx A mutation's (or action's) ctx.
+   * @param lease The lease's data.
+   * @param options `config` for a limit the client does not define.
+   * @returns `{ released }`: the slots given back (0 for a second release, an expired or a forged lease).
+   * @example
+   * await rateLimiter.release(ctx, job.lease);
+   */
+  async release(ctx: RunMutationCtx, lease: LeaseData, options?: { config?: ConcurrencyConfig }): Promise<{ released: number }> {
+    return releaseLease(ctx, this.component, lease, this.leaseConfig(options, lease.name));
+  }
+
+  /**
+   * Keeps a lease's slots until `ms` from now at least (never shortens it).
+   *
+   * @param ctx A mutation's (or action's) ctx.
+   * @param lease The lease's data.
+   * @param ms How long from now, in ms.
+   * @param options `config` for a limit the client does not define.
+   * @returns `{ expiresAt }`; a `ConvexError` `{ kind: "LeaseLost", code: "LEASE_LOST", name }` when the lease holds no slot any more.
+   * @example
+   * await rateLimiter.extend(ctx, job.lease, 30_000);
+   */
+  async extend(ctx: RunMutationCtx, lease: LeaseData, ms: number, options?: { config?: ConcurrencyConfig }): Promise<{ expiresAt: number }> {
+    return extendLease(ctx, this.component, lease, ms, this.leaseConfig(options, lease.name));
+  }
+
+  /**
    * A public query (`getRateLimit`) that reports a limit's value to the browser,
    * and a mutation (`getServerTime`) for the browser to measure its clock's
    * offset: export both from a module of your app.
@@ -329,13 +380,29 @@ export class RateLimiter<Limits extends Record<string, RateLimitConfig> = Record
     return requests.map((request) => ({ ...request, config: this.getConfig(request, request.name) }));
   }
 
-  /** The inline config, else the defined limit's; neither is an error naming the limit. */
-  private getConfig(args: { config?: RateLimitConfig } | object | undefined, name: string): RateLimitConfig {
+  /** The inline config, else the defined limit's, of either kind; neither is an error naming the limit. */
+  private namedConfig(args: { config?: LimitConfig } | object | undefined, name: string): LimitConfig {
     const config =
-      (args && "config" in args && (args as { config?: RateLimitConfig }).config) ||
-      (this.limits && (this.limits as Record<string, RateLimitConfig | undefined>)[name]);
+      (args && "config" in args && (args as { config?: LimitConfig }).config) ||
+      (this.limits && (this.limits as Record<string, LimitConfig | undefined>)[name]);
     if (!config) {
       throw new Error(`Rate limit ${name} not defined. You must provide a config inline or define it in the constructor.`);
+    }
+    return config;
+  }
+
+  /** A concurrency limit's config (inline, else the defined limit's). */
+  private leaseConfig(args: { config?: ConcurrencyConfig } | undefined, name: string): ConcurrencyConfig {
+    const config = this.namedConfig(args, name);
+    if (!isConcurrencyConfig(config)) throw new Error(`Rate limit ${name} is not a concurrency limit: only a concurrency limit's lease is released or extended.`);
+    return config;
+  }
+
+  /** A rate limit's config (inline, else the defined limit's); a concurrency limit's is an error naming the methods it has. */
+  private getConfig(args: { config?: LimitConfig } | object | undefined, name: string): RateLimitConfig {
+    const config = this.namedConfig(args, name);
+    if (isConcurrencyConfig(config)) {
+      throw new Error(`Rate limit ${name} is a concurrency limit: take a lease with limit, give it back with release (check, limitAll, getValue and reset do not apply).`);
     }
     if (config.applyUpdates === "asynchronously" && config.shards !== undefined) {
       throw new Error(`Rate limit ${name} applies updates asynchronously and can't be sharded.`);

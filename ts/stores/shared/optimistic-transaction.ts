@@ -97,6 +97,11 @@ export class OptimisticTransaction<Key, Version> implements RateLimitStore {
   readonly #host: OptimisticHost<Key, Version>;
   readonly #reads = new Map<string, VersionedRead<Key, Version>>();
   readonly #writes = new Map<string, BufferedWrite<Key>>();
+  /**
+   * Keys read by {@link readUnchecked} that nothing has depended on yet: not checked at commit.
+   * `true`: not even once this attempt writes them (something else is checked for them).
+   */
+  readonly #unchecked = new Map<string, boolean>();
 
   /** @param host How this host reads, stores and commits. */
   constructor(host: OptimisticHost<Key, Version>) {
@@ -117,6 +122,8 @@ export class OptimisticTransaction<Key, Version> implements RateLimitStore {
     const written = this.#writes.get(id);
     if (written !== undefined) return written.deleted ? null : (written.value as T);
     const seen = this.#reads.get(id);
+    // The caller reads it: what it does next may depend on it, so the commit checks it.
+    this.#unchecked.delete(id);
     if (seen !== undefined) return seen.value as T | null;
     const entry = await this.#host.read(key);
     // Another read of the same key may have finished while this one waited: keep the first.
@@ -135,6 +142,7 @@ export class OptimisticTransaction<Key, Version> implements RateLimitStore {
    * tx.set(["posts", userId, postId], { body });
    */
   set(key: Key, value: unknown, options: { expireInMs?: number } = {}): void {
+    this.#written(this.#host.keyId(key));
     const write: BufferedWrite<Key> = { key, value, deleted: false };
     if (options.expireInMs !== undefined) write.expireInMs = options.expireInMs;
     this.#writes.set(this.#host.keyId(key), write);
@@ -148,7 +156,13 @@ export class OptimisticTransaction<Key, Version> implements RateLimitStore {
    * tx.delete(["drafts", userId, postId]);
    */
   delete(key: Key): void {
+    this.#written(this.#host.keyId(key));
     this.#writes.set(this.#host.keyId(key), { key, value: null, deleted: true });
+  }
+
+  /** A key written: checked at commit from now on, unless it was read unchecked even so. */
+  #written(id: string): void {
+    if (this.#unchecked.get(id) === false) this.#unchecked.delete(id);
   }
 
   /**
@@ -173,6 +187,40 @@ export class OptimisticTransaction<Key, Version> implements RateLimitStore {
    * const [first, second] = await tx.readMany([{ name: "llm", key: "ada", shard: 0 }, { name: "llm", key: "ada", shard: 3 }]);
    */
   async readMany(refs: StateRef[]): Promise<(RateLimitState | null)[]> {
+    await this.#fetch(refs, "checked");
+    return Promise.all(refs.map((ref) => this.read(ref)));
+  }
+
+  /**
+   * Reads `refs` as {@link readMany} does, but the commit checks only those this attempt then
+   * writes (or reads again through `read`, `readMany` or `get`). For a decision whose only
+   * effect is to write some of the refs it read, each written one being still as read at commit
+   * is what keeps it exact (a concurrency limit's take: `ts/core/concurrency.ts`); the refs it
+   * only looked at cannot make it wrong, and checking them would make every other writer of
+   * them a conflict (and exceed a host's bound on checks: Deno KV's 10). With `covered`, not
+   * even the written ones: the caller checks a key that every writer of them changes
+   * (`ts/stores/deno-kv-slots.ts`).
+   *
+   * @param refs The shards to read.
+   * @param covered Whether the commit checks none of them, written or not.
+   * @returns Their states in the order asked (`null`: none); an undecodable value as it is.
+   * @example
+   * const slots = await tx.readUnchecked([{ name: "jobs", key: "ada", shard: 0 }, { name: "jobs", key: "ada", shard: 1 }]);
+   */
+  async readUnchecked(refs: StateRef[], covered = false): Promise<(RateLimitState | null)[]> {
+    await this.#fetch(refs, covered ? "covered" : "unchecked");
+    const host = this.#host;
+    return refs.map((ref) => {
+      const id = host.keyId(this.stateKey(ref));
+      const written = this.#writes.get(id);
+      const value = written !== undefined ? (written.deleted ? null : written.value) : this.#reads.get(id)!.value;
+      return host.decodeState(value);
+    });
+  }
+
+  /** Reads the refs this attempt has neither read nor written, in one round trip when the host can, marked as `how` says. */
+  async #fetch(refs: StateRef[], how: "checked" | "unchecked" | "covered"): Promise<void> {
+    const unchecked = how !== "checked";
     const host = this.#host;
     if (host.readMany !== undefined) {
       const unseen = new Map<string, Key>();
@@ -188,11 +236,25 @@ export class OptimisticTransaction<Key, Version> implements RateLimitStore {
         keys.forEach((key, index) => {
           const id = host.keyId(key);
           // A read that finished meanwhile came first: keep it, as get does.
-          if (!this.#reads.has(id)) this.#reads.set(id, { key, version: entries[index]!.version, value: entries[index]!.value });
+          if (this.#reads.has(id)) return;
+          this.#reads.set(id, { key, version: entries[index]!.version, value: entries[index]!.value });
+          if (unchecked) this.#unchecked.set(id, how === "covered");
         });
+        return;
       }
     }
-    return Promise.all(refs.map((ref) => this.read(ref)));
+    if (!unchecked) return;
+    await Promise.all(
+      refs.map(async (ref) => {
+        const key = this.stateKey(ref);
+        const id = host.keyId(key);
+        if (this.#writes.has(id) || this.#reads.has(id)) return;
+        const entry = await host.read(key);
+        if (this.#reads.has(id)) return;
+        this.#reads.set(id, { key, version: entry.version, value: entry.value });
+        this.#unchecked.set(id, how === "covered");
+      }),
+    );
   }
 
   /**
@@ -225,14 +287,16 @@ export class OptimisticTransaction<Key, Version> implements RateLimitStore {
   }
 
   /**
-   * What this attempt read (with the versions to check) and what it writes, for the host's commit.
+   * What this attempt read (with the versions to check: not the reads {@link readUnchecked} made that
+   * nothing depended on since) and what it writes, for the host's commit.
    *
    * @returns The reads and the buffered writes, in the order first made.
    * @example
    * const { reads, writes } = tx.changes();
    */
   changes(): { reads: VersionedRead<Key, Version>[]; writes: BufferedWrite<Key>[] } {
-    return { reads: [...this.#reads.values()], writes: [...this.#writes.values()] };
+    const reads = [...this.#reads].filter(([id]) => !this.#unchecked.has(id)).map(([, read]) => read);
+    return { reads, writes: [...this.#writes.values()] };
   }
 
   /**
