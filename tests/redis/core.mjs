@@ -4,7 +4,7 @@
 // from, the core's own decision (not a test file itself).
 import "../../pkg/dist/node.js"; // instantiates the engine
 import * as engine from "../../pkg/dist/core/engine.js";
-import { CALENDAR_PERIODS, COMPILE_TAG_CALENDAR, PLAN_PERIOD, PLAN_WINDOW_END, PLAN_WINDOW_LONGEST, PLAN_WINDOW_START } from "../../pkg/dist/core/boundary.js";
+import { CALENDAR_PERIODS, COMPILE_TAG_CALENDAR, OUT_SHARES, PLAN_PERIOD, PLAN_WINDOW_END, PLAN_WINDOW_LONGEST, PLAN_WINDOW_START } from "../../pkg/dist/core/boundary.js";
 
 const wasm = engine.core;
 const io = engine.io;
@@ -109,7 +109,7 @@ export function coreDecide(batch, states) {
     if (!(io[at] === 0 || io[at] === 1)) return null;
     return Number.isNaN(io[at + 1]) ? { ok: io[at] === 1 } : { ok: io[at] === 1, retryAfter: io[at + 1] };
   });
-  const shares = batch.items.map((_, index) => [io[OUT + index * OUT_STRIDE + 8], io[OUT + index * OUT_STRIDE + 9]]);
+  const shares = batch.items.map((_, index) => [io[OUT + index * OUT_STRIDE + OUT_SHARES], io[OUT + index * OUT_STRIDE + OUT_SHARES + 1]]);
   const anyWrite = batch.items.some((item) => item.write);
   const wrote = batch.items.map((item, index) => item.write && (batch.all ? status === 1 && anyWrite : decided[index]?.ok === true));
   const after = batch.refs.map((_, index) => {
