@@ -28,7 +28,7 @@ if ! cargo mutants --version >/dev/null 2>&1; then
 fi
 
 FILES=(
-  src/token_bucket.rs src/fixed_window.rs src/transition.rs src/decision.rs src/shard.rs src/figures.rs
+  src/calendar.rs src/token_bucket.rs src/fixed_window.rs src/transition.rs src/decision.rs src/shard.rs src/figures.rs
   src/settle/grant.rs src/settle/charge.rs src/settle/settling.rs src/limiter.rs src/fast.rs src/plan.rs src/batch.rs
   src/records.rs src/value.rs
   src/wasm/io.rs src/wasm/decide.rs src/wasm/grants.rs src/wasm/value.rs src/wasm/pure.rs src/wasm/calculate.rs src/wasm/boundary.rs

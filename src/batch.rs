@@ -36,7 +36,7 @@ impl Item {
     /// items live in zeroed memory instead of a data segment (nothing reads an item before a
     /// call writes it).
     pub const EMPTY: Item = Item {
-        config: Config { kind: crate::config::Kind::TokenBucket, rate: 0.0, period_ms: 0.0, capacity: 0.0, max_reserved: None, shard_count: 0, start_ms: None },
+        config: Config { kind: crate::config::Kind::TokenBucket, rate: 0.0, period_ms: 0.0, calendar: None, capacity: 0.0, max_reserved: None, shard_count: 0, start_ms: None },
         request: Request { count: 0.0, reserve: false },
         write: false,
         draws: [0.0; 4],

@@ -1,6 +1,7 @@
 //! Limit configurations: the fields as the caller gave them
 //! ([`ConfigInput`]), and the validated [`Config`] the transitions run on.
 
+use crate::calendar::CalendarUnit;
 use crate::error::{Error, Field, Problem, Rule};
 
 /// The most shards a limit may have. Shards `MAX_SHARDS..` name the
@@ -58,6 +59,8 @@ pub enum Given {
     Null,
     /// A number, including NaN, the infinities and `-0`.
     Number(f64),
+    /// A calendar period's name (`"day"`, `"week"`, `"month"`, `"year"`), as `period` takes it.
+    Calendar(CalendarUnit),
     /// Anything else (a string, an object…): the package shows what it was.
     Other,
 }
@@ -102,6 +105,11 @@ impl ConfigInput {
         Self::of(Kind::FixedWindow, rate, period_ms)
     }
 
+    /// `{ kind: "fixed window", rate, period: "day" | "week" | "month" | "year" }`.
+    pub fn calendar(rate: f64, unit: CalendarUnit) -> Self {
+        ConfigInput { period: Given::Calendar(unit), ..Self::of(Kind::FixedWindow, rate, unit.nominal_ms()) }
+    }
+
     /// `{ kind: "sliding window", rate, period }`.
     pub fn sliding_window(rate: f64, period_ms: f64) -> Self {
         Self::of(Kind::SlidingWindow, rate, period_ms)
@@ -142,15 +150,19 @@ impl ConfigInput {
 ///
 /// Invariants: `rate > 0`, `period_ms > 0`, `rate / shard_count / period_ms`
 /// is a positive finite refill rate, `capacity >= 0`, `max_reserved >= 0`,
-/// `1 <= shard_count <= MAX_SHARDS`, `start_ms` finite and only for fixed windows.
+/// `1 <= shard_count <= MAX_SHARDS`, `start_ms` finite and only for fixed windows;
+/// a calendar period is a fixed window's, unsharded, with `start_ms` its anchor
+/// (the unit's default when none was given) and `period_ms` its unit's mean length.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Config {
     /// The algorithm.
     pub kind: Kind,
     /// Tokens added per period (for the whole limit, all shards together).
     pub rate: f64,
-    /// The period in milliseconds.
+    /// The period in milliseconds (a calendar period's mean length: see [`CalendarUnit::nominal_ms`]).
     pub period_ms: f64,
+    /// A fixed window of calendar days, weeks, months or years (UTC) instead of `period_ms`.
+    pub calendar: Option<CalendarUnit>,
     /// The most tokens the limit can hold (defaults to `rate`).
     pub capacity: f64,
     /// The most tokens that may be reserved ahead; `None` is unlimited, `Some(0.0)` none.
@@ -165,7 +177,7 @@ fn number(field: Field, given: Given) -> Result<Option<f64>, Error> {
     match given {
         Given::Absent => Ok(None),
         Given::Number(number) => Ok(Some(number)),
-        Given::Null | Given::Other => Err(Error::config(field, Rule::Number, f64::NAN)),
+        Given::Null | Given::Other | Given::Calendar(_) => Err(Error::config(field, Rule::Number, f64::NAN)),
     }
 }
 
@@ -199,7 +211,12 @@ impl TryFrom<&ConfigInput> for Config {
             GivenKind::Other => return Err(Error::config(Field::Kind, Rule::KindName, f64::NAN)),
         };
         let rate = positive(Field::Rate, input.rate)?;
-        let period_ms = positive(Field::Period, input.period)?;
+        let (period_ms, calendar) = match (kind, input.period) {
+            (Kind::FixedWindow, Given::Calendar(unit)) => (unit.nominal_ms(), Some(unit)),
+            (Kind::TokenBucket | Kind::SlidingWindow, Given::Calendar(_)) => return Err(Error::config(Field::Period, Rule::CalendarOfBucket, f64::NAN)),
+            (_, Given::Other) => return Err(Error::config(Field::Period, Rule::PeriodName, f64::NAN)),
+            (_, given) => (positive(Field::Period, given)?, None),
+        };
         if kind == Kind::SlidingWindow {
             return sliding_window(input, rate, period_ms);
         }
@@ -210,6 +227,9 @@ impl TryFrom<&ConfigInput> for Config {
             Some(shards) if crate::math::fract(shards) == 0.0 && (1.0..=f64::from(MAX_SHARDS)).contains(&shards) => shards as u32,
             Some(shards) => return Err(Error::config(Field::Shards, Rule::ShardRange, shards)),
         };
+        if calendar.is_some() && shard_count != 1 {
+            return Err(Error::config(Field::Shards, Rule::CalendarShards, f64::from(shard_count)));
+        }
         let start_ms = match (kind, input.start) {
             (_, Given::Absent) | (Kind::TokenBucket, Given::Null) => None,
             (Kind::TokenBucket, Given::Number(start)) => return Err(Error::config(Field::Start, Rule::StartOfBucket, start)),
@@ -224,7 +244,8 @@ impl TryFrom<&ConfigInput> for Config {
             let numbers = [rate, period_ms, f64::from(shard_count)];
             return Err(Error::InvalidConfig(Problem::with_numbers(Field::Rate, Rule::RefillPerShard, numbers)));
         }
-        Ok(Config { kind, rate, period_ms, capacity, max_reserved, shard_count, start_ms })
+        let start_ms = start_ms.or(calendar.map(CalendarUnit::default_anchor_ms));
+        Ok(Config { kind, rate, period_ms, calendar, capacity, max_reserved, shard_count, start_ms })
     }
 }
 
@@ -241,10 +262,10 @@ fn sliding_window(input: &ConfigInput, rate: f64, period_ms: f64) -> Result<Conf
         match given {
             Given::Absent => {}
             Given::Number(number) => return Err(Error::config(field, Rule::AbsentForSlidingWindow, number)),
-            Given::Null | Given::Other => return Err(Error::config(field, Rule::AbsentForSlidingWindow, f64::NAN)),
+            Given::Null | Given::Other | Given::Calendar(_) => return Err(Error::config(field, Rule::AbsentForSlidingWindow, f64::NAN)),
         }
     }
-    Ok(Config { kind: Kind::SlidingWindow, rate, period_ms, capacity: rate, max_reserved: Some(0.0), shard_count: 1, start_ms: None })
+    Ok(Config { kind: Kind::SlidingWindow, rate, period_ms, calendar: None, capacity: rate, max_reserved: Some(0.0), shard_count: 1, start_ms: None })
 }
 
 impl Config {

@@ -143,6 +143,14 @@ pub enum Rule {
     AbsentForSlidingWindow = 21,
     /// a sliding window decides on two windows' states: no one-state transition, no grants
     TwoWindows = 22,
+    /// "a positive finite number of ms, or \"day\", \"week\", \"month\" or \"year\""
+    PeriodName = 23,
+    /// "a number of ms for a token bucket or a sliding window (calendar periods are for fixed windows)"
+    CalendarOfBucket = 24,
+    /// "1 for a calendar period"
+    CalendarShards = 25,
+    /// "a number of ms within ±9007199254740992 (2^53) for a calendar period"
+    CalendarInstant = 26,
 }
 
 /// How a rule reads in a message.
@@ -156,7 +164,7 @@ pub enum Wording {
 
 impl Rule {
     /// Every rule, in the order of their numbers (from 1).
-    pub const ALL: [Rule; 22] = [
+    pub const ALL: [Rule; 26] = [
         Rule::Number,
         Rule::PositiveFinite,
         Rule::FiniteNonNegative,
@@ -179,6 +187,10 @@ impl Rule {
         Rule::LeaseSlot,
         Rule::AbsentForSlidingWindow,
         Rule::TwoWindows,
+        Rule::PeriodName,
+        Rule::CalendarOfBucket,
+        Rule::CalendarShards,
+        Rule::CalendarInstant,
     ];
 
     /// The rule's words in the package's messages (`ts/core/errors.ts` has them, generated).
@@ -214,6 +226,10 @@ impl Rule {
             Rule::TwoWindows => Wording::MustBe(
                 "\"token bucket\" or \"fixed window\" for calculateRateLimit and grants (a sliding window decides on two windows' states: use limit, check or getValue)",
             ),
+            Rule::PeriodName => Wording::MustBe("a positive finite number of ms, or \"day\", \"week\", \"month\" or \"year\""),
+            Rule::CalendarOfBucket => Wording::MustBe("a number of ms for a token bucket or a sliding window (calendar periods are for fixed windows)"),
+            Rule::CalendarShards => Wording::MustBe("1 for a calendar period"),
+            Rule::CalendarInstant => Wording::MustBe("a number of ms within ±9007199254740992 (2^53) for a calendar period"),
         }
     }
 }
@@ -378,7 +394,7 @@ mod tests {
         }
         // The last variants: nothing past the tables (a new variant must join them, or these fail).
         assert_eq!(Field::ALL.len(), Field::LeaseSlots as usize);
-        assert_eq!(Rule::ALL.len(), Rule::TwoWindows as usize);
+        assert_eq!(Rule::ALL.len(), Rule::CalendarInstant as usize);
     }
 
     #[test]

@@ -107,13 +107,18 @@ mod tests {
 
     fn a_limit() -> impl Strategy<Value = Config> {
         let rate = prop_oneof![Just(1.0), Just(10.0), Just(1e12), 1e-3..1e4f64];
-        let period = prop_oneof![Just(1_000.0), Just(60_000.0), Just(0.5), 1.0..1e7f64];
+        // A negative period: the calendar unit of that code (day, week, month, year).
+        let period = prop_oneof![Just(1_000.0), Just(60_000.0), Just(0.5), 1.0..1e7f64, (1..=4u8).prop_map(|code| -f64::from(code))];
         let shards = prop_oneof![6 => Just(1.0), 1 => Just(2.0), 1 => Just(3.0), 1 => Just(4.0)];
         let start = prop_oneof![Just(None), Just(Some(0.0)), (-1e13..1e13f64).prop_map(Some)];
         (any::<bool>(), rate, period, prop::option::of(0.0..3.0f64), prop::option::of(0.0..2.0f64), shards, start).prop_filter_map(
             "a valid limit",
             |(bucket, rate, period, capacity, max_reserved, shards, start)| {
-                let mut input = if bucket { ConfigInput::token_bucket(rate, period) } else { ConfigInput::fixed_window(rate, period) };
+                let mut input = match crate::calendar::CalendarUnit::from_code(-period) {
+                    Some(unit) => ConfigInput::calendar(rate, unit),
+                    None if bucket => ConfigInput::token_bucket(rate, period),
+                    None => ConfigInput::fixed_window(rate, period),
+                };
                 input = input.with("shards", shards);
                 if let Some(factor) = capacity {
                     input = input.with("capacity", rate * factor);

@@ -74,17 +74,21 @@ pub fn figures(state: State, config: &Config, now_ms: f64, retry_after_ms: Optio
         };
     }
     let now = advance(state, config, now_ms, 0.0);
+    // A calendar window's length varies: the one that holds the state's window start.
+    let window = config.calendar.map(|unit| crate::fixed_window::calendar_window(config, unit, now.ts));
+    let window_ms = window.map_or(config.period_ms, |window| window.end_ms - window.start_ms);
     let reset_at_ms = match config.kind {
         // Until full, whatever may drop the state: a 3+-shard bucket's shards are never
         // dropped, but they still fill (issue 24: its reset read one period).
         Kind::TokenBucket => filled_at(State { value: now.value, ts: now.ts }, config),
         // The window that holds `now` ends one period after its start.
-        Kind::FixedWindow | Kind::SlidingWindow => now.ts + config.period_ms,
+        Kind::FixedWindow => window.map_or(now.ts + config.period_ms, |window| window.end_ms),
+        Kind::SlidingWindow => now.ts + config.period_ms,
     };
     let reset = match now.value >= config.capacity && config.kind == Kind::TokenBucket {
         true => 0.0,
         false if reset_at_ms.is_finite() => whole_seconds(reset_at_ms - now_ms),
-        false => whole_seconds(config.period_ms),
+        false => whole_seconds(window_ms),
     };
     let remaining = crate::math::floor(now.value.max(0.0));
     let effective_ms = match config.kind {
@@ -98,7 +102,7 @@ pub fn figures(state: State, config: &Config, now_ms: f64, retry_after_ms: Optio
         limit: config.capacity,
         remaining,
         reset,
-        window: whole_seconds(config.period_ms),
+        window: whole_seconds(window_ms),
         retry_after: retry_after_ms.map(whole_seconds),
         sampled,
         effective_window: whole_seconds(effective_ms),

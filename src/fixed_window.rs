@@ -1,6 +1,8 @@
 //! Fixed window: `rate` tokens arrive at the start of each `period` window.
 
+use crate::calendar::{window_at, CalendarUnit, Window};
 use crate::config::Config;
+use crate::decision::wait_until;
 use crate::js_math::js_min;
 use crate::state::{State, Transition};
 
@@ -9,6 +11,9 @@ use crate::state::{State, Transition};
 ///
 /// The operations run in the reference's order so results match it bit for bit.
 pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) -> Transition {
+    if let Some(unit) = config.calendar {
+        return advance_calendar(state, config, unit, now_ms, count);
+    }
     let windows_passed = crate::math::floor((now_ms - state.ts) / config.period_ms);
     let windows_passed = if windows_passed > 0.0 { windows_passed } else { 0.0 };
     let value = js_min(state.value + config.rate * windows_passed, config.capacity) - count;
@@ -18,6 +23,57 @@ pub(crate) fn advance(state: State, config: &Config, now_ms: f64, count: f64) ->
         ts + config.period_ms * windows_needed - now_ms
     });
     Transition { value, ts, retry_after_ms, window_start_ms: Some(state.ts) }
+}
+
+/// The current window's bounds for a calendar config at `now_ms`.
+pub(crate) fn calendar_window(config: &Config, unit: CalendarUnit, now_ms: f64) -> Window {
+    window_at(unit, config.start_ms.unwrap_or_else(|| unit.default_anchor_ms()), now_ms)
+}
+
+/// A calendar window's transition, in numbers a host's port can repeat
+/// without a calendar: `window` (the one holding `now`), the unit's mean
+/// length `L` and its longest window.
+///
+/// - Windows passed: none when `ts >= window.start` (the same window, or a
+///   later one when the clock stepped back); else `max(1, floor((start - ts) / L + 0.5))`,
+///   exact for a `ts` on the window grid (a whole number of windows before
+///   `start` differs from that many `L` by far less than half of one), and
+///   `ts` moves to `window.start`.
+/// - A shortfall of `n = ceil(-value / rate)` windows is due at the current
+///   window's end, plus `n - 1` longest windows (a `ts` ahead of the clock:
+///   `ts` plus `n` longest windows), rounded so that `now + wait` is not
+///   before it: exact for one window, late (never early) for more.
+pub(crate) fn advance_calendar(state: State, config: &Config, unit: CalendarUnit, now_ms: f64, count: f64) -> Transition {
+    let window = calendar_window(config, unit, now_ms);
+    let windows_passed = match state.ts < window.start_ms {
+        true => crate::math::floor((window.start_ms - state.ts) / config.period_ms + 0.5).max(1.0),
+        false => 0.0,
+    };
+    let value = js_min(state.value + config.rate * windows_passed, config.capacity) - count;
+    let ts = if windows_passed > 0.0 { window.start_ms } else { state.ts };
+    let retry_after_ms = (value < 0.0).then(|| {
+        let windows_needed = crate::math::ceil(-value / config.rate);
+        let first_end = if ts == window.start_ms { window.end_ms } else { ts + unit.longest_ms() };
+        wait_until(now_ms, first_end + (windows_needed - 1.0) * unit.longest_ms())
+    });
+    Transition { value, ts, retry_after_ms, window_start_ms: Some(state.ts) }
+}
+
+/// The first instant a calendar state holds `capacity` with no traffic, as a
+/// port computes it: `ts + n` longest windows for a shortfall of `n` windows
+/// (one more where rounding leaves `value + rate × n` short); `+∞` when none is finite.
+pub(crate) fn calendar_filled_at(state: State, config: &Config, unit: CalendarUnit) -> f64 {
+    if state.value >= config.capacity {
+        return state.ts;
+    }
+    let windows_needed = crate::math::ceil((config.capacity - state.value) / config.rate);
+    for windows in [windows_needed, windows_needed + 1.0] {
+        let at = state.ts + windows * unit.longest_ms();
+        if at.is_finite() && state.value + config.rate * windows >= config.capacity {
+            return at;
+        }
+    }
+    f64::INFINITY
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 #![cfg_attr(all(target_arch = "wasm32", not(feature = "std")), no_std)]
 
 mod batch;
+mod calendar;
 mod concurrency;
 mod config;
 mod decision;
@@ -44,6 +45,7 @@ pub mod wasm;
 pub use batch::{decide_batch, Item, Mode, Slot};
 #[cfg(not(target_arch = "wasm32"))]
 pub use batch::{limit_all, BatchItem};
+pub use calendar::{civil_from_days, days_from_civil, days_in_month, is_leap_year, window_at, CalendarUnit, Window, DAY_MS};
 pub use concurrency::{
     check_lease_id, check_slots, extend_slots, held_slots, release_slots, slot_list, take_slots, ConcurrencyConfig, ConcurrencyInput, SlotWrites, Slots, Taken, MAX_CONCURRENCY,
 };

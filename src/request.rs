@@ -24,11 +24,15 @@ pub const MAX_KEY_BYTES: usize = 1024;
 /// that clock: every wait would round to 0 and a client would spin (issue 18).
 ///
 /// # Errors
-/// [`Error::InvalidRequest`] for a `now` that is not finite;
+/// [`Error::InvalidRequest`] for a `now` that is not finite (or, for a
+/// calendar period, beyond ±[`MAX_INSTANT_MS`](crate::MAX_INSTANT_MS));
 /// [`Error::InvalidConfig`] for a period the clock cannot resolve.
 pub fn check_now(config: &Config, now_ms: f64) -> Result<(), Error> {
     if !now_ms.is_finite() {
         return Err(Error::request(Field::Now, Rule::FiniteMs, now_ms));
+    }
+    if config.calendar.is_some() && now_ms.abs() > crate::config::MAX_INSTANT_MS {
+        return Err(Error::request(Field::Now, Rule::CalendarInstant, now_ms));
     }
     let resolution_ms = now_ms.abs().next_up() - now_ms.abs();
     if config.period_ms < resolution_ms {

@@ -12,12 +12,16 @@
 //! - the name's at `(name, no key, NAME_LIMIT_BASE + 0..2)`, another range,
 //!   so a key's records can never be the name's whatever the key.
 //!
-//! Record 0 is `{ value: rate, ts: period }`, record 1
+//! Record 0 is `{ value: rate, ts: period }` (a calendar period as minus its
+//! unit's code, as it crosses the boundary), record 1
 //! `{ value: capacity, ts: maxReserved }` with [`NO_MAX_RESERVED`] for none.
+//! A stored limit keeps the code's kind of period: a number of ms stays one,
+//! a calendar period stays one (its unit may change; its anchor is `start`).
 //! A decision uses the key's records when there are any, else the name's,
 //! else the code's config. Records that do not decode to a valid config (one
 //! missing, a number out of range) are an error: the call fails closed.
 
+use crate::calendar::CalendarUnit;
 use crate::config::{Config, ConfigInput, Given, GivenKind, Kind};
 use crate::error::{Error, Field, Rule};
 use crate::records::{GRANT_BASE, GRANT_SLOTS};
@@ -46,13 +50,18 @@ pub enum LimitSource {
     Name = 2,
 }
 
-/// Checks that `stored` keeps the `kind`, `shards` and `start` of `code`.
+/// Checks that `stored` keeps the `kind`, `shards` and `start` of `code`, and its kind of
+/// period (ms, or a calendar period).
 ///
 /// # Errors
 /// `InvalidConfig` naming the first field that differs, rule `SameAsCode`.
 pub fn check_shape(code: &Config, stored: &Config) -> Result<(), Error> {
     if stored.kind != code.kind {
         return Err(Error::config(Field::Kind, Rule::SameAsCode, f64::NAN));
+    }
+    if stored.calendar.is_some() != code.calendar.is_some() {
+        let given = if stored.calendar.is_some() { f64::NAN } else { stored.period_ms };
+        return Err(Error::config(Field::Period, Rule::SameAsCode, given));
     }
     if stored.shard_count != code.shard_count {
         return Err(Error::config(Field::Shards, Rule::SameAsCode, f64::from(stored.shard_count)));
@@ -82,7 +91,7 @@ pub fn check_shape(code: &Config, stored: &Config) -> Result<(), Error> {
 pub fn encode_limit(code: &Config, stored: &Config) -> Result<[State; 2], Error> {
     check_shape(code, stored)?;
     Ok([
-        State { value: stored.rate, ts: stored.period_ms },
+        State { value: stored.rate, ts: stored.calendar.map_or(stored.period_ms, |unit| -f64::from(unit as u8)) },
         State { value: stored.capacity, ts: stored.max_reserved.unwrap_or(NO_MAX_RESERVED) },
     ])
 }
@@ -106,13 +115,19 @@ pub fn decode_limit(code: &Config, records: [Option<State>; 2]) -> Result<Option
     let input = ConfigInput {
         kind: GivenKind::Known(code.kind),
         rate: Given::Number(numbers.value),
-        period: Given::Number(numbers.ts),
+        period: match CalendarUnit::from_code(-numbers.ts) {
+            Some(unit) if numbers.ts < 0.0 => Given::Calendar(unit),
+            _ => Given::Number(numbers.ts),
+        },
         capacity: if sliding { Given::Absent } else { Given::Number(sizes.value) },
         max_reserved: if sliding || sizes.ts == NO_MAX_RESERVED { Given::Absent } else { Given::Number(sizes.ts) },
         shards: if sliding { Given::Absent } else { Given::Number(f64::from(code.shard_count)) },
         start: code.start_ms.map_or(Given::Absent, Given::Number),
     };
-    Config::try_from(&input).map(Some)
+    let config = Config::try_from(&input)?;
+    // Records of another kind of period than the code's now (the code changed since): not this limit.
+    check_shape(code, &config)?;
+    Ok(Some(config))
 }
 
 /// The limit a decision uses: the key's records when it has any, else the
@@ -167,6 +182,25 @@ mod tests {
         let started = Config::try_from(&ConfigInput::fixed_window(10.0, 1000.0).with("start", 7.0)).unwrap();
         assert_eq!(encode_limit(&window, &started), Err(Error::config(Field::Start, Rule::SameAsCode, 7.0)));
         assert_eq!(started.kind, Kind::FixedWindow);
+    }
+
+    #[test]
+    fn a_stored_limit_keeps_the_code_s_kind_of_period_and_may_change_its_calendar_unit() {
+        let calendar = |rate: f64, unit: CalendarUnit| Config::try_from(&ConfigInput::calendar(rate, unit).with("start", 0.0)).unwrap();
+        let code = calendar(100.0, CalendarUnit::Day);
+        let monthly = calendar(3000.0, CalendarUnit::Month);
+        let records = encode_limit(&code, &monthly).unwrap();
+        assert_eq!(records[0], State { value: 3000.0, ts: -3.0 });
+        assert_eq!(decode_limit(&code, records.map(Some)), Ok(Some(monthly)));
+        let millis = Config::try_from(&ConfigInput::fixed_window(100.0, 86_400_000.0).with("start", 0.0)).unwrap();
+        assert_eq!(encode_limit(&code, &millis), Err(Error::config(Field::Period, Rule::SameAsCode, 86_400_000.0)));
+        assert!(matches!(encode_limit(&millis, &monthly), Err(Error::InvalidConfig(problem)) if (problem.field, problem.rule) == (Field::Period, Rule::SameAsCode)));
+        // Records of a calendar period under a code in ms (or the other way round) fail closed.
+        assert!(matches!(decode_limit(&millis, records.map(Some)), Err(Error::InvalidConfig(problem)) if problem.field == Field::Period));
+        let in_ms = encode_limit(&millis, &millis).unwrap().map(Some);
+        assert!(matches!(decode_limit(&code, in_ms), Err(Error::InvalidConfig(problem)) if problem.field == Field::Period));
+        let unknown = [Some(State { value: 1.0, ts: -9.0 }), records.map(Some)[1]];
+        assert_eq!(decode_limit(&code, unknown), Err(Error::config(Field::Period, Rule::PositiveFinite, -9.0)));
     }
 
     #[test]

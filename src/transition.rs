@@ -6,7 +6,9 @@ use crate::{fixed_window, token_bucket};
 
 /// The state a key starts in: full. A fixed window without `start` begins at a
 /// random instant of the last `period` (`phase`, a number in `[0, 1)` drawn
-/// before the call reads anything), so keys do not all refill together.
+/// before the call reads anything), so keys do not all refill together; a
+/// calendar window (a `period` of `"day"`, `"week"`, `"month"` or `"year"`)
+/// at the start of the window that holds `now`, never at random.
 ///
 /// ```
 /// use ratebound::{initial_state, Config, ConfigInput};
@@ -15,12 +17,13 @@ use crate::{fixed_window, token_bucket};
 /// assert_eq!((state.value, state.ts), (5.0, 9_750.0));
 /// ```
 pub fn initial_state(config: &Config, now_ms: f64, phase: f64) -> State {
-    let ts = match (config.kind, config.start_ms) {
-        (Kind::TokenBucket, _) => now_ms,
-        (Kind::FixedWindow, Some(start_ms)) => start_ms,
-        (Kind::FixedWindow, None) => now_ms - crate::math::floor(phase * config.period_ms),
+    let ts = match (config.kind, config.calendar, config.start_ms) {
+        (Kind::TokenBucket, _, _) => now_ms,
+        (Kind::FixedWindow, Some(unit), _) => fixed_window::calendar_window(config, unit, now_ms).start_ms,
+        (Kind::FixedWindow, None, Some(start_ms)) => start_ms,
+        (Kind::FixedWindow, None, None) => now_ms - crate::math::floor(phase * config.period_ms),
         // A window with no count yet: the one holding `now`.
-        (Kind::SlidingWindow, _) => return State { value: 0.0, ts: crate::sliding_window::window_start(config, now_ms) },
+        (Kind::SlidingWindow, _, _) => return State { value: 0.0, ts: crate::sliding_window::window_start(config, now_ms) },
     };
     State { value: config.capacity, ts }
 }
@@ -91,6 +94,9 @@ pub fn full_at(state: State, config: &Config) -> f64 {
 /// `capacity` (`+∞` when no finite instant does). Unlike [`full_at`] this
 /// says nothing about whether the state may be dropped.
 pub fn filled_at(state: State, config: &Config) -> f64 {
+    if let Some(unit) = config.calendar {
+        return fixed_window::calendar_filled_at(state, config, unit);
+    }
     let candidate = match config.kind {
         Kind::SlidingWindow => return crate::sliding_window::forgotten_at(state, config),
         _ if state.value >= config.capacity => state.ts,

@@ -5,6 +5,7 @@
  * @module
  */
 export type {
+  CalendarPeriod,
   DecideOptions,
   FixedWindowConfig,
   FixedWindowKind,

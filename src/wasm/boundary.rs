@@ -6,6 +6,7 @@
 //! here fails while the checked-in file differs from what it writes.
 
 use super::io::SECTIONS;
+use crate::calendar::CalendarUnit;
 use crate::error::{Error, Field, Rule, Wording};
 
 /// Where the module lives, from the crate's root.
@@ -63,6 +64,8 @@ pub fn typescript() -> String {
     out.push_str(&format!("/** The rules (`Rule`) a message words as \"{{field}} must be {{rule}} (got …)\" (\"\": a sentence). */\nexport const RULES = {};\n", list(rules)));
     let sentences = core::iter::once("").chain(Rule::ALL.iter().map(sentence));
     out.push_str(&format!("/** The rules a message words whole, the error's numbers as {{0}}, {{1}}, {{2}} (\"\": a phrase). */\nexport const SENTENCES = {};\n", list(sentences)));
+    let periods = core::iter::once("").chain(CalendarUnit::ALL.iter().map(|unit| unit.name()));
+    out.push_str(&format!("\n// The calendar periods (src/calendar.rs), by code: a config's `period` crosses as minus its code.\n/** The names a fixed window's `period` may take instead of ms. */\nexport const CALENDAR_PERIODS = {};\n", list(periods)));
     out
 }
 

@@ -18,7 +18,7 @@ use crate::transition::{advance, calculate_rate_limit};
 
 /// The config [`rb_calculate_next`] decides on, as [`rb_calculate_use`] loaded it.
 /// (All zero bits until the first load, so it costs the module no data segment.)
-static mut LOADED: Config = Config { kind: Kind::TokenBucket, rate: 0.0, period_ms: 0.0, capacity: 0.0, max_reserved: None, shard_count: 0, start_ms: None };
+static mut LOADED: Config = Config { kind: Kind::TokenBucket, rate: 0.0, period_ms: 0.0, calendar: None, capacity: 0.0, max_reserved: None, shard_count: 0, start_ms: None };
 
 /// Loads a compiled config (its seven numbers, as `rb_compile` wrote them:
 /// `maxReserved` and `start` NaN for none) for the transitions that follow.
@@ -45,7 +45,8 @@ pub extern "C" fn rb_calculate_next(value: f64, ts: f64, now: f64, count: f64, p
     let io = io();
     // The common call, a state and a valid `now` and `count`, checks nothing more;
     // anything else takes the checked road below, and its errors.
-    let transition = if !value.is_nan() && now.is_finite() && count.is_finite() && count >= 0.0 {
+    let plain_now = now.is_finite() && (config.calendar.is_none() || now.abs() <= crate::MAX_INSTANT_MS);
+    let transition = if !value.is_nan() && plain_now && count.is_finite() && count >= 0.0 {
         advance(State { value, ts }, &config, now, count)
     } else {
         match checked(&config, value, ts, now, count, phase) {
@@ -63,9 +64,12 @@ pub extern "C" fn rb_calculate_next(value: f64, ts: f64, now: f64, count: f64, p
 }
 
 /// The transition with every check `rb_calculate` makes, in its order.
-fn checked(config: &Config, value: f64, ts: f64, now: f64, count: f64, phase: f64) -> Result<Transition, Error> {
+pub(super) fn checked(config: &Config, value: f64, ts: f64, now: f64, count: f64, phase: f64) -> Result<Transition, Error> {
     if !now.is_finite() {
         return Err(Error::request(Field::Now, Rule::FiniteMs, now));
+    }
+    if config.calendar.is_some() && now.abs() > crate::MAX_INSTANT_MS {
+        return Err(Error::request(Field::Now, Rule::CalendarInstant, now));
     }
     let count = check_count(count)?;
     if config.kind == Kind::SlidingWindow {

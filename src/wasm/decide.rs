@@ -7,9 +7,11 @@ use super::io::{
     self, config_at, io, or_nan, put_config, put_error, put_state, request_at, state_at, BATCH_WAIT, COMPILED_DRAWS, COMPILED_SETTLE_DRAWS, COMPILE_FIELDS,
     COMPILE_KIND, EXTRA, FIGURE_LIMIT, FIGURE_REMAINING, FIGURE_RESET, FIGURE_RETRY_AFTER, FIGURE_EFFECTIVE_WINDOW, FIGURE_SAMPLED, FIGURE_WINDOW, ITEM, ITEM_DRAWS, ITEM_FIGURES,
     ITEM_NOW, ITEM_WRITE, MAP, OUT, OUT_FIGURES, OUT_RETRY_AFTER, OUT_SHARES, OUT_STATUS, OUT_STRIDE, PLAN, PLAN_CAPACITY, PLAN_FIRST, PLAN_FRESH,
-    PLAN_MAX_RESERVED, PLAN_RATE, PLAN_READS, PLAN_SECOND, PLAN_STATUS, PLAN_STRIDE, SLOT, SLOTS, SLOT_FULL_AT, SLOT_PENDING, SLOT_STORED,
+    PLAN_MAX_RESERVED, PLAN_PERIOD, PLAN_RATE, PLAN_WINDOW_END, PLAN_WINDOW_LONGEST, PLAN_WINDOW_START, PLAN_READS, PLAN_SECOND, PLAN_STATUS, PLAN_STRIDE, SLOT, SLOTS, SLOT_FULL_AT, SLOT_PENDING, SLOT_STORED,
 };
 use crate::batch::{decide_batch, Item, Mode, Slot};
+use crate::calendar::CalendarUnit;
+use crate::fixed_window::calendar_window;
 use crate::error::Error;
 use super::io::{MAX_ITEMS, MAX_SLOTS};
 use crate::config::{Config, ConfigInput, Given, GivenKind, Kind};
@@ -54,6 +56,7 @@ pub(super) fn given(tag: f64, value: f64) -> Given {
         0 => Given::Absent,
         1 => Given::Null,
         2 => Given::Number(value),
+        tag if usize::from(tag) == super::io::COMPILE_TAG_CALENDAR => CalendarUnit::from_code(value).map_or(Given::Other, Given::Calendar),
         _ => Given::Other,
     }
 }
@@ -128,6 +131,11 @@ pub extern "C" fn rb_plan(count: u32) -> f64 {
                 io[at + PLAN_RATE] = shard.rate;
                 io[at + PLAN_CAPACITY] = shard.capacity;
                 io[at + PLAN_MAX_RESERVED] = or_nan(shard.max_reserved);
+                io[at + PLAN_PERIOD] = shard.period_ms;
+                let window = shard.calendar.map(|unit| (calendar_window(&shard, unit, now), unit.longest_ms()));
+                io[at + PLAN_WINDOW_START] = window.map_or(f64::NAN, |(window, _)| window.start_ms);
+                io[at + PLAN_WINDOW_END] = window.map_or(f64::NAN, |(window, _)| window.end_ms);
+                io[at + PLAN_WINDOW_LONGEST] = window.map_or(f64::NAN, |(_, longest)| longest);
             }
             Err(error) => {
                 let status = put_error(io, OUT + index * OUT_STRIDE, &error);

@@ -8,6 +8,7 @@
 //!   for `SLOTS`), each field named below (`ITEM_*`, `PLAN_*`, `SLOT_*`, `OUT_*`).
 //! - `EXTRA`: what one operation needs beyond items, its sub-layouts named below.
 
+pub use super::calendar_layout::period_number;
 use crate::config::{Config, Kind};
 use crate::error::Error;
 use crate::request::Request;
@@ -39,7 +40,7 @@ layout! { BUFFER: "The buffer's regions and strides, in f64 indexes.";
     /// The stride of an item.
     ITEM = 16;
     /// The stride of a plan.
-    PLAN_STRIDE = 12;
+    PLAN_STRIDE = 15;
     /// The stride of a slot.
     SLOT = 5;
     /// The stride of an answer.
@@ -115,6 +116,14 @@ layout! { PLAN_FIELDS: "A plan (offsets in its record of PLAN_STRIDE).";
     PLAN_CAPACITY = 9;
     /// The shard's maxReserved (NaN: none).
     PLAN_MAX_RESERVED = 10;
+    /// The period in ms a port counts windows in (a calendar period's mean length).
+    PLAN_PERIOD = 11;
+    /// A calendar period's window holding `now`: its start (NaN: not a calendar period).
+    PLAN_WINDOW_START = 12;
+    /// That window's end (the next one's start).
+    PLAN_WINDOW_END = 13;
+    /// The period's longest window in ms, which waits and fills past that end count.
+    PLAN_WINDOW_LONGEST = 14;
 }
 
 layout! { SLOT_FIELDS: "A slot (offsets in its record of SLOT).";
@@ -164,8 +173,10 @@ layout! { EXTRA_DECIDE: "EXTRA for compiling a config and deciding (offsets from
     BATCH_WAIT = 0;
     /// `rb_compile` in: the kind (0 token bucket, 1 fixed window, 2 other).
     COMPILE_KIND = 0;
-    /// `rb_compile` in: a (tag, value) pair per field (tags: 0 absent, 1 null, 2 number, 3 other).
+    /// `rb_compile` in: a (tag, value) pair per field (tags: 0 absent, 1 null, 2 number, 3 other, `COMPILE_TAG_CALENDAR`).
     COMPILE_FIELDS = 1;
+    /// `rb_compile` in: the tag of a calendar period's name, its value the unit's code (`CALENDAR_PERIODS`).
+    COMPILE_TAG_CALENDAR = 4;
     /// `rb_compile` out: the config's seven numbers.
     COMPILED_CONFIG = 0;
     /// `rb_compile` out: how many draws a decision takes.
@@ -287,7 +298,7 @@ layout! { EXTRA_PURE: "EXTRA for getValue and the pure functions (offsets from E
 // Checked as the crate compiles: no region, record or sub-layout runs into the next.
 const _: () = assert!(PLAN >= ITEMS + ITEM * MAX_ITEMS && MAP >= PLAN + PLAN_STRIDE * MAX_ITEMS && SLOTS >= MAP + 2 * MAX_ITEMS);
 const _: () = assert!(OUT >= SLOTS + SLOT * MAX_SLOTS && EXTRA >= OUT + OUT_STRIDE * MAX_ITEMS);
-const _: () = assert!(ITEM_FIGURES < ITEM && PLAN_MAX_RESERVED < PLAN_STRIDE && SLOT_FULL_AT < SLOT && OUT_RESERVE < OUT_STRIDE);
+const _: () = assert!(ITEM_FIGURES < ITEM && PLAN_WINDOW_LONGEST < PLAN_STRIDE && SLOT_FULL_AT < SLOT && OUT_RESERVE < OUT_STRIDE);
 const _: () = assert!(OUT_FIGURES + FIGURE_SAMPLED < OUT_SHARES && OUT_FIGURES + FIGURE_EFFECTIVE_WINDOW < OUT_SHARES && CONFIG_LEN <= ITEM_COUNT);
 const _: () = assert!(CHARGE_STATES + 10 <= CHARGE_GRANT && CHARGE_GRANT + GRANT_PARTS + 2 * GRANT_PART <= CHARGE_WRITES);
 const _: () = assert!(SETTLE_GRANT + GRANT_TAG < SETTLE_DRAWS && SETTLE_READS + 5 <= SETTLE_STATES && SETTLE_STATES + 10 <= SETTLE_ANSWER);
@@ -329,21 +340,23 @@ pub fn config_at(io: &[f64], at: usize) -> Config {
 }
 
 /// The config a compile wrote as seven numbers (kind, rate, period, capacity, maxReserved, shards,
-/// start; NaN: none), wherever they come from: the buffer, or an export's arguments.
+/// start; NaN: none), wherever they come from: the buffer, or an export's arguments. A calendar
+/// period crosses as minus its unit's code (`super::calendar_layout`).
 pub fn compiled_config([kind, rate, period, capacity, max_reserved, shards, start]: [f64; 7]) -> Config {
     let kind = match kind {
         1.0 => Kind::FixedWindow,
         2.0 => Kind::SlidingWindow,
         _ => Kind::TokenBucket,
     };
-    Config { kind, rate, period_ms: period, capacity, max_reserved: maybe(max_reserved), shard_count: shards as u32, start_ms: maybe(start) }
+    let (period_ms, calendar) = super::calendar_layout::period_of(period);
+    Config { kind, rate, period_ms, calendar, capacity, max_reserved: maybe(max_reserved), shard_count: shards as u32, start_ms: maybe(start) }
 }
 
 /// Writes `config` as seven numbers at `at`.
 pub fn put_config(io: &mut [f64], at: usize, config: &Config) {
     io[at + CONFIG_KIND] = config.kind.code();
     io[at + CONFIG_RATE] = config.rate;
-    io[at + CONFIG_PERIOD] = config.period_ms;
+    io[at + CONFIG_PERIOD] = period_number(config);
     io[at + CONFIG_CAPACITY] = config.capacity;
     io[at + CONFIG_MAX_RESERVED] = or_nan(config.max_reserved);
     io[at + CONFIG_SHARDS] = f64::from(config.shard_count);

@@ -14,6 +14,7 @@
 //! the package's `ts/core/boundary.ts`.
 
 pub mod calculate;
+pub mod calendar_layout;
 pub mod concurrency;
 pub mod decide;
 pub mod grants;

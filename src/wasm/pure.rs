@@ -7,16 +7,14 @@ use super::io::{compiled_config,
     config_at, io, maybe, or_nan, put_error, CALCULATED_RETRY_AFTER, CALCULATED_STATUS, CALCULATED_TS, CALCULATED_WINDOW_START, DECIDED_OK, DECIDED_RETRY_AFTER,
     DECIDED_TS, DECIDED_VALUE, EXTRA, OUT, PURE_ANSWER, PURE_CONFIG,
 };
-use crate::config::Kind;
 use crate::decision::decide;
-use crate::error::{Error, Field, Rule};
 use crate::figures::figures;
 use crate::plan::unit_random;
 use crate::random::with_jitter;
-use crate::request::{check_count, check_now, validate_request, Request};
+use crate::request::{check_now, validate_request, Request};
 use crate::result::caller_wait;
 use crate::state::State;
-use crate::transition::{calculate_rate_limit, initial_state};
+use crate::transition::initial_state;
 
 /// `calculateRateLimit` on a compiled config (its seven numbers), the state
 /// (`value` NaN: none), `now`, `count`, and a phase for a fresh fixed window.
@@ -27,18 +25,7 @@ use crate::transition::{calculate_rate_limit, initial_state};
 pub extern "C" fn rb_calculate(kind: f64, rate: f64, period: f64, capacity: f64, max_reserved: f64, shards: f64, start: f64, value: f64, ts: f64, now: f64, count: f64, phase: f64) -> f64 {
     let io = io();
     let config = compiled_config([kind, rate, period, capacity, max_reserved, shards, start]);
-    let checked = if !now.is_finite() {
-        Err(Error::request(Field::Now, Rule::FiniteMs, now))
-    } else {
-        check_count(count).and_then(|count| {
-            if config.kind == Kind::SlidingWindow {
-                return Err(crate::sliding_window::two_windows());
-            }
-            let state = maybe(value).map(|value| State { value, ts });
-            let phase = if state.is_none() && config.kind == Kind::FixedWindow && config.start_ms.is_none() { unit_random(phase)? } else { 0.0 };
-            Ok(calculate_rate_limit(state, &config, now, count, phase))
-        })
-    };
+    let checked = super::calculate::checked(&config, value, ts, now, count, phase);
     let at = EXTRA + PURE_ANSWER;
     match checked {
         Ok(transition) => {

@@ -27,7 +27,7 @@ const PAGE_BYTES: usize = 65_536;
 
 /// The table's placeholder, all zero bits, so the table costs the module no data segment (it
 /// lives in zeroed memory); the package never passes an id the table did not give.
-const NO_CONFIG: Config = Config { kind: Kind::TokenBucket, rate: 0.0, period_ms: 0.0, capacity: 0.0, max_reserved: None, shard_count: 0, start_ms: None };
+const NO_CONFIG: Config = Config { kind: Kind::TokenBucket, rate: 0.0, period_ms: 0.0, calendar: None, capacity: 0.0, max_reserved: None, shard_count: 0, start_ms: None };
 static mut CONFIGS: [Config; MAX_CONFIGS] = [NO_CONFIG; MAX_CONFIGS];
 static mut CONFIG_COUNT: usize = 0;
 /// The slab's first byte (0: not placed yet) and how many slots fit before the memory's end.

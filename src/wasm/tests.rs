@@ -30,7 +30,12 @@ fn compile(io: &mut [f64], kind: f64, fields: [f64; 6]) -> f64 {
         io[EXTRA + COMPILE_FIELDS + 2 * index] = if value.is_nan() { 0.0 } else { 2.0 };
         io[EXTRA + COMPILE_FIELDS + 2 * index + 1] = *value;
     }
-    rb_compile()
+    let status = rb_compile();
+    // The export wrote the buffer through a reference of its own: have the optimiser read `io`
+    // again. (Built with opt-level 2, as the mutation run builds, it forwarded the capacity's tag
+    // written at EXTRA + 5 to a read of the compiled shard count there.)
+    std::hint::black_box(&mut *io);
+    status
 }
 
 /// A token bucket of `capacity` refilling `capacity` per second, compiled into item `index`.
@@ -76,6 +81,38 @@ fn compile_writes_the_config_and_its_draws_or_an_error_record() {
     assert_eq!(io[OUT + OUT_RULE], f64::from(Rule::PositiveFinite as u8));
     assert_eq!(io[OUT + OUT_NUMBERS], -1.0);
     assert_eq!(io[OUT + OUT_RESERVE], 0.0);
+}
+
+/// A calendar period crosses as minus its unit's code (tag `COMPILE_TAG_CALENDAR` in, `-code` in
+/// the compiled config), and a plan carries its window at now, mean length and longest window.
+#[test]
+fn a_calendar_period_compiles_to_minus_its_code_and_its_plan_carries_the_window() {
+    let (_guard, io) = buffer();
+    // A fixed window of rate 10 whose period is the calendar unit of `code` (the compile's output
+    // overwrites its input: each compile writes the whole input again).
+    let calendar = |io: &mut [f64; IO_LEN], code: f64| {
+        io[EXTRA + COMPILE_KIND] = 1.0;
+        io[EXTRA + COMPILE_FIELDS..EXTRA + COMPILE_FIELDS + 12].fill(0.0);
+        io[EXTRA + COMPILE_FIELDS..EXTRA + COMPILE_FIELDS + 4].copy_from_slice(&[2.0, 10.0, COMPILE_TAG_CALENDAR as f64, code]);
+        let status = rb_compile();
+        std::hint::black_box(&mut *io);
+        status
+    };
+    assert_eq!(calendar(io, 3.0), 0.0, "\"month\"");
+    let compiled: [f64; CONFIG_LEN] = core::array::from_fn(|at| io[EXTRA + COMPILED_CONFIG + at]);
+    assert_eq!((compiled[CONFIG_KIND], compiled[CONFIG_PERIOD], compiled[CONFIG_START]), (1.0, -3.0, 0.0));
+    assert_eq!(calendar(io, 9.0), -1.0, "no unit has code 9: anything else");
+    assert_eq!((io[OUT + OUT_FIELD], io[OUT + OUT_RULE]), (f64::from(Field::Period as u8), f64::from(Rule::PeriodName as u8)));
+    let item = ITEMS;
+    io[item..item + CONFIG_LEN].copy_from_slice(&compiled);
+    let now = 1_709_251_200_000.0 + 3_600_000.0; // 2024-03-01T01:00Z
+    io[item + ITEM_COUNT] = 1.0;
+    io[item + ITEM_NOW] = now;
+    assert_eq!(rb_plan(1), 0.0);
+    std::hint::black_box(&mut *io);
+    let plan = [PLAN_PERIOD, PLAN_WINDOW_START, PLAN_WINDOW_END, PLAN_WINDOW_LONGEST].map(|field| io[PLAN + field]);
+    assert_eq!(plan, [2_629_746_000.0, 1_709_251_200_000.0, 1_711_929_600_000.0, 31.0 * 86_400_000.0]);
+    assert_eq!(io[PLAN + PLAN_FRESH + STATE_TS], 1_709_251_200_000.0, "a fresh state starts at the window's start");
 }
 
 #[test]

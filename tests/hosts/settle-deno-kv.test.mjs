@@ -55,5 +55,5 @@ test("settle on Deno KV in real Deno: the same scenarios pass (Deno.openKv --uns
     });
   });
   assert.equal(code, 0, output);
-  assert.match(output, /ok \| 20 passed \| 0 failed/, output);
+  assert.match(output, /ok \| 24 passed \| 0 failed/, output);
 });

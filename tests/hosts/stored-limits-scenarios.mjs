@@ -17,6 +17,7 @@ export const LIMITS = {
   api: { kind: "token bucket", rate: 10, period: 60_000 },
   window: { kind: "fixed window", rate: 5, period: 60_000, start: 0 },
   sharded: { kind: "token bucket", rate: 40, period: 60_000, shards: 4 },
+  quota: { kind: "fixed window", rate: 100, period: "day" },
 };
 
 /** Two limiters (over `store` and `other`) on one clock, reading stored limits. */
@@ -122,6 +123,29 @@ export function storedLimitScenarios(test, open) {
     // None of them stored anything.
     assert.equal((await a.getLimit("api")).source, "code");
     assert.equal((await a.getLimit("sharded", { key: "s" })).source, "code");
+  });
+
+  run("a calendar quota's stored limit keeps a calendar period (its unit may change, its anchor not), and records of a period in ms fail it closed", async (store, other) => {
+    const { a, b, clock } = pair(store, other);
+    const code = (promise) => promise.then(() => "stored", (error) => `${error.code} ${error.field ?? ""}`.trim());
+    await a.setLimit("quota", { kind: "fixed window", rate: 2, period: "month" }, { key: "q" });
+    assert.deepEqual(await b.getLimit("quota", { key: "q" }), { config: { kind: "fixed window", rate: 2, period: "month", capacity: 2, shards: 1, start: 0 }, source: "key" });
+    // NOW is Nov 14 2023: two grants this month, then a wait until Dec 1, whatever the day's limit in code.
+    assert.deepEqual(await grants(b, "quota", "q", 2), [true, true]);
+    const refused = await b.limit("quota", { key: "q" });
+    assert.deepEqual([refused.ok, refused.retryAfter], [false, Date.UTC(2023, 11, 1) - NOW]);
+    clock.now = Date.UTC(2023, 11, 1);
+    assert.deepEqual(await grants(b, "quota", "q", 3), [true, true, false]);
+    clock.now = NOW;
+    // The other kind of period either way, and a week's default anchor (a Monday, not the day's epoch).
+    assert.equal(await code(a.setLimit("quota", { kind: "fixed window", rate: 2, period: 86_400_000, start: 0 })), "INVALID_CONFIG period");
+    assert.equal(await code(a.setLimit("window", { kind: "fixed window", rate: 2, period: "day", start: 0 })), "INVALID_CONFIG period");
+    assert.equal(await code(a.setLimit("quota", { kind: "fixed window", rate: 2, period: "week" })), "INVALID_CONFIG start");
+    assert.equal((await a.getLimit("quota")).source, "code");
+    // Records of a period in ms under the calendar quota in code (the code changed since): not its limit.
+    await store.write({ name: "quota", key: "ms", shard: KEY_LIMIT_SHARD }, { value: 2, ts: 60_000 }, { now: NOW, fullAt: Infinity });
+    await store.write({ name: "quota", key: "ms", shard: KEY_LIMIT_SHARD + 1 }, { value: 2, ts: -1 }, { now: NOW, fullAt: Infinity });
+    assert.equal((await b.limit("quota", { key: "ms" }).catch((thrown) => thrown)).code, "CORRUPT_STATE");
   });
 
   run("a sharded limit takes its stored rate on every shard", async (store, other) => {

@@ -22,13 +22,14 @@ for (const file of ["ratebound.base64.js", "ratebound-lite.bytes.js"]) {
   });
 }
 
-test("the generated module declares numbers and the error tables, nothing else", () => {
+test("the generated module declares numbers, the error tables and the calendar periods, nothing else", () => {
   const text = readFileSync(new URL("../../ts/core/boundary.ts", import.meta.url), "utf8");
   assert.match(text, /^\/\/ Generated from src\/wasm\/io\.rs/);
   for (const [name, value] of Object.entries(boundary)) {
-    if (["CODES", "FIELDS", "RULES", "SENTENCES"].includes(name)) assert.ok(Array.isArray(value) && value[0] === "", name);
+    if (["CODES", "FIELDS", "RULES", "SENTENCES", "CALENDAR_PERIODS"].includes(name)) assert.ok(Array.isArray(value) && value[0] === "", name);
     else assert.ok(Number.isInteger(value) && value >= 0, name);
   }
   assert.equal(boundary.CODES.length, 8);
   assert.equal(boundary.RULES.length, boundary.SENTENCES.length);
+  assert.deepEqual(boundary.CALENDAR_PERIODS, ["", "day", "week", "month", "year"]);
 });

@@ -33,6 +33,10 @@ const LIMITS = {
   paced: { kind: "token bucket", rate: 3, period: SECOND, maxReserved: 4 },
   aligned: { kind: "fixed window", rate: 4, period: SECOND, start: 0, maxReserved: 2 },
   wandering: { kind: "fixed window", rate: 3, period: 700 },
+  // Calendar quotas whose windows roll during the traffic (it starts at 1_700_000_000_000).
+  daily: { kind: "fixed window", rate: 4, period: "day", start: 1_700_000_030_000, maxReserved: 3 },
+  weekly: { kind: "fixed window", rate: 6, period: "week", start: 1_700_000_060_000 - 7 * 86_400_000, capacity: 9 },
+  monthly: { kind: "fixed window", rate: 3, period: "month" },
   wide: { kind: "token bucket", rate: 40, period: SECOND, shards: 4 },
 };
 /** Inline configs: one object reused (compiled once), and one made anew per call. */

@@ -4,6 +4,7 @@
 // from, the core's own decision (not a test file itself).
 import "../../pkg/dist/node.js"; // instantiates the engine
 import * as engine from "../../pkg/dist/core/engine.js";
+import { CALENDAR_PERIODS, COMPILE_TAG_CALENDAR, OUT_SHARES, PLAN_PERIOD, PLAN_WINDOW_END, PLAN_WINDOW_LONGEST, PLAN_WINDOW_START } from "../../pkg/dist/core/boundary.js";
 
 const wasm = engine.core;
 const io = engine.io;
@@ -17,8 +18,9 @@ function compile(config) {
   io[EXTRA] = KINDS.indexOf(config.kind);
   FIELDS.forEach((field, index) => {
     const given = config[field];
-    io[EXTRA + 1 + 2 * index] = given === undefined ? 0 : given === null ? 1 : 2;
-    io[EXTRA + 2 + 2 * index] = typeof given === "number" ? given : 0;
+    const calendar = typeof given === "string" ? CALENDAR_PERIODS.indexOf(given) : -1;
+    io[EXTRA + 1 + 2 * index] = given === undefined ? 0 : given === null ? 1 : calendar > 0 ? COMPILE_TAG_CALENDAR : 2;
+    io[EXTRA + 2 + 2 * index] = typeof given === "number" ? given : calendar;
   });
   if (wasm.rb_compile() !== 0) return null;
   return Array.from(io.subarray(EXTRA, EXTRA + 7));
@@ -57,7 +59,7 @@ export function corePlan(calls, all, random = Math.random) {
       const id = JSON.stringify([ref.name, ref.key ?? null, ref.shard]);
       if (!refIndex.has(id)) {
         refIndex.set(id, refs.length);
-        refs.push({ ...ref, periodMs: config[2], capacity: io[at + 9] });
+        refs.push({ ...ref, periodMs: io[at + PLAN_PERIOD], capacity: io[at + 9] });
       }
       reads.push(refIndex.get(id));
     }
@@ -65,7 +67,8 @@ export function corePlan(calls, all, random = Math.random) {
       reads,
       kind: config[0],
       rate: io[at + 8],
-      period: config[2],
+      period: io[at + PLAN_PERIOD],
+      window: Number.isNaN(io[at + PLAN_WINDOW_START]) ? null : { start: io[at + PLAN_WINDOW_START], end: io[at + PLAN_WINDOW_END], longest: io[at + PLAN_WINDOW_LONGEST] },
       capacity: io[at + 9],
       maxReserved: Number.isNaN(io[at + 10]) ? null : io[at + 10],
       shards: config[5],
@@ -106,7 +109,7 @@ export function coreDecide(batch, states) {
     if (!(io[at] === 0 || io[at] === 1)) return null;
     return Number.isNaN(io[at + 1]) ? { ok: io[at] === 1 } : { ok: io[at] === 1, retryAfter: io[at + 1] };
   });
-  const shares = batch.items.map((_, index) => [io[OUT + index * OUT_STRIDE + 8], io[OUT + index * OUT_STRIDE + 9]]);
+  const shares = batch.items.map((_, index) => [io[OUT + index * OUT_STRIDE + OUT_SHARES], io[OUT + index * OUT_STRIDE + OUT_SHARES + 1]]);
   const anyWrite = batch.items.some((item) => item.write);
   const wrote = batch.items.map((item, index) => item.write && (batch.all ? status === 1 && anyWrite : decided[index]?.ok === true));
   const after = batch.refs.map((_, index) => {

@@ -58,7 +58,16 @@ function generator(seed) {
     if (chance(0.5)) config.maxReserved = pick([() => 0, () => 0, () => 1, () => 5.5, () => config.rate * random(), () => logUniform(-3, 9), () => 1e300])();
     config.shards = pick([1, 1, 1, 1, 2, 2, 3, 3, 4, 5, 8, 16, integer(1, 16)]);
     if (kind === "fixed window" && chance(0.5)) config.start = pick([() => now - random() * config.period, () => now - config.period * integer(0, 1000), () => now + integer(0, 5000), () => 0, () => -0])();
+    if (kind === "fixed window" && chance(0.2)) calendar(config, now);
     return config;
+  }
+
+  /** Makes `config` a calendar quota (unsharded), anchored or not, on a month end or Feb 29 now and then. */
+  function calendar(config, now) {
+    config.period = pick(["day", "week", "month", "year"]);
+    config.shards = 1;
+    config.start = pick([() => undefined, () => now - random() * 4e10, () => Date.UTC(2024, 0, 31), () => Date.UTC(2024, 1, 29, 12), () => -integer(0, 1e12), () => 0])();
+    if (config.start === undefined) delete config.start;
   }
 
   /** A count: mostly a fraction of what validation allows, sometimes whole, zero, tiny or huge. */
@@ -186,7 +195,7 @@ async function compare(admin, seed, cases) {
   await admin.flushDb(); // keys are per case, and cases of another test have the same names
   const { next } = generator(seed);
   const random = seeded(seed ^ 0x5a5a5a5a);
-  const stats = { cases: 0, decisions: 0, skipped: 0, granted: 0, refused: 0, errors: 0, combined: 0, secondShard: 0, allRefused: 0, reserved: 0, maxReservedZero: 0, clockBack: 0, corrupt: 0, expiring: 0, noTtl: 0, negativeZero: 0, fastPath: 0, fastPathRewritten: 0 };
+  const stats = { cases: 0, decisions: 0, skipped: 0, granted: 0, refused: 0, errors: 0, combined: 0, secondShard: 0, allRefused: 0, reserved: 0, maxReservedZero: 0, clockBack: 0, corrupt: 0, expiring: 0, noTtl: 0, negativeZero: 0, fastPath: 0, fastPathRewritten: 0, calendar: 0 };
   const mismatches = [];
   const inFlight = new Set();
   for (let caseIndex = 0; caseIndex < cases; caseIndex++) {
@@ -218,6 +227,7 @@ async function compare(admin, seed, cases) {
       if (batch.all && expected.status === 0) stats.allRefused++;
       if (batch.items.some((item) => item.maxReserved === 0 && item.reserve)) stats.maxReservedZero++;
       if (states.some((state, index) => state !== null && state.ts > batch.items[0].now)) stats.clockBack++;
+      stats.calendar += batch.items.filter((item) => item.window !== null).length;
       if (states.some((state) => state !== null && Object.is(state.value, -0))) stats.negativeZero++;
       // The script's fast path: one item on one state, stored in the plain form or absent, granted without a wait.
       const decided = expected.decided[0];
@@ -282,7 +292,7 @@ async function compareMany(admin, seed, bundles) {
   await admin.flushDb(); // keys are per bundle, and cases of another test have the same names
   const { bundle } = generator(seed);
   const random = seeded(seed ^ 0x3c3c3c3c);
-  const stats = { bundles: 0, calls: 0, decisions: 0, skipped: 0, granted: 0, refused: 0, errors: 0, allCalls: 0, allRefused: 0, chained: 0, corrupt: 0, afterCorrupt: 0, quick: 0, sharded: 0, checks: 0, reserved: 0 };
+  const stats = { bundles: 0, calls: 0, decisions: 0, skipped: 0, granted: 0, refused: 0, errors: 0, allCalls: 0, allRefused: 0, chained: 0, corrupt: 0, afterCorrupt: 0, quick: 0, sharded: 0, checks: 0, reserved: 0, calendar: 0 };
   const mismatches = [];
   const inFlight = new Set();
   for (let bundleIndex = 0; bundleIndex < bundles; bundleIndex++) {
@@ -330,6 +340,7 @@ async function compareMany(admin, seed, bundles) {
       stats.decisions += planned.items.length;
       if (planned.all) stats.allCalls++;
       if (planned.items.some((item) => item.shards > 1)) stats.sharded++;
+      stats.calendar += planned.items.filter((item) => item.window !== null).length;
       if (planned.items.some((item) => !item.write)) stats.checks++;
       if (decision === null) {
         stats.corrupt++;
@@ -451,7 +462,7 @@ describe("the decision script against the core, on a real redis-server", () => {
     assert.equal(outcome.mismatches.length, 0, report(fixedSeed, outcome));
     assert.ok(outcome.stats.decisions >= 100_000, `${outcome.stats.decisions} decisions`);
     const { stats } = outcome;
-    for (const what of ["granted", "refused", "errors", "combined", "secondShard", "allRefused", "reserved", "maxReservedZero", "clockBack", "corrupt", "expiring", "noTtl", "negativeZero", "fastPath", "fastPathRewritten"]) {
+    for (const what of ["granted", "refused", "errors", "combined", "secondShard", "allRefused", "reserved", "maxReservedZero", "clockBack", "corrupt", "expiring", "noTtl", "negativeZero", "fastPath", "fastPathRewritten", "calendar"]) {
       assert.ok(stats[what] >= 50, `the generator reached "${what}" only ${stats[what]} times: ${show(stats)}`);
     }
     assert.ok(stats.skipped < stats.cases / 4, `too many batches refused before any read: ${show(stats)}`);
@@ -463,7 +474,7 @@ describe("the decision script against the core, on a real redis-server", () => {
     assert.equal(outcome.mismatches.length, 0, report(fixedSeed, outcome));
     const { stats } = outcome;
     assert.ok(stats.calls >= 60_000, `${stats.calls} calls`);
-    for (const what of ["granted", "refused", "errors", "allCalls", "allRefused", "chained", "corrupt", "afterCorrupt", "quick", "sharded", "checks", "reserved"]) {
+    for (const what of ["granted", "refused", "errors", "allCalls", "allRefused", "chained", "corrupt", "afterCorrupt", "quick", "sharded", "checks", "reserved", "calendar"]) {
       assert.ok(stats[what] >= 50, `the generator reached "${what}" only ${stats[what]} times: ${show(stats)}`);
     }
   });

@@ -246,12 +246,69 @@ export async function grantFiguresAreLimitFigures(h) {
   }
 }
 
+/** The anniversary of `anchor` (ms) in `year`, in UTC: its month, day (Feb 29 clamped) and time of day. */
+function anniversary(anchor, year) {
+  const date = new Date(anchor);
+  const [month, day] = [date.getUTCMonth(), date.getUTCDate()];
+  const timeOfDay = anchor - Date.UTC(date.getUTCFullYear(), month, day);
+  const lastDay = new Date(Date.UTC(year, month + 1, 0)).getUTCDate();
+  return Date.UTC(year, month, Math.min(day, lastDay)) + timeOfDay;
+}
+
+/** The limits of `calendarQuota`: 10 a calendar year from `anchor`. */
+export const calendarLimits = (kind, anchor) => ({ yearly: { kind, rate: 10, period: "year", start: anchor } });
+
+/** The anchor of hosts whose limits are fixed in advance (`h.calendar`): Feb 29, so common years clamp to Feb 28. */
+export const CALENDAR_ANCHOR = Date.UTC(2024, 1, 29, 12);
+
+/**
+ * Calendar quotas (issue 32 item 3), on the host's own store: a fixed window of a calendar year
+ * from an anchor (30 days back; or, for a host whose limits are fixed in advance, its
+ * `h.calendar.connect()` to a limiter with `calendarLimits("fixed window", CALENDAR_ANCHOR)`,
+ * whatever `h.kind`): grants up to the quota, a refusal whose wait ends at the next anniversary, a
+ * grant settled below its estimate giving back the rest, getValue's config naming the period and
+ * its anchor, and (with a hand-moved clock) the quota whole again at the anniversary. Elsewhere a
+ * token bucket refuses a calendar period (INVALID_CONFIG).
+ */
+export async function calendarQuota(h) {
+  const now = () => (h.clock ? h.clock.now : Date.now());
+  const anchor = h.calendar ? CALENDAR_ANCHOR : now() - 30 * 86_400_000;
+  const limits = calendarLimits(h.kind, anchor);
+  if (h.kind === "token bucket" && !h.calendar) {
+    // (At the limiter's construction, or at its first call where a host builds it per call.)
+    await rejectsWith((async () => (await h.connect(limits)).limit("yearly", { key: freshKey("calendar") }))(), "INVALID_CONFIG", "a calendar period on a token bucket");
+    return;
+  }
+  const [eps, slack] = [epsilonOf(h), h.clock ? 0 : 60_000];
+  const thisYear = new Date(now()).getUTCFullYear();
+  const end = [thisYear, thisYear + 1].map((year) => anniversary(anchor, year)).find((instant) => instant > now());
+  const limiter = await (h.calendar ? h.calendar.connect() : h.connect(limits));
+  const key = freshKey("calendar");
+  const granted = await limiter.limit("yearly", { key, count: 4, grant: true });
+  equal(granted.ok, true, "a grant of 4 of 10");
+  equal((await limiter.limit("yearly", { key, count: 6 })).ok, true, "6 more: the quota spent");
+  const refused = await limiter.limit("yearly", { key });
+  equal(refused.ok, false, "the 11th is refused");
+  near(now() + refused.retryAfter, end, slack, "the wait ends at the anniversary");
+  settledOf(await granted.grant.settle(1), 3, 0, 0, eps, "the grant settled at 1 of 4");
+  equal((await limiter.limit("yearly", { key, count: 3 })).ok, true, "the 3 given back are granted");
+  equal((await limiter.limit("yearly", { key })).ok, false, "and then nothing");
+  const { value, config } = await limiter.getValue("yearly", { key });
+  near(value, 0, eps, "getValue: the quota spent");
+  equal(JSON.stringify([config.period, config.start]), JSON.stringify(["year", anchor]), "getValue's config names the period and its anchor");
+  if (h.clock) {
+    h.clock.now = end;
+    equal((await limiter.limit("yearly", { key, count: 10 })).ok, true, "at the anniversary the quota is whole again");
+  }
+}
+
 /** Every scenario, by name, for hosts that register them in a loop. */
 export const SCENARIOS = {
   "an LLM flow: estimates settled below and above (debt bounded by maxReserved), a cancel, and a second settle refused": llmFlow,
   "a grant's data through JSON settles in another limiter instance, a sharded one on its own shards": serialisedSettle,
   "concurrent settles of one grant on separate connections: exactly one refunds, the rest are GRANT_SETTLED": concurrentSettles,
   "a negative, NaN or infinite actual is INVALID_REQUEST and writes nothing": badActualWritesNothing,
+  "a calendar quota (a year from an anchor): the quota, a wait to the anniversary, a settle's refund, getValue, the refill": calendarQuota,
 };
 
 // ---------------------------------------------------------------------------------------------

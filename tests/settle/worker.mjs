@@ -38,6 +38,10 @@ function racy(kind) {
     }
   };
 }
+/** Calendar quotas (scenarios.calendarQuota): a year from Feb 29, 2024. */
+export class SettleCalendar extends rateLimiterObject(scenarios.calendarLimits("fixed window", scenarios.CALENDAR_ANCHOR)) {}
+export class SettleCalendarKv extends rateLimiterObject(scenarios.calendarLimits("fixed window", scenarios.CALENDAR_ANCHOR)) {}
+
 export class RacyTokenBucket extends racy("token bucket") {}
 export class RacyFixedWindow extends racy("fixed window") {}
 
@@ -70,6 +74,7 @@ function harness(env, { host, kind, backend }) {
     kind,
     connect: () => rateLimiterClient(stub(binding)),
     bare: () => rateLimiterClient(stub(`RACY_${TAG[kind]}`)),
+    calendar: { connect: () => rateLimiterClient(stub(`SETTLE_Calendar${backend === "kv" ? "_KV" : ""}`)) },
   };
 }
 

@@ -15,6 +15,7 @@ export const NAMED = {
   "a grant's data through JSON settles in another limiter instance, a sharded one on its own shards": "serialisedSettle",
   "concurrent settles of one grant: exactly one refunds, the rest are GRANT_SETTLED": "concurrentSettles",
   "a negative, NaN or infinite actual is INVALID_REQUEST and writes nothing": "badActualWritesNothing",
+  "a calendar quota (a year from an anchor): the quota, a wait to the anniversary, a settle's refund, getValue": "calendarQuota",
   "the same concurrent settles without the host's atomicity refund more than once (so the test above can fail)": "concurrentSettlesWithoutTransaction",
 };
 
@@ -23,6 +24,8 @@ export const DURABLE_OBJECTS = {
   SETTLE_FixedWindow: { className: "SettleFixedWindow", useSQLite: true },
   SETTLE_TokenBucket_KV: { className: "SettleTokenBucketKv" },
   SETTLE_FixedWindow_KV: { className: "SettleFixedWindowKv" },
+  SETTLE_Calendar: { className: "SettleCalendar", useSQLite: true },
+  SETTLE_Calendar_KV: { className: "SettleCalendarKv" },
   RACY_TokenBucket: { className: "RacyTokenBucket" },
   RACY_FixedWindow: { className: "RacyFixedWindow" },
 };

@@ -15,6 +15,7 @@ import assert from "node:assert/strict";
 import pg from "pg";
 import "../../pkg/dist/node.js"; // instantiates the core
 import * as engine from "../../pkg/dist/core/engine.js";
+import { CALENDAR_PERIODS, COMPILE_TAG_CALENDAR, PLAN_PERIOD, PLAN_WINDOW_END, PLAN_WINDOW_LONGEST, PLAN_WINDOW_START } from "../../pkg/dist/core/boundary.js";
 import { createTable, postgresStore } from "../../pkg/dist/postgres.js";
 import { startPostgres, failOnDeprecationWarnings } from "./postgres-server.mjs";
 import { randomTools, show } from "../js/helpers.mjs";
@@ -57,7 +58,7 @@ function loadCore() {
   const core = engine.core;
   const io = engine.io;
   const L = engine.layout;
-  const field = (value) => (value === undefined ? [0, 0] : value === null ? [1, 0] : [2, value]);
+  const field = (value) => (value === undefined ? [0, 0] : value === null ? [1, 0] : typeof value === "string" ? [COMPILE_TAG_CALENDAR, CALENDAR_PERIODS.indexOf(value)] : [2, value]);
   return {
     /** A validated config's seven numbers and how many draws a decision takes, or null when invalid. */
     compile(config) {
@@ -86,6 +87,8 @@ function loadCore() {
           rate: io[at + 8],
           capacity: io[at + 9],
           maxReserved: Number.isNaN(io[at + 10]) ? null : io[at + 10],
+          period: io[at + PLAN_PERIOD],
+          window: Number.isNaN(io[at + PLAN_WINDOW_START]) ? null : { start: io[at + PLAN_WINDOW_START], end: io[at + PLAN_WINDOW_END], longest: io[at + PLAN_WINDOW_LONGEST] },
         };
       });
     },
@@ -123,8 +126,16 @@ function generator(seed) {
     if (chance(0.5)) limit.maxReserved = pick([() => 0, () => -0, () => random() * 10, () => integer(1, 100), () => logUniform(-300, 300), () => MAX])();
     if (chance(0.5)) limit.shards = pick([() => 2, () => 3, () => integer(1, 16), () => 16])();
     if (kind === "fixed window" && chance(0.5)) limit.start = pick([() => 0, () => 1_700_000_000_000 - integer(0, 1e9), () => -integer(0, 1e12), () => random() * 1e6, () => 9_007_199_254_740_992 * (random() * 2 - 1)])();
+    if (kind === "fixed window" && chance(0.25)) {
+      // A calendar quota: unsharded, anchored or not (a month end, Feb 29, anywhere).
+      limit.period = pick(["day", "week", "month", "year"]);
+      delete limit.shards;
+      if (chance(0.5)) limit.start = pick([() => Date.UTC(2024, 0, 31), () => Date.UTC(2024, 1, 29, 12), () => 1_700_000_000_000 - integer(0, 1e11), () => -integer(0, 1e12)])();
+    }
     return limit;
   };
+  /** A period in ms to step clocks by (a calendar period's: a day). */
+  const periodMs = (limit) => (typeof limit.period === "number" ? limit.period : 86_400_000);
 
   const clockBase = () => pick([() => 0, () => 1_700_000_000_000 + integer(0, 1e11), () => random() * 1e6, () => -integer(0, 1e12), () => logUniform(-300, 15.9), () => -logUniform(-300, 15), () => 8.6e15])();
   const step = (period) => pick([() => 0, () => integer(1, 1000), () => random() * period, () => period * integer(1, 5), () => -integer(1, 1e6), () => -random() * period, () => logUniform(-320, 12), () => -logUniform(-320, 12), () => period * integer(1, 100) + random()])();
@@ -139,7 +150,7 @@ function generator(seed) {
   const timestamp = (now) =>
     pick([() => now, () => now - random() * 1e6, () => now + random() * 1e6, () => 0, () => -0, () => -1e300, () => 1e300, () => 5e-324, () => -8.9e15, () => 8.9e15, () => now - logUniform(-300, 300), () => MAX, () => -MAX])();
 
-  return { random, chance, pick, integer, logUniform, unit, config, clockBase, step, count, value, timestamp };
+  return { random, chance, pick, integer, logUniform, unit, config, periodMs, clockBase, step, count, value, timestamp };
 }
 
 describe("the decision function on a real PostgreSQL server, against the core", () => {
@@ -175,8 +186,8 @@ describe("the decision function on a real PostgreSQL server, against the core", 
     for (let from = 0; from < pairs.length; from += 10_000) {
       const chunk = pairs.slice(from, from + 10_000);
       const result = await rows(
-        `SELECT ratebound_v2_add(a, b)::text AS add, ratebound_v2_mul(a, b)::text AS mul, ratebound_v2_div(a, b)::text AS div,
-           ratebound_v2_min(a, b)::text AS min, ratebound_v2_max(a, b)::text AS max, ratebound_v2_next_up(a)::text AS next_up
+        `SELECT ratebound_v3_add(a, b)::text AS add, ratebound_v3_mul(a, b)::text AS mul, ratebound_v3_div(a, b)::text AS div,
+           ratebound_v3_min(a, b)::text AS min, ratebound_v3_max(a, b)::text AS max, ratebound_v3_next_up(a)::text AS next_up
          FROM unnest($1::float8[], $2::float8[]) WITH ORDINALITY AS u(a, b, o) ORDER BY o`,
         [`{${chunk.map(([a]) => text(a)).join(",")}}`, `{${chunk.map(([, b]) => text(b)).join(",")}}`],
       );
@@ -211,7 +222,7 @@ describe("the decision function on a real PostgreSQL server, against the core", 
     const model = new Map();
     const idOf = (ref) => JSON.stringify([ref.name, ref.key ?? null, ref.shard]);
     const same = (a, b) => (a === null || b === null ? a === b : Object.is(a.value, b.value) && Object.is(a.ts, b.ts));
-    const stats = { decisions: 0, batches: 0, all: 0, granted: 0, refused: 0, errors: 0, written: 0, corrupt: 0, seeded: 0, badInput: 0 };
+    const stats = { decisions: 0, batches: 0, all: 0, granted: 0, refused: 0, errors: 0, written: 0, corrupt: 0, seeded: 0, badInput: 0, calendar: 0 };
     const failure = (what, details) => `seed ${from}, batch ${stats.batches}: ${what}\n${show(details)}`;
 
     /** Writes `states` (ref → state) straight into the table, in one statement, and into the model. */
@@ -260,7 +271,7 @@ describe("the decision function on a real PostgreSQL server, against the core", 
     }
     await compareTable();
     t.diagnostic(`seed ${from}: ${show(stats)}`);
-    for (const outcome of ["granted", "refused", "errors", "corrupt", "all"]) assert.ok(stats[outcome] > 0, `the traffic had ${outcome}`);
+    for (const outcome of ["granted", "refused", "errors", "corrupt", "all", "calendar"]) assert.ok(stats[outcome] > 0, `the traffic had ${outcome}`);
     return stats;
 
     /** The next call: a batch planned by the core (bad input never reaches the store), its states seeded now and then. */
@@ -272,7 +283,7 @@ describe("the decision function on a real PostgreSQL server, against the core", 
       let now = (clock += g.step(1000));
       let items = Array.from({ length: size }, () => {
         const limit = g.pick(limits);
-        if (!all) now = clock + g.step(limit.config.period);
+        if (!all) now = clock + g.step(g.periodMs(limit.config));
         return {
           limit,
           name: g.chance(0.1) ? g.pick(limits).name : limit.name,
@@ -315,7 +326,8 @@ describe("the decision function on a real PostgreSQL server, against the core", 
           reads: slotsOfItems[index],
           kind: item.limit.config.kind === "token bucket" ? 0 : 1,
           rate: plans[index].rate,
-          period: item.limit.compiled.numbers[2],
+          period: plans[index].period,
+          window: plans[index].window,
           capacity: plans[index].capacity,
           maxReserved: plans[index].maxReserved,
           shards: item.limit.compiled.numbers[5],
@@ -327,6 +339,7 @@ describe("the decision function on a real PostgreSQL server, against the core", 
           fresh: plans[index].fresh,
         })),
       };
+      stats.calendar += batch.items.filter((item) => item.window !== null).length;
       return { batch, items, refs, slotsOfItems, all };
     }
 
@@ -385,8 +398,8 @@ describe("the decision function on a real PostgreSQL server, against the core", 
     const statements = { many: 0, alone: 0 };
     const counted = Object.assign(Object.create(pool), {
       query(text, params) {
-        if (/_decide_many_v2"\(/.test(text)) statements.many++;
-        else if (/_decide(_one)?_v2"\(/.test(text)) statements.alone++;
+        if (/_decide_many_v3"\(/.test(text)) statements.many++;
+        else if (/_decide(_one)?_v3"\(/.test(text)) statements.alone++;
         return pool.query(text, params);
       },
     });
@@ -426,7 +439,7 @@ describe("the decision function on a real PostgreSQL server, against the core", 
     const calls = async () => {
       await client.query("SELECT pg_stat_force_next_flush()");
       await client.query("SELECT pg_stat_clear_snapshot()");
-      const counted = await rows("SELECT funcname, calls FROM pg_stat_user_functions WHERE funcname IN ('ratebound_decide_v2', 'ratebound_decide_one_v2')");
+      const counted = await rows("SELECT funcname, calls FROM pg_stat_user_functions WHERE funcname IN ('ratebound_decide_v3', 'ratebound_decide_one_v3')");
       return Object.fromEntries(counted.map((row) => [row.funcname, Number(row.calls)]));
     };
     const callsBefore = await calls();
@@ -450,14 +463,14 @@ describe("the decision function on a real PostgreSQL server, against the core", 
     const model = new Map();
     const idOf = (ref) => JSON.stringify([ref.name, ref.key ?? null, ref.shard]);
     const same = (a, b) => (a === null || b === null ? a === b : Object.is(a.value, b.value) && Object.is(a.ts, b.ts));
-    const stats = { decisions: 0, granted: 0, refused: 0, errors: 0, written: 0, checks: 0, reserved: 0, firstUse: 0, corrupt: 0, seeded: 0, negativeZero: 0, clockBack: 0, badInput: 0 };
+    const stats = { decisions: 0, granted: 0, refused: 0, errors: 0, written: 0, checks: 0, reserved: 0, firstUse: 0, corrupt: 0, seeded: 0, negativeZero: 0, clockBack: 0, badInput: 0, calendar: 0 };
     const failure = (what, details) => `seed ${SEED} (PG_DIFF_SEED), single call ${stats.decisions}: ${what}\n${show(details)}`;
     let clock = g.chance(0.5) ? 1_700_000_000_000 : g.clockBase();
     while (stats.decisions < ONE_CALLS) {
       if (g.chance(0.01)) clock = g.chance(0.7) ? 1_700_000_000_000 + g.integer(0, 1e11) : g.clockBase();
       const limit = g.pick(limits);
       const key = g.pick(["a", "b", "c", undefined]);
-      const now = (clock += g.chance(0.9) ? g.pick([0, 1, g.integer(1, 2000), g.random() * limit.config.period]) : g.step(limit.config.period));
+      const now = (clock += g.chance(0.9) ? g.pick([0, 1, g.integer(1, 2000), g.random() * g.periodMs(limit.config)]) : g.step(g.periodMs(limit.config)));
       const item = { limit, name: limit.name, key, count: g.chance(0.7) ? g.pick([1, 1, 2, 0, 0.5, 3]) : g.count(limit.config), reserve: g.chance(0.3), write: g.chance(0.85), now, draws: [g.unit(), g.unit(), g.unit(), g.unit()] };
       const [plan] = core.plan([item]);
       if (plan === null) {
@@ -489,7 +502,8 @@ describe("the decision function on a real PostgreSQL server, against the core", 
           reads: [0],
           kind: limit.config.kind === "token bucket" ? 0 : 1,
           rate: plan.rate,
-          period: limit.compiled.numbers[2],
+          period: plan.period,
+          window: plan.window,
           capacity: plan.capacity,
           maxReserved: plan.maxReserved,
           shards: limit.compiled.numbers[5],
@@ -504,6 +518,7 @@ describe("the decision function on a real PostgreSQL server, against the core", 
       const before = model.get(idOf(ref)) ?? null;
       const answer = await store.decide(batch);
       stats.decisions++;
+      if (plan.window !== null) stats.calendar++; // (the batch function's: the one-item function has no calendar)
       assert.ok(same(answer.stored[0], before === null ? null : { value: before.value, ts: before.ts }), failure("the state was read as another than the table held", { ref, read: answer.stored[0], held: before }));
       if (before === null) stats.firstUse++;
       else if (Object.is(before.value, -0)) stats.negativeZero++;
@@ -538,11 +553,11 @@ describe("the decision function on a real PostgreSQL server, against the core", 
       }
     }
     const callsAfter = await calls();
-    const fast = (callsAfter.ratebound_decide_one_v2 ?? 0) - (callsBefore.ratebound_decide_one_v2 ?? 0);
-    const handedOn = (callsAfter.ratebound_decide_v2 ?? 0) - (callsBefore.ratebound_decide_v2 ?? 0);
+    const fast = (callsAfter.ratebound_decide_one_v3 ?? 0) - (callsBefore.ratebound_decide_one_v3 ?? 0);
+    const handedOn = (callsAfter.ratebound_decide_v3 ?? 0) - (callsBefore.ratebound_decide_v3 ?? 0) - stats.calendar;
     t.diagnostic(`seed ${SEED}: ${show(stats)}; the one-item function decided ${fast - handedOn} and handed ${handedOn} to the batch function`);
-    assert.equal(fast, stats.decisions, "every single call went to the one-item function");
+    assert.equal(fast, stats.decisions - stats.calendar, "every single call but a calendar quota's went to the one-item function");
     assert.ok(fast - handedOn >= ONE_CALLS / 2 && handedOn >= ONE_CALLS / 50, `the one-item function decided ${fast - handedOn} itself and handed on ${handedOn}`);
-    for (const outcome of ["granted", "refused", "errors", "written", "checks", "reserved", "firstUse", "corrupt", "negativeZero", "clockBack"]) assert.ok(stats[outcome] >= 20, `the traffic had ${outcome} only ${stats[outcome]} times: ${show(stats)}`);
+    for (const outcome of ["granted", "refused", "errors", "written", "checks", "reserved", "firstUse", "corrupt", "negativeZero", "clockBack", "calendar"]) assert.ok(stats[outcome] >= 20, `the traffic had ${outcome} only ${stats[outcome]} times: ${show(stats)}`);
   });
 });

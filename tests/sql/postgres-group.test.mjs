@@ -15,8 +15,8 @@ failOnDeprecationWarnings();
 
 const CAPACITY = 1000;
 const LIMITS = { big: { kind: "token bucket", rate: CAPACITY, period: 86_400_000 }, two: { kind: "token bucket", rate: 2, period: 86_400_000 } };
-const MANY = /^SELECT "public"\."ratebound_decide_many_v2"\(\$1::pg_catalog\.text::pg_catalog\.text\[\]/;
-const ALONE = /^SELECT "public"\."ratebound_decide(_one)?_v2"\(/;
+const MANY = /^SELECT "public"\."ratebound_decide_many_v3"\(\$1::pg_catalog\.text::pg_catalog\.text\[\]/;
+const ALONE = /^SELECT "public"\."ratebound_decide(_one)?_v3"\(/;
 
 /** A pool whose decision statements are counted, and how many were in flight at most. */
 function counting(pool) {
@@ -154,7 +154,7 @@ describe("group commit on a pool (a real PostgreSQL server)", () => {
     await killer.connect();
     try {
       for (let tries = 0; ; tries++) {
-        const { rows } = await killer.query("SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE query LIKE '%decide_many_v2%' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()");
+        const { rows } = await killer.query("SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE query LIKE '%decide_many_v3%' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()");
         if (rows.length > 0) break;
         assert.ok(tries < 200, "the statement waits for the held lock");
         await new Promise((resolve) => setTimeout(resolve, 10));

@@ -44,7 +44,7 @@ describe("postgres.js on a real PostgreSQL server", () => {
     const outcomes = await Promise.all(Array.from({ length: 120 }, () => limiter.limit("burst", { key: "js-group" })));
     assert.equal(outcomes.filter((outcome) => outcome.ok).length, 50);
     assert.deepEqual(outcomes.map((outcome) => outcome.ok), Array.from({ length: 120 }, (_, index) => index < 50), "in the order they were made");
-    assert.ok(decisions.length < 10 && decisions.some((text) => /_decide_many_v2"\(/.test(text)), `${decisions.length} statements`);
+    assert.ok(decisions.length < 10 && decisions.some((text) => /_decide_many_v3"\(/.test(text)), `${decisions.length} statements`);
     assert.deepEqual(await query("SELECT value FROM ratebound WHERE name = 'burst' AND key = 'js-group'"), [{ value: 0 }]);
   });
 

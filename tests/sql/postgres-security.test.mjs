@@ -6,13 +6,13 @@
 // - impostor overloads of the decision functions in `public` (the exact one of the issue, which
 //   the untyped call of version 1 preferred, and others, taking text, unknown-friendly types);
 // - in a schema `evil` ahead on the app's search path (`evil, pg_catalog, public`): the helpers
-//   (`ratebound_v1_add`, `ratebound_v2_add`, …) and the operators `+ - * /` on double precision
+//   (`ratebound_v1_add`, `ratebound_v3_add`, …) and the operators `+ - * /` on double precision
 //   and `=` on text, all answering nonsense.
 // Every decision stays exact: a bound of 3 admits exactly 3 of 10, through both functions, the
 // transactional path (grants, settle, getValue) and pruneStates, on a pool and in the app's own
 // transaction. A relation of the table's name in `evil` makes a bare table name ambiguous: the
 // store fails closed (42P01) and writes nothing; named with its schema, the table is still exact.
-// And an install of version 1 upgrades in place: createTable adds the v2 functions beside v1's.
+// And an install of version 1 upgrades in place: createTable adds the v3 functions beside v1's.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import pg from "pg";
@@ -36,13 +36,13 @@ function impostors() {
   const statements = [
     // The issue's impostor, verbatim: 16 text parameters, preferred by an untyped call.
     `CREATE FUNCTION public.ratebound_decide_one_v1(${texts(16)}) RETURNS text LANGUAGE sql AS $$ SELECT 'one - - 1' $$`,
-    `CREATE FUNCTION public.ratebound_decide_one_v2(${texts(16)}) RETURNS text LANGUAGE sql AS $$ SELECT 'one - - 1' $$`,
-    `CREATE FUNCTION evil.ratebound_decide_one_v2(text, text, integer, text, ${Array.from({ length: 12 }, () => "float8").join(",")}) RETURNS text LANGUAGE sql AS $$ SELECT 'one - - 1' $$`,
+    `CREATE FUNCTION public.ratebound_decide_one_v3(${texts(16)}) RETURNS text LANGUAGE sql AS $$ SELECT 'one - - 1' $$`,
+    `CREATE FUNCTION evil.ratebound_decide_one_v3(text, text, integer, text, ${Array.from({ length: 12 }, () => "float8").join(",")}) RETURNS text LANGUAGE sql AS $$ SELECT 'one - - 1' $$`,
     `CREATE FUNCTION public.ratebound_decide_v1(${texts(6)}) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
-    `CREATE FUNCTION public.ratebound_decide_v2(${texts(6)}) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
-    `CREATE FUNCTION public.ratebound_decide_v2(text[], text[], text[], text[], text[], text) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
-    `CREATE FUNCTION public.ratebound_decide_many_v2(${texts(6)}) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
-    `CREATE FUNCTION evil.ratebound_decide_many_v2(text[], text[], integer[], text[], float8[], integer[]) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
+    `CREATE FUNCTION public.ratebound_decide_v3(${texts(6)}) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
+    `CREATE FUNCTION public.ratebound_decide_v3(text[], text[], text[], text[], text[], text) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
+    `CREATE FUNCTION public.ratebound_decide_many_v3(${texts(6)}) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
+    `CREATE FUNCTION evil.ratebound_decide_many_v3(text[], text[], integer[], text[], float8[], integer[]) RETURNS text LANGUAGE sql AS $$ SELECT 'error 40001 impostor' $$`,
     // Nonsense arithmetic, ahead of pg_catalog on the app's path.
     "CREATE FUNCTION evil.nonsense(float8, float8) RETURNS float8 LANGUAGE sql AS $$ SELECT 1e9::pg_catalog.float8 $$",
     "CREATE FUNCTION evil.always(text, text) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$",
@@ -88,13 +88,13 @@ describe("ratebound/postgres among hostile roles", () => {
   });
 
   test("the attacker cannot replace the functions themselves (only their owner can)", async () => {
-    const signature = `public.ratebound_decide_one_v2(text, text, integer, text, ${Array.from({ length: 12 }, () => "float8").join(", ")})`;
+    const signature = `public.ratebound_decide_one_v3(text, text, integer, text, ${Array.from({ length: 12 }, () => "float8").join(", ")})`;
     const error = await attacker.query(`CREATE OR REPLACE FUNCTION ${signature} RETURNS text LANGUAGE sql AS $$ SELECT 'one - - 1' $$`).catch((caught) => caught);
     assert.equal(error.code, "42501", `must be owner (got ${error.code}: ${error.message})`);
   });
 
   test("the impostors are there, and would answer: the app's own unqualified, untyped call reaches them", async () => {
-    const [{ answer }] = (await app.query(`SELECT ratebound_decide_one_v2(${Array.from({ length: 16 }, (_, index) => `$${index + 1}`).join(", ")}) AS answer`, Array(16).fill("1"))).rows;
+    const [{ answer }] = (await app.query(`SELECT ratebound_decide_one_v3(${Array.from({ length: 16 }, (_, index) => `$${index + 1}`).join(", ")}) AS answer`, Array(16).fill("1"))).rows;
     assert.equal(answer, "one - - 1");
     const [{ sum }] = (await app.query("SELECT 1::float8 + 1::float8 AS sum")).rows;
     assert.equal(sum, 1e9, "and the app's own arithmetic is the attacker's");
@@ -174,7 +174,7 @@ describe("ratebound/postgres among hostile roles", () => {
     assert.equal(await pgHost.pruneStates(app, { now: NOW + 100 * 86_400_000 }), n, "100 days on, every state is full");
   });
 
-  test("an install of version 1 upgrades: createTable keeps its rows and its v1 function, and adds the v2 ones, which decide on those rows", async () => {
+  test("an install of version 1 upgrades: createTable keeps its rows and its v1 function, and adds the v3 ones, which decide on those rows", async () => {
     // Version 1's table (the same columns) with a row on it, and a function of v1's name standing in for its own.
     await admin.query(`CREATE SCHEMA legacy;
       CREATE TABLE legacy.ratebound (name text NOT NULL, key text NOT NULL, shard integer NOT NULL, value double precision NOT NULL,
@@ -185,7 +185,7 @@ describe("ratebound/postgres among hostile roles", () => {
     await pgHost.createTable(admin, { table: "legacy.ratebound" });
     await pgHost.createTable(admin, { table: "legacy.ratebound" }); // (idempotent)
     const functions = await rowsOf("SELECT proname FROM pg_proc WHERE pronamespace = 'legacy'::regnamespace AND proname LIKE 'ratebound_decide%' ORDER BY proname");
-    assert.deepEqual(functions.map((row) => row.proname), ["ratebound_decide_limits_v2", "ratebound_decide_many_v2", "ratebound_decide_one_v2", "ratebound_decide_v1", "ratebound_decide_v2"]);
+    assert.deepEqual(functions.map((row) => row.proname), ["ratebound_decide_limits_v3", "ratebound_decide_many_v3", "ratebound_decide_one_v3", "ratebound_decide_v1", "ratebound_decide_v3"]);
     const limiter = limiterOn(pgHost.postgresStore(app, { table: "legacy.ratebound" }), LIMITS);
     assert.equal(await admitted(3, () => limiter.limit("three", { key: "old" })), 1, "the 1 token the old row held, and no more");
     assert.deepEqual(await rowsOf("SELECT value FROM legacy.ratebound WHERE key = 'old'"), [{ value: 0 }]);

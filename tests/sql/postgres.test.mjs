@@ -219,7 +219,7 @@ describe("a real PostgreSQL server", () => {
     await limiter.limitAll([{ name: "burst", key: "one-statement" }, { name: "burst", key: "one-statement-2" }]);
     await limiterOn(pgHost.postgresStore(onPool), limits).check("burst", { key: "one-statement" });
     assert.equal(onPool.statements.length, 4, onPool.statements.join("\n"));
-    assert.ok(onPool.statements.every((text) => /^SELECT "public"\."ratebound_decide_(one_)?v2"\(\$1::pg_catalog\.text/.test(text)), onPool.statements.join("\n"));
+    assert.ok(onPool.statements.every((text) => /^SELECT "public"\."ratebound_decide_(one_)?v3"\(\$1::pg_catalog\.text/.test(text)), onPool.statements.join("\n"));
     const client = await pool.connect();
     try {
       await client.query("BEGIN");

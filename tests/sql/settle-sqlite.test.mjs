@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
-import { badActualWritesNothing, llmFlow, serialisedSettle, settleLimits } from "../settle/scenarios.mjs";
+import { badActualWritesNothing, calendarQuota, llmFlow, serialisedSettle, settleLimits } from "../settle/scenarios.mjs";
 
 const { RateLimiter } = await import("../../pkg/dist/node.js");
 const { sqliteStore, createTable } = await import("../../pkg/dist/sqlite.js");
@@ -77,6 +77,7 @@ describe("settle on better-sqlite3", () => {
       test("an LLM flow: estimates settled below and above (debt bounded by maxReserved), a cancel, and a second settle refused", () => llmFlow(harness));
       test("a grant's data through JSON settles on another connection, a sharded one on its own shards", () => serialisedSettle(harness));
       test("a negative, NaN or infinite actual is INVALID_REQUEST and writes nothing", () => badActualWritesNothing(harness));
+      test("a calendar quota (a year from an anchor): the quota, a wait to the anniversary, a settle's refund, getValue", () => calendarQuota(harness));
 
       test("four threads settle one grant at once, a connection each: exactly one refunds 300, the rest are GRANT_SETTLED", async () => {
         const { limiter, data } = await grantToRace(`threads-${kind}`);

@@ -60,7 +60,7 @@ describe("stored limits on a real PostgreSQL server", () => {
     sent.length = 0;
     assert.deepEqual([(await b.limit("api", { key: "acme" })).ok, (await b.limit("api", { key: "acme" })).ok], [true, true]);
     assert.equal(sent.length, 2, sent.join("\n"));
-    assert.ok(sent.every((text) => text.includes(`"${name}_decide_limits_v2"`)), sent.join("\n"));
+    assert.ok(sent.every((text) => text.includes(`"${name}_decide_limits_v3"`)), sent.join("\n"));
     await a.setLimit("api", { kind: "token bucket", rate: 3, period: 60_000 }, { key: "acme" });
     sent.length = 0;
     assert.equal((await b.limit("api", { key: "acme" })).ok, true);

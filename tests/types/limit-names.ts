@@ -30,6 +30,15 @@ export async function namesAreChecked(): Promise<RateLimitResult[]> {
 // @ts-expect-error a token bucket has no window start
 new RateLimiter(new MemoryStore(), { bad: { kind: "token bucket", rate: 1, period: 1, start: 5 } });
 
+// A fixed window's period may be a calendar period, anchored or not.
+new RateLimiter(new MemoryStore(), { monthly: { kind: "fixed window", rate: 1000, period: "month", start: Date.UTC(2026, 0, 31) }, daily: { kind: "fixed window", rate: 5, period: "day" } });
+
+// @ts-expect-error a token bucket's period is ms only
+new RateLimiter(new MemoryStore(), { bad: { kind: "token bucket", rate: 1, period: "day" } });
+
+// @ts-expect-error the calendar periods are four literals
+new RateLimiter(new MemoryStore(), { bad: { kind: "fixed window", rate: 1, period: "fortnight" } });
+
 // @ts-expect-error the kind is one of three literals
 new RateLimiter(new MemoryStore(), { bad: { kind: "leaky bucket", rate: 1, period: 1 } });
 
@@ -37,6 +46,8 @@ new RateLimiter(new MemoryStore(), { bad: { kind: "leaky bucket", rate: 1, perio
 new RateLimiter(new MemoryStore(), { slide: { kind: "sliding window", rate: 10, period: MINUTE } });
 // @ts-expect-error a sliding window has no capacity
 new RateLimiter(new MemoryStore(), { bad: { kind: "sliding window", rate: 1, period: 1, capacity: 2 } });
+// @ts-expect-error its period is ms only (no calendar period)
+new RateLimiter(new MemoryStore(), { bad: { kind: "sliding window", rate: 1, period: "day" } });
 // @ts-expect-error nor shards
 new RateLimiter(new MemoryStore(), { bad: { kind: "sliding window", rate: 1, period: 1, shards: 2 } });
 

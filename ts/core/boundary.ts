@@ -15,7 +15,7 @@ export const MAX_SLOTS = 256;
 /** The stride of an item. */
 export const ITEM = 16;
 /** The stride of a plan. */
-export const PLAN_STRIDE = 12;
+export const PLAN_STRIDE = 15;
 /** The stride of a slot. */
 export const SLOT = 5;
 /** The stride of an answer. */
@@ -25,15 +25,15 @@ export const ITEMS = 0;
 /** Per item (stride `PLAN_STRIDE`): what `rb_plan` names. */
 export const PLAN = 2048;
 /** Per item, the slots of its two reads. */
-export const MAP = 3584;
+export const MAP = 3968;
 /** Per slot (stride `SLOT`): stored and pending states. */
-export const SLOTS = 3840;
+export const SLOTS = 4224;
 /** Per item (stride `OUT_STRIDE`): its answer or error. */
-export const OUT = 5120;
+export const OUT = 5504;
 /** What one operation needs beyond items (the `EXTRA`-relative sub-layouts below). */
-export const EXTRA = 7296;
+export const EXTRA = 7680;
 /** The buffer's length: `EXTRA` holds up to 1024 sampled shards and their states. */
-export const IO_LEN = 11392;
+export const IO_LEN = 11776;
 
 // A state, two numbers (value NaN: none), and a compiled config, seven.
 /** A state's value. */
@@ -88,6 +88,14 @@ export const PLAN_RATE = 8;
 export const PLAN_CAPACITY = 9;
 /** The shard's maxReserved (NaN: none). */
 export const PLAN_MAX_RESERVED = 10;
+/** The period in ms a port counts windows in (a calendar period's mean length). */
+export const PLAN_PERIOD = 11;
+/** A calendar period's window holding `now`: its start (NaN: not a calendar period). */
+export const PLAN_WINDOW_START = 12;
+/** That window's end (the next one's start). */
+export const PLAN_WINDOW_END = 13;
+/** The period's longest window in ms, which waits and fills past that end count. */
+export const PLAN_WINDOW_LONGEST = 14;
 
 // A slot (offsets in its record of SLOT).
 /** The stored state (value NaN: none). */
@@ -134,8 +142,10 @@ export const FIGURE_EFFECTIVE_WINDOW = 6;
 export const BATCH_WAIT = 0;
 /** `rb_compile` in: the kind (0 token bucket, 1 fixed window, 2 other). */
 export const COMPILE_KIND = 0;
-/** `rb_compile` in: a (tag, value) pair per field (tags: 0 absent, 1 null, 2 number, 3 other). */
+/** `rb_compile` in: a (tag, value) pair per field (tags: 0 absent, 1 null, 2 number, 3 other, `COMPILE_TAG_CALENDAR`). */
 export const COMPILE_FIELDS = 1;
+/** `rb_compile` in: the tag of a calendar period's name, its value the unit's code (`CALENDAR_PERIODS`). */
+export const COMPILE_TAG_CALENDAR = 4;
 /** `rb_compile` out: the config's seven numbers. */
 export const COMPILED_CONFIG = 0;
 /** `rb_compile` out: how many draws a decision takes. */
@@ -378,6 +388,10 @@ export const RULES = [
   "",
   "absent for a sliding window",
   "\"token bucket\" or \"fixed window\" for calculateRateLimit and grants (a sliding window decides on two windows' states: use limit, check or getValue)",
+  "a positive finite number of ms, or \"day\", \"week\", \"month\" or \"year\"",
+  "a number of ms for a token bucket or a sliding window (calendar periods are for fixed windows)",
+  "1 for a calendar period",
+  "a number of ms within ±9007199254740992 (2^53) for a calendar period",
 ] as const;
 /** The rules a message words whole, the error's numbers as {0}, {1}, {2} ("": a phrase). */
 export const SENTENCES = [
@@ -404,4 +418,18 @@ export const SENTENCES = [
   "the lease names slot {0} twice or one this limit does not have (it has {1})",
   "",
   "",
+  "",
+  "",
+  "",
+  "",
+] as const;
+
+// The calendar periods (src/calendar.rs), by code: a config's `period` crosses as minus its code.
+/** The names a fixed window's `period` may take instead of ms. */
+export const CALENDAR_PERIODS = [
+  "",
+  "day",
+  "week",
+  "month",
+  "year",
 ] as const;

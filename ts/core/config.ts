@@ -4,10 +4,12 @@
  * result kept as the numbers calls pass.
  * @module
  */
-import { COMPILE_FIELDS, COMPILE_KIND, COMPILED_CONFIG, COMPILED_DRAWS, COMPILED_SETTLE_DRAWS, CONFIG_KIND, CONFIG_LEN, CONFIG_SHARDS, EXTRA, OUT } from "./boundary.js";
+import {
+  CALENDAR_PERIODS, COMPILE_FIELDS, COMPILE_KIND, COMPILE_TAG_CALENDAR, COMPILED_CONFIG, COMPILED_DRAWS, COMPILED_SETTLE_DRAWS, CONFIG_KIND, CONFIG_LEN, CONFIG_SHARDS, EXTRA, OUT,
+} from "./boundary.js";
 import { core, io } from "./engine.js";
 import { coreError, invalidConfig, KINDS, mustBe, unknownField } from "./errors.js";
-import type { RateLimitConfig } from "./types.js";
+import type { CalendarPeriod, RateLimitConfig } from "./types.js";
 
 /** A config's fields, in the order configs list them. */
 export const CONFIG_FIELDS = ["kind", "rate", "period", "capacity", "maxReserved", "shards", "start"] as const;
@@ -28,11 +30,16 @@ export interface Compiled {
   readonly described: RateLimitConfig;
 }
 
-/** A field as the core takes it: a type tag (0 absent, 1 null, 2 number, 3 anything else) and the number. */
+/**
+ * A field as the core takes it: a type tag (0 absent, 1 null, 2 number, 3 anything else,
+ * `COMPILE_TAG_CALENDAR` a calendar period's name, by its code) and the number.
+ */
 function tagged(value: unknown): [number, number] {
   if (value === undefined) return [0, 0];
   if (value === null) return [1, 0];
   if (typeof value === "number") return [2, value];
+  const code = typeof value === "string" && value !== "" ? (CALENDAR_PERIODS as readonly string[]).indexOf(value) : -1;
+  if (code > 0) return [COMPILE_TAG_CALENDAR, code];
   return [3, Number.NaN];
 }
 
@@ -92,10 +99,13 @@ export function compileConfig(limit: string | undefined, config: unknown, known:
 
 /** The config as callers write it, from its compiled numbers; `start` is the fixed window's (or `windowStart`). */
 export function describe(numbers: readonly number[], windowStart?: number): RateLimitConfig {
-  const [kind, rate, period, capacity, maxReserved, shards, start] = numbers as [number, number, number, number, number, number, number];
-  if (kind === 2) return { kind: "sliding window", rate, period };
-  const base = { rate, period, capacity, ...(Number.isNaN(maxReserved) ? {} : { maxReserved }), shards };
+  const [kind, rate, periodNumber, capacity, maxReserved, shards, start] = numbers as [number, number, number, number, number, number, number];
+  // A sliding window's period is ms only (a calendar period is refused for it).
+  if (kind === 2) return { kind: "sliding window", rate, period: periodNumber };
+  const base = { rate, period: periodNumber, capacity, ...(Number.isNaN(maxReserved) ? {} : { maxReserved }), shards };
   if (kind === 0) return { kind: "token bucket", ...base };
+  // A calendar period crosses as minus its code.
+  const period = periodNumber < 0 ? (CALENDAR_PERIODS[-periodNumber] as CalendarPeriod) : periodNumber;
   const at = Number.isNaN(start) ? windowStart : start;
-  return { kind: "fixed window", ...base, ...(at === undefined || Number.isNaN(at) ? {} : { start: at }) };
+  return { kind: "fixed window", ...base, period, ...(at === undefined || Number.isNaN(at) ? {} : { start: at }) };
 }

@@ -5,7 +5,10 @@
  * one reference.
  * @module
  */
-import { CONFIG_KIND, CONFIG_PERIOD, CONFIG_SHARDS, CONFIG_START, ITEM, ITEMS, PLAN_CAPACITY, PLAN_FRESH, PLAN_MAX_RESERVED, PLAN_RATE, STATE_TS, STATE_VALUE } from "./boundary.js";
+import {
+  CONFIG_KIND, CONFIG_SHARDS, CONFIG_START, ITEM, ITEMS, PLAN_CAPACITY, PLAN_FRESH, PLAN_MAX_RESERVED, PLAN_PERIOD, PLAN_RATE, PLAN_WINDOW_END,
+  PLAN_WINDOW_LONGEST, PLAN_WINDOW_START, STATE_TS, STATE_VALUE,
+} from "./boundary.js";
 import { io, layout, ownPlan, planOwner } from "./engine.js";
 import { RateboundError } from "./errors.js";
 import { refId } from "./call.js";
@@ -37,12 +40,14 @@ export function remoteItems(planned: Planned, records?: readonly unknown[]): Rem
     const start = numbers[CONFIG_START]!;
     const maxReserved = io[at + PLAN_MAX_RESERVED]!;
     const two = planned.reads[index] === 2;
+    const windowStart = io[at + PLAN_WINDOW_START]!;
     const fresh = { value: io[at + PLAN_FRESH + STATE_VALUE]!, ts: io[at + PLAN_FRESH + STATE_TS]! };
     items[index] = {
       reads: two ? [planned.slots[2 * index]!, planned.slots[2 * index + 1]!] : [planned.slots[2 * index]!],
       kind: numbers[CONFIG_KIND] as 0 | 1,
       rate: io[at + PLAN_RATE]!,
-      period: numbers[CONFIG_PERIOD]!,
+      period: io[at + PLAN_PERIOD]!,
+      window: Number.isNaN(windowStart) ? null : { start: windowStart, end: io[at + PLAN_WINDOW_END]!, longest: io[at + PLAN_WINDOW_LONGEST]! },
       capacity: io[at + PLAN_CAPACITY]!,
       maxReserved: Number.isNaN(maxReserved) ? null : maxReserved,
       shards: numbers[CONFIG_SHARDS]!,

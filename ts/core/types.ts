@@ -60,6 +60,13 @@ export interface TokenBucketConfig {
 }
 
 /**
+ * A fixed window of calendar time (UTC): a day, a week, a month or a year, starting at the
+ * `start` anchor's time of day, weekday, day of the month (clamped to the month's last day) or
+ * date (Feb 29: Feb 28 in common years). Without `start`: midnight, Monday, the 1st, Jan 1.
+ */
+export type CalendarPeriod = "day" | "week" | "month" | "year";
+
+/**
  * At most `max` slots held at once, each by a lease that ends when it is released or after
  * `lease` ms (unless extended): a concurrency limit (`limit` answers a lease; see
  * docs/concurrency.md).
@@ -80,15 +87,22 @@ export interface FixedWindowConfig {
   kind: FixedWindowKind;
   /** Tokens added per window. */
   rate: number;
-  /** The window length in milliseconds. */
-  period: number;
+  /**
+   * The window length in milliseconds, or a calendar period (`"day"`, `"week"`, `"month"`,
+   * `"year"`, UTC: see {@link CalendarPeriod}; unsharded only).
+   */
+  period: number | CalendarPeriod;
   /** The most tokens that can accumulate (default: `rate`). */
   capacity?: number;
   /** The most tokens that may be reserved ahead (default: unlimited; 0: none). */
   maxReserved?: number;
   /** How many shards to split the capacity across, 1 to 1024 (default 1). */
   shards?: number;
-  /** Windows start at `start + n × period` (ms since the epoch); random per key when absent. */
+  /**
+   * Windows start at `start + n × period` (ms since the epoch); random per key when absent. For a
+   * calendar period, the anchor its windows start from (default: the Unix epoch, Monday
+   * 1970-01-05 for weeks); never random.
+   */
   start?: number;
 }
 
@@ -266,8 +280,13 @@ export interface RemoteItem {
   kind: 0 | 1;
   /** Tokens per period, per shard. */
   rate: number;
-  /** The period in ms. */
+  /** The period in ms (a calendar period's mean length, which windows passed are counted in). */
   period: number;
+  /**
+   * A calendar period's window that holds `now`, as the core computed it, and the longest window
+   * of its unit (waits and fills past `end` are counted in those); `null` for a period in ms.
+   */
+  window: { start: number; end: number; longest: number } | null;
   /** The capacity per shard. */
   capacity: number;
   /** `maxReserved` per shard; `null`: unlimited, 0: no reservation at all. */

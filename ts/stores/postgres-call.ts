@@ -12,13 +12,13 @@ import { decideFunctionName } from "./postgres-decide.js";
 export interface DecideStatements {
   /** The table, `"schema"."name"`. */
   table: string;
-  /** The batch function, `"schema"."name_decide_v2"`. */
+  /** The batch function, `"schema"."name_decide_v3"`. */
   decide: string;
-  /** The one-item function, `"schema"."name_decide_one_v2"`. */
+  /** The one-item function, `"schema"."name_decide_one_v3"`. */
   decideOne: string;
-  /** The many-calls function, `"schema"."name_decide_many_v2"`. */
+  /** The many-calls function, `"schema"."name_decide_many_v3"`. */
   decideMany: string;
-  /** The batch function of stored limits, `"schema"."name_decide_limits_v2"`. */
+  /** The batch function of stored limits, `"schema"."name_decide_limits_v3"`. */
   decideLimits: string;
   /** The statement calling the batch function with {@link batchParams}. */
   decideText: string;
@@ -80,7 +80,7 @@ export function functionError(code: string, message: unknown): Error {
 export function oneItem(batch: RemoteBatch): RemoteItem | undefined {
   if (batch.items.length !== 1 || batch.refs.length !== 1) return undefined;
   const item = batch.items[0]!;
-  if (item.shards !== 1 || item.reads.length !== 1 || item.reads[0] !== 0 || item.fresh.length !== 1 || (item.kind !== 0 && item.kind !== 1)) return undefined;
+  if (item.shards !== 1 || item.reads.length !== 1 || item.reads[0] !== 0 || item.fresh.length !== 1 || (item.kind !== 0 && item.kind !== 1) || item.window) return undefined;
   return item;
 }
 
@@ -152,6 +152,8 @@ function itemNumbers(numbers: (number | null)[], item: RemoteItem, refIndex: (re
   numbers.push(item.reserve ? 1 : 0, item.write ? 1 : 0, item.now, refIndex(first), second === undefined ? 0 : refIndex(second));
   const [fresh = { value: Number.NaN, ts: Number.NaN }, freshSecond] = item.fresh;
   numbers.push(fresh.value, fresh.ts, freshSecond?.value ?? null, freshSecond?.ts ?? null);
+  const window = item.window ?? null;
+  numbers.push(window?.start ?? null, window?.end ?? null, window?.longest ?? null);
 }
 
 /** The batch function's parameters for `batch`; `lockTable` names the table in each ref's lock. */

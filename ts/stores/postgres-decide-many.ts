@@ -1,5 +1,5 @@
 /**
- * ratebound/postgres's many-calls decision function, `<table>_decide_many_v2`: the calls a pool's
+ * ratebound/postgres's many-calls decision function, `<table>_decide_many_v3`: the calls a pool's
  * group commit gathers (`postgres-group.ts`), decided in ONE statement, in arrival order, each as
  * the batch function (`postgres-decide.ts`) would decide it alone after the ones before it.
  * @module
@@ -8,7 +8,7 @@ import { PINNED, decideParts } from "./postgres-decide.js";
 import type { Helpers } from "./postgres-helpers.js";
 
 /**
- * `<table>_decide_many_v2(p_names text[], p_keys text[], p_shards integer[], p_locks text[],
+ * `<table>_decide_many_v3(p_names text[], p_keys text[], p_shards integer[], p_locks text[],
  * p_items float8[], p_calls integer[]) → text`.
  *
  * - Refs `1..R` and `p_items` as the batch function's, for every call of the statement: a state

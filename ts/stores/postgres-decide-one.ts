@@ -1,5 +1,5 @@
 /**
- * ratebound/postgres's one-item decision function, `<table>_decide_one_v2`: the common call (one
+ * ratebound/postgres's one-item decision function, `<table>_decide_one_v3`: the common call (one
  * state of a limit with one shard) with less work than the batch function of `postgres-decide.ts`.
  * @module
  */
@@ -14,7 +14,7 @@ import { PINNED } from "./postgres-decide.js";
 export const PLAIN_RANGE = 1e20;
 
 /**
- * The one-item decision: `<table>_decide_one_v2`, the same decision as the batch function's (`decideSql` in `postgres-decide.ts`) for a
+ * The one-item decision: `<table>_decide_one_v3`, the same decision as the batch function's (`decideSql` in `postgres-decide.ts`) for a
  * batch of one call on one state (a limit with one shard), with less work: scalar arguments, no
  * arrays, the arithmetic inline in plain operators (every number it reads is zero or between
  * 1e-20 and 1e20 in magnitude, see {@link PLAIN_RANGE}, so no operation can overflow, underflow
@@ -25,7 +25,7 @@ export const PLAIN_RANGE = 1e20;
  * outside the range goes to the batch function, in the same statement (the locks already held are
  * its own; when it fails, its error is raised again so that the block rolls them back too).
  *
- * `<table>_decide_one_v2(p_name text, p_key text, p_shard integer, p_lock text, p_kind, p_rate,
+ * `<table>_decide_one_v3(p_name text, p_key text, p_shard integer, p_lock text, p_kind, p_rate,
  * p_period, p_capacity, p_max_reserved (NULL: unlimited), p_start (NULL: none), p_count,
  * p_reserve (0/1), p_write (0/1), p_now, p_fresh_value, p_fresh_ts float8) → text`: `one`, then
  * the value and ts the row held as the 16 hex digits of `float8send` (`- -`: no row), then `1`
@@ -70,7 +70,7 @@ BEGIN
       -- Anything else: the batch function (a batch of one), in this statement.
       answer := ${decide}(ARRAY[p_name], ARRAY[p_key], ARRAY[p_shard], ARRAY[p_lock],
         ARRAY[p_kind, p_rate, p_period, p_capacity, p_max_reserved, 1, p_start, p_count, p_reserve, p_write, p_now, 1, 0,
-          p_fresh_value, p_fresh_ts, NULL, NULL]::float8[], true);
+          p_fresh_value, p_fresh_ts, NULL, NULL, NULL, NULL, NULL]::float8[], true);
       IF answer LIKE 'error %' THEN
         -- Raised again, so that this block rolls back the locks it took too.
         RAISE EXCEPTION USING ERRCODE = split_part(answer, ' ', 2), MESSAGE = substr(answer, 8 + length(split_part(answer, ' ', 2)));

@@ -63,9 +63,10 @@ import { decideManySql } from "./postgres-decide-many.js";
 /**
  * The version in the functions' names: a driver never calls a function of another version.
  * Version 2: every PL/pgSQL function's `search_path` pinned, the table and helpers named with their schema,
- * and a state's advisory lock taken before its row (see the module's "Locks").
+ * and a state's advisory lock taken before its row (see the module's "Locks"). Version 3: an item
+ * carries a calendar period's window (20 numbers an item), which the helpers take.
  */
-export const DECIDE_VERSION = 2;
+export const DECIDE_VERSION = 3;
 
 /**
  * The `search_path` every PL/pgSQL function runs with, whatever the caller's: PostgreSQL's own
@@ -85,7 +86,7 @@ export function quoteIdentifier(name: string): string {
 /**
  * The names a table's statements use, every one with its schema: the schema as a prefix
  * (`"app".`), the table (`"app"."limits"`), and the two decision functions
- * (`"app"."limits_decide_v2"`, `"app"."limits_decide_one_v2"`), which live beside the table.
+ * (`"app"."limits_decide_v3"`, `"app"."limits_decide_one_v3"`), which live beside the table.
  *
  * @param schema The schema that holds the table, unquoted.
  * @param table The table's name, unquoted.
@@ -107,24 +108,28 @@ export function decideFunctionName(
 }
 
 /** Numbers per item in the function's `p_items` (see {@link decideFunctionSql}). */
-export const ITEM_STRIDE = 17;
+export const ITEM_STRIDE = 20;
 
 /**
  * The SQL of the helpers and the decision function of one table: `CREATE OR
  * REPLACE FUNCTION` statements, in order.
  *
- * `<table>_decide_v2(p_names text[], p_keys text[], p_shards integer[],
+ * `<table>_decide_v3(p_names text[], p_keys text[], p_shards integer[],
  * p_locks text[], p_items float8[], p_all boolean) → text`:
  *
  * - Refs `1..R`: the `name`, `key` and `shard` columns of each state the
  *   batch reads, and the text of its advisory lock (hashed with
  *   `hashtextextended(…, 0)`).
- * - `p_items`: 17 numbers per item, in order: kind (0 token bucket, 1 fixed
+ * - `p_items`: 20 numbers per item, in order: kind (0 token bucket, 1 fixed
  *   window), rate, period, capacity, maxReserved (NULL: unlimited; 0: no
  *   reservation at all), shards, start (NULL: none), count, reserve (0/1),
  *   write (0/1), now, the first read (a ref, 1-based), the second read (0:
- *   none), and the value and ts each read starts from when it has no state.
- *   Rate, capacity and maxReserved are the shard's; shards is the limit's count.
+ *   none), the value and ts each read starts from when it has no state, and
+ *   for a calendar period (NULL otherwise) the start and end of the window
+ *   that holds now and the unit's longest window, as the core computed them
+ *   (the functions do no calendar arithmetic; the period is the unit's mean
+ *   length). Rate, capacity and maxReserved are the shard's; shards is the
+ *   limit's count.
  * - `p_all`: all or nothing (`limitAll`, `checkAll`), else each item is its
  *   own call, decided after the ones before it.
  *
@@ -142,7 +147,7 @@ export const ITEM_STRIDE = 17;
  *
  * @param schema The table's schema, quoted with a trailing dot (`"app".`).
  * @param table The table's quoted name, as in SQL (`"app"."limits"`).
- * @param decide The decision function's quoted name (`"app"."limits_decide_v2"`).
+ * @param decide The decision function's quoted name (`"app"."limits_decide_v3"`).
  * @returns The statements.
  */
 export function decideFunctionSql(schema: string, table: string, decide: string, decideOne: string, decideMany: string, decideLimits: string): string[] {
@@ -169,7 +174,7 @@ export function decideFunctionSql(schema: string, table: string, decide: string,
  */
 export function decideParts(table: string, h: Helpers): { declarations: string; lockOrder: string; lockAndRead: string; itemLoop(from: string, to: string, all: string): string } {
   const call = (state: string, count: string, honest: boolean) =>
-    `${h.shard}(kind, rate, period, capacity, max_reserved, reserve, ${state}[1], ${state}[2], now, ${count}, ${honest})`;
+    `${h.shard}(kind, rate, period, capacity, max_reserved, reserve, ${state}[1], ${state}[2], now, ${count}, ${honest}, calendar)`;
   // The state a read starts from: what this batch wrote there, else what it held, else its fresh state.
   const current = (ref: string, fresh: number) => `CASE WHEN pending_value[${ref}] IS NOT NULL THEN ARRAY[pending_value[${ref}], pending_ts[${ref}]]
           WHEN stored_value[${ref}] IS NOT NULL THEN ARRAY[stored_value[${ref}], stored_ts[${ref}]]
@@ -179,7 +184,7 @@ export function decideParts(table: string, h: Helpers): { declarations: string; 
   const pend = (ref: string, state: string) => `pending_value[${ref}] := ${state}[3];
             pending_ts[${ref}] := ${state}[4];
             pending_full_at[${ref}] := CASE WHEN shards >= 3 OR (kind = 1 AND NOT has_start) THEN 'Infinity'::float8
-              ELSE ${h.fullAt}(kind, rate, period, capacity, shards, has_start, ${state}[3], ${state}[4]) END;
+              ELSE ${h.fullAt}(kind, rate, period, capacity, shards, has_start, ${state}[3], ${state}[4], calendar) END;
             wrote[item + 1] := writes;`;
   const declarations = `  refs integer := coalesce(cardinality(p_names), 0);
   items integer := coalesce(cardinality(p_items), 0) / ${ITEM_STRIDE};
@@ -202,7 +207,7 @@ export function decideParts(table: string, h: Helpers): { declarations: string; 
   row_ts float8;
   at integer;
   kind float8; rate float8; period float8; capacity float8; max_reserved float8; shards float8; has_start boolean;
-  count float8; reserve boolean; writes boolean; now float8; first_ref integer; second_ref integer;
+  count float8; reserve boolean; writes boolean; now float8; first_ref integer; second_ref integer; calendar float8[];
   state_first float8[]; state_second float8[]; fresh_first boolean;
   alone_first float8[]; alone_second float8[]; shared_first float8[]; shared_second float8[];
   balance float8; half float8; share float8; result_ok boolean; result_wait float8; write_first float8[]; write_second float8[];`;
@@ -238,6 +243,7 @@ export function decideParts(table: string, h: Helpers): { declarations: string; 
         max_reserved := p_items[at + 5]; shards := p_items[at + 6]; has_start := p_items[at + 7] IS NOT NULL;
         count := p_items[at + 8]; reserve := p_items[at + 9] <> 0; writes := p_items[at + 10] <> 0; now := p_items[at + 11];
         first_ref := p_items[at + 12]; second_ref := p_items[at + 13];
+        calendar := CASE WHEN p_items[at + 18] IS NULL THEN NULL ELSE p_items[at + 18 : at + 20] END;
         -- decide_planned: the first shard alone when it grants and is fresh, or the limit has fewer
         -- than 3 shards; else the second, the fuller of two that grant, or both combined.
         fresh_first := pending_value[first_ref] IS NULL AND stored_value[first_ref] IS NULL;
@@ -302,7 +308,7 @@ export function decideParts(table: string, h: Helpers): { declarations: string; 
 /**
  * src/batch.rs decide_batch and src/limiter.rs decide_planned, with the locks, reads and writes.
  *
- * With `limits`, the batch function of stored limits (`<table>_decide_limits_v2`, the batch
+ * With `limits`, the batch function of stored limits (`<table>_decide_limits_v3`, the batch
  * function's parameters and `p_expect float8[]`): the last `cardinality(p_expect) / 2` refs are
  * the records of stored limits (no item reads them), and `p_expect` the value and ts each held
  * when the batch was planned (NULL, NULL: no row). Once every ref is locked and read, a record

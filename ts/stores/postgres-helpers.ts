@@ -1,5 +1,5 @@
 /**
- * The helpers of ratebound/postgres's decision functions (`ratebound_v2_*`, in the table's
+ * The helpers of ratebound/postgres's decision functions (`ratebound_v3_*`, in the table's
  * schema): IEEE 754 arithmetic in SQL, and the core's transitions on one state
  * (`src/token_bucket.rs`, `src/fixed_window.rs` advance, `src/decision.rs` decide, `src/transition.rs`
  * full_at), which `postgres-decide.ts`'s batch function is written with.
@@ -9,13 +9,13 @@
  * division by zero), and it orders NaN above every number and equal to
  * itself. The core relies on IEEE results (a debt past -1.8e308 must become
  * -Infinity to be refused as unstorable), so every operation goes through
- * `ratebound_v2_add`, `_mul`, `_div` (`_sub` is `_add` of the negation): the
+ * `ratebound_v3_add`, `_mul`, `_div` (`_sub` is `_add` of the negation): the
  * plain operator where its operands cannot overflow or underflow (nearly
- * always), else `ratebound_v2_edge`, which computes the IEEE result (see its
+ * always), else `ratebound_v3_edge`, which computes the IEEE result (see its
  * comments for why each case is exact). Comparisons are written so that NaN
  * compares as in IEEE wherever a NaN can reach them. `floor`, `ceil`,
  * negation and `-0` are IEEE in PostgreSQL already; `nextafter` is built
- * (`ratebound_v2_next_up`) and checked against JavaScript's bits in the test.
+ * (`ratebound_v3_next_up`) and checked against JavaScript's bits in the test.
  * @module
  */
 
@@ -41,7 +41,7 @@ export interface Helpers {
  * `postgres-decide.ts`); the SQL-language ones carry no setting, so that PostgreSQL inlines them
  * into their callers, whose path is pinned.
  *
- * @param fn A helper's quoted name with its schema, from its short name (`"add"` → `"app"."ratebound_v2_add"`).
+ * @param fn A helper's quoted name with its schema, from its short name (`"add"` → `"app"."ratebound_v3_add"`).
  * @returns The statements and the builders.
  */
 export function helperFunctionsSql(fn: (name: string) => string): { statements: string[]; helpers: Helpers } {
@@ -143,8 +143,10 @@ BEGIN
 END
 $fn$`,
     // src/token_bucket.rs and src/fixed_window.rs advance: [value, ts, retryAfter (NULL: none)].
+    // \`calendar\`: a calendar period's window at now (start, end, longest; NULL: a period in ms),
+    // valid at the item's now only (src/fixed_window.rs advance_calendar).
     `CREATE OR REPLACE FUNCTION ${advance}(kind float8, rate float8, period float8, capacity float8,
-  value float8, ts float8, now float8, count float8) RETURNS float8[]
+  value float8, ts float8, now float8, count float8, calendar float8[]) RETURNS float8[]
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ${PINNED} AS $fn$
 DECLARE
   refill float8;
@@ -155,8 +157,34 @@ DECLARE
   next_ts float8;
   retry float8;
   stepped_back boolean := ts > now AND ts <> 'NaN' AND now <> 'NaN';
+  later float8;
 BEGIN
-  IF kind = 0 THEN
+  IF calendar IS NOT NULL THEN
+    -- Windows passed counted in mean lengths (exact on the window grid), at least one once past.
+    windows := 0;
+    IF ts < calendar[1] THEN
+      x := ${sub("calendar[1]", "ts")};
+      x := ${div("x", "period")};
+      windows := floor(${add("x", "0.5")});
+      IF NOT (windows > 1) THEN windows := 1; END IF;
+    END IF;
+    x := ${mul("rate", "windows")};
+    x := ${add("value", "x")};
+    x := ${min}(x, capacity);
+    next_value := ${sub("x", "count")};
+    next_ts := CASE WHEN windows > 0 THEN calendar[1] ELSE ts END;
+    IF next_value < 0 THEN
+      -- Due at the window's end (ts ahead of the clock: ts plus a longest window), plus a
+      -- longest window for every further one needed; src/decision.rs wait_until.
+      later := CASE WHEN next_ts = calendar[1] THEN calendar[2] ELSE ${add("next_ts", "calendar[3]")} END;
+      x := ceil(${div("-next_value", "rate")});
+      x := ${sub("x", "1")};
+      x := ${mul("x", "calendar[3]")};
+      later := ${add("later", "x")};
+      retry := ${sub("later", "now")};
+      WHILE ${add("now", "retry")} < later LOOP retry := ${nextUp}(retry); END LOOP;
+    END IF;
+  ELSIF kind = 0 THEN
     refill := ${div("rate", "period")};
     since := ${sub("now", "ts")};
     IF NOT (since > 0 AND since <> 'NaN') THEN since := 0; END IF;
@@ -195,10 +223,10 @@ $fn$`,
     // src/decision.rs: decide_as_reference, and with `honest` decide (its wait made honest by
     // replay): [ok (1/0), retryAfter (NULL: none), value, ts].
     `CREATE OR REPLACE FUNCTION ${shard}(kind float8, rate float8, period float8, capacity float8, max_reserved float8,
-  reserve boolean, value float8, ts float8, now float8, count float8, honest boolean) RETURNS float8[]
+  reserve boolean, value float8, ts float8, now float8, count float8, honest boolean, calendar float8[]) RETURNS float8[]
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ${PINNED} AS $fn$
 DECLARE
-  next float8[] := ${advance}(kind, rate, period, capacity, value, ts, now, count);
+  next float8[] := ${advance}(kind, rate, period, capacity, value, ts, now, count, calendar);
   refused boolean := false;
   unstorable boolean;
   wait float8 := next[3];
@@ -212,26 +240,27 @@ BEGIN
       refused := true;
     ELSIF max_reserved IS NOT NULL THEN
       -- count > available + maxReserved, as IEEE compares (count is never NaN here: next[1] would be).
-      x := (${advance}(kind, rate, period, capacity, value, ts, now, 0))[1];
+      x := (${advance}(kind, rate, period, capacity, value, ts, now, 0, calendar))[1];
       refused := count > ${add("x", "max_reserved")};
     END IF;
   END IF;
   unstorable := NOT (${finite("next[1]")} AND ${finite("next[2]")});
   IF unstorable AND (wait IS NULL OR wait = 'NaN') THEN wait := 'Infinity'; END IF;
-  -- decide: a wait is made honest when the next call could be granted at all.
-  IF honest AND wait IS NOT NULL AND (NOT (refused OR unstorable) OR CASE WHEN NOT reserve THEN count <= capacity
+  -- decide: a wait is made honest when the next call could be granted at all (a calendar
+  -- period's is counted in whole windows already, and its window is known at now only).
+  IF honest AND calendar IS NULL AND wait IS NOT NULL AND (NOT (refused OR unstorable) OR CASE WHEN NOT reserve THEN count <= capacity
       WHEN max_reserved IS NOT NULL THEN count <= ${add("capacity", "max_reserved")} ELSE true END) THEN
     FOR attempt IN 1..8 LOOP
       then_ms := ${add("now", "wait")};
       -- What the next call computes then, with no traffic in between.
       IF NOT (refused OR unstorable) THEN
-        short_by := -((${advance}(kind, rate, period, capacity, next[1], next[2], then_ms, 0))[1]);
+        short_by := -((${advance}(kind, rate, period, capacity, next[1], next[2], then_ms, 0, NULL))[1]);
       ELSIF reserve AND max_reserved IS NOT NULL THEN
-        x := (${advance}(kind, rate, period, capacity, value, ts, then_ms, 0))[1];
+        x := (${advance}(kind, rate, period, capacity, value, ts, then_ms, 0, NULL))[1];
         x := ${add("x", "max_reserved")};
         short_by := -(${sub("x", "count")});
       ELSE
-        short_by := -((${advance}(kind, rate, period, capacity, value, ts, then_ms, count))[1]);
+        short_by := -((${advance}(kind, rate, period, capacity, value, ts, then_ms, count, NULL))[1]);
       END IF;
       IF NOT (short_by > 0 AND short_by <> 'NaN') THEN EXIT; END IF;
       IF kind = 1 THEN
@@ -250,7 +279,7 @@ END
 $fn$`,
     // src/transition.rs full_at and filled_at: from when the state may be dropped (Infinity: never certain).
     `CREATE OR REPLACE FUNCTION ${fullAt}(kind float8, rate float8, period float8, capacity float8, shards float8,
-  has_start boolean, value float8, ts float8) RETURNS float8
+  has_start boolean, value float8, ts float8, calendar float8[]) RETURNS float8
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ${PINNED} AS $fn$
 DECLARE
   candidate float8;
@@ -258,6 +287,18 @@ DECLARE
   x float8;
 BEGIN
   IF shards >= 3 OR (kind = 1 AND NOT has_start) THEN RETURN 'Infinity'; END IF;
+  IF calendar IS NOT NULL THEN
+    -- src/fixed_window.rs calendar_filled_at: n longest windows for a shortfall of n windows.
+    IF value >= capacity THEN RETURN ts; END IF;
+    x := ${sub("capacity", "value")};
+    x := ceil(${div("x", "rate")});
+    FOREACH candidate IN ARRAY ARRAY[x, ${add("x", "1")}] LOOP
+      instant := ${mul("candidate", "calendar[3]")};
+      instant := ${add("ts", "instant")};
+      IF ${finite("instant")} AND ${add("value", mul("rate", "candidate"))} >= capacity THEN RETURN instant; END IF;
+    END LOOP;
+    RETURN 'Infinity';
+  END IF;
   IF value >= capacity THEN
     candidate := ts;
   ELSIF kind = 0 THEN
@@ -273,7 +314,7 @@ BEGIN
   END IF;
   x := ceil(candidate);
   FOREACH instant IN ARRAY ARRAY[candidate, ${add("x", "1")}] LOOP
-    IF ${finite("instant")} AND (${advance}(kind, rate, period, capacity, value, ts, instant, 0))[1] >= capacity THEN
+    IF ${finite("instant")} AND (${advance}(kind, rate, period, capacity, value, ts, instant, 0, NULL))[1] >= capacity THEN
       RETURN instant;
     END IF;
   END LOOP;

@@ -106,8 +106,8 @@ function installBlock(given: PostgresTableOptions, fn: string): string {
 /**
  * The SQL of {@link createTable}, for migrations: one `DO` block that creates the table and its
  * primary key if they do not exist, then runs `CREATE OR REPLACE FUNCTION` for the functions every
- * `limit`, `check`, `limitAll` and `checkAll` calls (`<table>_decide_v2`, `<table>_decide_one_v2`)
- * and their helpers (`ratebound_v2_*`), in the table's schema. It is idempotent: apply it again
+ * `limit`, `check`, `limitAll` and `checkAll` calls (`<table>_decide_v3`, `<table>_decide_one_v3`)
+ * and their helpers (`ratebound_v3_*`), in the table's schema. It is idempotent: apply it again
  * after upgrading ratebound, on an existing table too. For a bare table name it finds the schema
  * when applied (see docs/postgres.md, "Security").
  *
@@ -133,7 +133,7 @@ export function createTableSql(given: PostgresTableOptions = {}): string {
  * @returns When the table and the functions exist.
  * @throws RateboundTypeError (`code: "INVALID_ARGUMENT"`) for a bad `db` or `table`; rejects with the database's coded error.
  * @example
- * await createTable(pool); // CREATE TABLE IF NOT EXISTS "public"."ratebound" (…), CREATE OR REPLACE FUNCTION "public"."ratebound_decide_v2" (…)
+ * await createTable(pool); // CREATE TABLE IF NOT EXISTS "public"."ratebound" (…), CREATE OR REPLACE FUNCTION "public"."ratebound_decide_v3" (…)
  */
 export async function createTable(db: PostgresQueryable | PostgresJsLike | PostgresOrmClient, given: PostgresTableOptions = {}): Promise<void> {
   const block = installBlock(given, "createTable");

@@ -3,10 +3,10 @@
  * anything with `query(text, params) → { rows }`.
  *
  * `limit`, `check`, `limitAll` and `checkAll` are ONE statement: {@link PostgresStore.decide}
- * calls a function `createTable` installs (`<table>_decide_one_v2` or `<table>_decide_v2`, a port
+ * calls a function `createTable` installs (`<table>_decide_one_v3` or `<table>_decide_v3`, a port
  * of the core's decision, see `postgres-decide.ts`), which locks every state the call reads,
  * decides and writes inside the server. On a pool that is one round trip, shared by the calls
- * that arrive while the store's statements are in flight (group commit: `<table>_decide_many_v2`
+ * that arrive while the store's statements are in flight (group commit: `<table>_decide_many_v3`
  * decides them in one statement, in arrival order); inside the caller's transaction the locks are
  * held to its end, so the limit commits or rolls back with the app's own writes.
  *

@@ -125,14 +125,15 @@ function jsonText(literal: string): unknown {
 export function decideArguments(batch: RemoteBatch): string[] {
   const { items } = batch;
   const refCount = batch.refs.length;
-  // One item on one ref (a call on a limit with one shard): the compact layout, 13 arguments.
-  const compact = items.length === 1 && refCount === 1 && items[0]!.reads?.length === 1;
-  const args: string[] = new Array(compact ? 13 : 2 + items.length * 17);
+  // One item on one ref (a call on a limit with one shard, not a calendar period's): the compact
+  // layout, 13 arguments.
+  const compact = items.length === 1 && refCount === 1 && items[0]!.reads?.length === 1 && !items[0]!.window;
+  const args: string[] = new Array(compact ? 13 : 2 + items.length * ITEM_ARGUMENTS);
   if (!compact) {
     args[0] = batch.all ? "1" : "0";
     args[1] = String(items.length);
   }
-  for (let index = 0, at = compact ? 0 : 2; index < items.length; index++, at += 17) {
+  for (let index = 0, at = compact ? 0 : 2; index < items.length; index++, at += ITEM_ARGUMENTS) {
     const item = items[index]!;
     const { reads, fresh } = item;
     if (!Array.isArray(reads) || !(reads.length === 1 || reads.length === 2) || !inRange(reads[0], refCount) || (reads.length === 2 && !inRange(reads[1], refCount)) || !Array.isArray(fresh) || fresh.length !== reads.length) {
@@ -161,9 +162,16 @@ export function decideArguments(batch: RemoteBatch): string[] {
     args[at + 14] = numberText(fresh[0]!.ts);
     args[at + 15] = second ? numberText(fresh[1]!.value) : "0";
     args[at + 16] = second ? numberText(fresh[1]!.ts) : "0";
+    const window = item.window ?? null;
+    args[at + 17] = window === null ? "" : numberText(window.start);
+    args[at + 18] = window === null ? "" : numberText(window.end);
+    args[at + 19] = window === null ? "" : numberText(window.longest);
   }
   return args;
 }
+
+/** The general layout's arguments per item (see `DECIDE_SCRIPT`). */
+const ITEM_ARGUMENTS = 20;
 
 /** Whether `read` indexes one of `refCount` refs. */
 const inRange = (read: unknown, refCount: number): boolean => Number.isInteger(read) && (read as number) >= 0 && (read as number) < refCount;
@@ -219,7 +227,7 @@ export interface Group {
 /**
  * The most items one EVALSHA decides: calls that arrive while a round trip is in flight go
  * together in the next, up to this many items (a `limitAll` larger than this goes alone). With
- * at most 23 arguments and two keys per item, an EVALSHA carries at most about 3,000 arguments.
+ * at most 26 arguments and two keys per item, an EVALSHA carries at most about 3,400 arguments.
  */
 export const GROUP_MAX_ITEMS = 128;
 

@@ -49,6 +49,32 @@ local function next_up(x)
   return up
 end
 
+-- src/decision.rs wait_until: the least wait whose end, as a caller computes it (now + wait), is
+-- not before later.
+local function wait_until(now, later)
+  local wait = later - now
+  while now + wait < later do wait = next_up(wait) end
+  return wait
+end
+
+-- src/fixed_window.rs advance_calendar, at c.now only (the window that holds it is c's): a
+-- calendar period's windows passed, counted in mean lengths, and its wait, in longest windows
+-- past the current window's end.
+local function advance_calendar(c, value, ts, now, count)
+  local k = 0
+  if ts < c.window_start then k = rust_max(floor((c.window_start - ts) / c.period + 0.5), 1) end
+  local v = js_min(value + c.rate * k, c.capacity) - count
+  local t = ts
+  if k > 0 then t = c.window_start end
+  local retry
+  if v < 0 then
+    local first_end = t + c.longest
+    if t == c.window_start then first_end = c.window_end end
+    retry = wait_until(now, first_end + (ceil(-v / c.rate) - 1) * c.longest)
+  end
+  return v, t, retry
+end
+
 -- src/token_bucket.rs and src/fixed_window.rs: value, ts and retryAfter (nil: none).
 local function advance(c, value, ts, now, count)
   if c.kind == 0 then
@@ -67,6 +93,7 @@ local function advance(c, value, ts, now, count)
     end
     return v, t, retry
   end
+  if c.window_start then return advance_calendar(c, value, ts, now, count) end
   local k = floor((now - ts) / c.period)
   if not (k > 0) then k = 0 end
   local v = js_min(value + c.rate * k, c.capacity) - count
@@ -92,16 +119,9 @@ local function decide_reference(c, value, ts, now, count)
   return not refused and not unstorable, retry, v, t
 end
 
--- src/decision.rs wait_until: the least wait whose end, as a caller computes it (now + wait), is
--- not before later.
-local function wait_until(now, later)
-  local wait = later - now
-  while now + wait < later do wait = next_up(wait) end
-  return wait
-end
-
 -- src/decision.rs honest_wait: lengthen wait until replaying the next call then is not short.
 local function honest_wait(c, replay, now, wait)
+  if c.window_start then return wait end -- a calendar wait is counted in whole windows already
   for _ = 1, 8 do
     local at = now + wait
     local short_by = -replay(at)
@@ -225,6 +245,16 @@ end
 -- src/transition.rs full_at: from when the state is full again (and may be dropped).
 local function full_at(c, value, ts)
   if c.shards >= 3 or (c.kind == 1 and not c.start) then return huge end
+  if c.window_start then
+    -- src/fixed_window.rs calendar_filled_at: n longest windows for a shortfall of n windows.
+    if value >= c.capacity then return ts end
+    local n = ceil((c.capacity - value) / c.rate)
+    local at = ts + n * c.longest
+    if finite(at) and value + c.rate * n >= c.capacity then return at end
+    at = ts + (n + 1) * c.longest
+    if finite(at) and value + c.rate * (n + 1) >= c.capacity then return at end
+    return huge
+  end
   local candidate
   if value >= c.capacity then
     candidate = ts

@@ -122,7 +122,7 @@ local function expiry(full, now)
   return false
 end
 
--- One call (a group of items, decided as the core's decide_batch): the items from args[at], 17
+-- One call (a group of items, decided as the core's decide_batch): the items from args[at], 20
 -- arguments each, whose reads index refs (1-based) and refs maps to KEYS. Decides them in order
 -- over current and records what they write in pending, unless halt (a state that is not a state:
 -- nothing is decided). All or nothing, writes only when every item is granted and one writes, and
@@ -147,6 +147,7 @@ local function run_group(args, at, all, count, refs, halt)
         max_reserved = optional(at + 4), shards = number(at + 5), start = optional(at + 6),
         count = number(at + 7), reserve = args[at + 8] == '1', write = args[at + 9] == '1', now = number(at + 10),
         reads = { refs[number(at + 11)] }, fresh = { number(at + 13), number(at + 14), number(at + 15), number(at + 16) },
+        window_start = optional(at + 17), window_end = optional(at + 18), longest = optional(at + 19),
       }
       if args[at + 12] ~= '0' then c.reads[2] = refs[number(at + 12)] end
       if c.reads[1] == nil or (args[at + 12] ~= '0' and c.reads[2] == nil) then error('ratebound: item ' .. i .. ' reads no key') end
@@ -170,7 +171,7 @@ local function run_group(args, at, all, count, refs, halt)
         end
       end
     end
-    at = at + 17
+    at = at + 20
   end
   if halt or (all and not (all_ok and any_write)) then
     for i = 1, count do wrote[i] = '0' end
@@ -234,7 +235,7 @@ if ARGV[1] == 'm' then
         end
         if not handled then
           local a = at + 2
-          local args = { ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], '1', '0', ARGV[a + 11], ARGV[a + 12], '0', '0' }
+          local args = { ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], '1', '0', ARGV[a + 11], ARGV[a + 12], '0', '0', '', '', '' }
           local wrote, answers = run_group(args, 1, false, 1, { r }, false)
           reply[#reply + 1] = '"=' .. wrote .. '"'
           reply[#reply + 1] = answers[1]
@@ -242,7 +243,7 @@ if ARGV[1] == 'm' then
       end
       at = at + 15
     else
-      -- 'g': all (0/1), the item count n, the ref count k, k key indexes, then 17 arguments per item.
+      -- 'g': all (0/1), the item count n, the ref count k, k key indexes, then 20 arguments per item.
       local all, count, refs_count = ARGV[at + 1] == '1', tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
       local refs, halt = {}, false
       for j = 1, refs_count do
@@ -254,14 +255,14 @@ if ARGV[1] == 'm' then
       local wrote, answers = run_group(ARGV, at + 4 + refs_count, all, count, refs, halt)
       reply[#reply + 1] = '"=' .. wrote .. '"'
       for i = 1, count do reply[#reply + 1] = answers[i] end
-      at = at + 4 + refs_count + 17 * count
+      at = at + 4 + refs_count + 20 * count
     end
   end
 else
   -- One call: the general layout, or a compact call spelled out as a batch of one.
   local args = ARGV
   if compact then
-    args = { '1', '1', ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], '1', '0', ARGV[12], ARGV[13], '0', '0' }
+    args = { '1', '1', ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], '1', '0', ARGV[12], ARGV[13], '0', '0', '', '', '' }
   end
   local refs = {}
   for r = 1, #KEYS do

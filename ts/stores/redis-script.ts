@@ -32,21 +32,25 @@ import { LIMITS_CHECK } from "./redis-script-limits.js";
  *
  * - `KEYS[r]`: the Redis key of ref `r` (`batch.refs[r - 1]`), each read once.
  * - `ARGV[1]`: `1` all or nothing (`limitAll`), `0` each item its own call.
- * - `ARGV[2]`: the number of items `n`; then 17 arguments per item, in order:
+ * - `ARGV[2]`: the number of items `n`; then 20 arguments per item, in order:
  *   kind (0 token bucket, 1 fixed window), rate, period, capacity,
  *   maxReserved (`""`: unlimited), shards, start (`""`: none), count,
  *   reserve (0/1), write (0/1), now, the first read (a 1-based index into
  *   KEYS), the second read (0: none), and the fresh value and ts of each read
- *   (what it starts from when it has no state). Rate, capacity and
- *   maxReserved are the shard's; shards is the limit's shard count.
+ *   (what it starts from when it has no state), and for a calendar period
+ *   (`""` otherwise) the start and end of the window that holds now and the
+ *   unit's longest window, as the core computed them (the script does no
+ *   calendar arithmetic). Rate, capacity and maxReserved are the shard's;
+ *   shards is the limit's shard count; a calendar period's period is its
+ *   unit's mean length.
  * - Or, for one item on one key (a `limit` or `check` of a limit with one
- *   shard, the common call), 13 arguments: the item's fields from kind to
- *   now, then the fresh value and ts. (A batch of one decides the same all
- *   or nothing as not; the general layout has 19 or more.)
+ *   shard and a period in ms, the common call), 13 arguments: the item's
+ *   fields from kind to now, then the fresh value and ts. (A batch of one
+ *   decides the same all or nothing as not; the general layout has 22 or more.)
  * - Or many calls (a group commit): `ARGV[1]` is `m`, `ARGV[2]` the number of
  *   calls, then per call either `c`, the 1-based index of its key and the 13
  *   compact arguments, or `g`, all (0/1), its item count n, its key count k,
- *   the k indexes of its keys, and its n items of 17 arguments (their reads
+ *   the k indexes of its keys, and its n items of 20 arguments (their reads
  *   index its own keys, 1-based). Every key is read once; the calls are
  *   decided in order, each on what the earlier ones left, each as it would be
  *   alone (a corrupt state halts only the calls that read it; an error only

@@ -34,6 +34,7 @@ function harness(kind) {
     clock,
     connect: () => limiterOver((args) => t.mutation(api.settle.settle, args)),
     bare: () => limiterOver((args) => t.action(api.settle.settleWithoutTransaction, args)),
+    calendar: { connect: () => limiterOver((args) => t.mutation(api.settle.settle, args)) },
   };
 }
 

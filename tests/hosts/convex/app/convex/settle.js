@@ -4,12 +4,14 @@
 // grant travels between them as its data.
 import { ConvexError, v } from "convex/values";
 import { RateLimiter, convexStore } from "ratebound/convex";
-import { bareStore, settleLimits } from "../../../../settle/scenarios.mjs";
+import { CALENDAR_ANCHOR, bareStore, calendarLimits, settleLimits } from "../../../../settle/scenarios.mjs";
 import { internal } from "./_generated/api.js";
 import { action, mutation, query } from "./_generated/server.js";
 
 const kind = v.union(v.literal("token bucket"), v.literal("fixed window"));
-const limiterAt = (store, kind, now) => new RateLimiter(store, settleLimits(kind, 60_000), { now: () => now });
+// With the calendar quota of scenarios.calendarQuota (a fixed window whatever `kind`).
+const limits = (kind) => ({ ...settleLimits(kind, 60_000), ...calendarLimits("fixed window", CALENDAR_ANCHOR) });
+const limiterAt = (store, kind, now) => new RateLimiter(store, limits(kind), { now: () => now });
 const limitArgs = { kind, now: v.number(), name: v.string(), options: v.any() };
 const settleArgs = { kind, now: v.number(), data: v.any(), actual: v.number() };
 
