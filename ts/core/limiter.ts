@@ -5,36 +5,32 @@
  * @module
  */
 import type { RateLimitConfig, RateLimiterOptions, RateLimitResult, RateLimitStore, RateLimitValue, GrantData, SettleResult } from "./types.js";
-import { checkCount, checkFlag, checkKey, checkName, checkNow, drawMany, type Random } from "./call.js";
+import type { Random } from "./call.js";
 import type { Compiled } from "./config.js";
-import { isThenable, plan, type BatchAnswer, type Call, type Decided } from "./driver.js";
-import { runRemote } from "./remote.js";
-import { runOne } from "./run-one.js";
 import { mustBe, wrongArgument } from "./errors.js";
 import type { AcquireAllAnswer, AcquireAllOptions, AcquireOptions, AcquireRequest, Reserving } from "./acquire.js";
-import { checkOptions, limitFields, ownOptions, refusal, type LimitFields } from "./options.js";
-import { asDryRun, enforcing } from "./dry-run.js";
+import { ownOptions } from "./options.js";
 import type { BatchRequest, GetValueOptions, Inline, LimitOptions, Named, NamedLimitConfig, StoreErrorPolicy, ResetOptions, SettleOptions } from "./options.js";
-import { FailurePolicy, type FailureOptions, type FallbackLimiter, type Policy as StorePolicy } from "./failure-policy.js";
+import { FailurePolicy, type FailureOptions } from "./failure-policy.js";
 import { RefusalCache, type RefusalCacheOption } from "./refusal-cache.js";
 import type { AcquireResultOf, BatchAnswerOf, ValueResultOf, BatchOptions, CheckResultOf, LimitCallOptions, LimitName, LimitResultOf } from "./answers.js";
-import type { DecisionHook, Probe } from "./decision-hook.js";
+import type { DecisionHook } from "./decision-hook.js";
 import { checkStore } from "./store-shape.js";
 import { core } from "./engine.js";
 import { SlabStore } from "./slab-store.js";
-import { inSlab, InTable, intoTable } from "./slab-road.js";
+import { InTable, intoTable } from "./slab-road.js";
 import { compileNamed, resolveLimit, type Internals } from "./limits.js";
-import { hooked, isBatchAnswer, isDecided, only, shaped } from "./decided.js";
+import { hooked } from "./decided.js";
 import { batchCall } from "./batch-call.js";
-import { grantCall, settleGrant } from "./granting.js";
+import { settleGrant } from "./granting.js";
 import { resetKey, valueOf } from "./state-calls.js";
-import { deleteLimit, getLimit, limitRefs, setLimit, type StoredLimit, type StoredLimitOptions } from "./stored-limits.js";
+import { deleteLimit, getLimit, setLimit, type StoredLimit, type StoredLimitOptions } from "./stored-limits.js";
 import { Leases, type ConcurrencyValue, type Lease } from "./leasing.js";
+import { checkCall, decide, type Road } from "./enforce.js";
 
 // Waiting for a turn (acquire.ts), loaded by the first acquire.
 const waits = () => import("./acquire.js");
 const OPTIONS = ["now", "random", "onStoreError", "timeout", "refusalCache", "onDecision", "storedLimits"] as const;
-const NO_DRAWS: readonly number[] = Object.freeze([]);
 
 /**
  * Rate limits over a host store: every call plans the states it needs, reads
@@ -51,31 +47,17 @@ const NO_DRAWS: readonly number[] = Object.freeze([]);
  * const { ok, retryAfter } = await limiter.limit("sendMessage", { key: userId });
  */
 export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Record<string, never>, Policy extends StoreErrorPolicy = StoreErrorPolicy> {
-  /** What a call does when the store fails (`onStoreError`, `timeout`): every store call goes through it. */
-  readonly #failure: FailurePolicy;
-  readonly #store: RateLimitStore;
   readonly #now: () => number;
-  readonly #random: Random;
   /** Named limits, compiled once. */
   readonly #limits: ReadonlyMap<string, Compiled>;
   /** Named concurrency limits, and the calls on them. */
   readonly #leases: Leases;
-  /** Whether the store decides next to its data. */
-  readonly #remote: boolean;
-  /** Whether a call may go straight to the driver: the store neither decides nor has a transaction. */
-  readonly #direct: boolean;
-  /** Whether the store is a `SlabStore` (a `MemoryStore`): an unsharded `limit`/`check` on it is one crossing. */
-  readonly #slab: boolean;
-  /** On a `SlabStore`, each unsharded named limit's config and its id in the core's config table. */
-  readonly #inTable = new InTable();
-  /** Refusals repeated without asking the store (`refusalCache`), when asked for. */
-  readonly #refusals: RefusalCache | undefined;
   /** Told of every decided call (`onDecision`), when asked for. */
   readonly #onDecision: DecisionHook | undefined;
   /** What the modules that run its batches and grants take of it. */
   readonly #internals: Internals;
-  /** Whether calls on named limits read their stored limits (`storedLimits: true`). */
-  readonly #stored: boolean;
+  /** What `limit` and `check` take of it (`enforce.ts`). */
+  readonly #road: Road;
 
   /**
    * @param store The host's persistence: `read(ref)` and `write(ref, state | null)` (see `RateLimitStore`).
@@ -92,43 +74,46 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
     limits: Limits = {} as Limits,
     options: RateLimiterOptions & FailureOptions & { onStoreError?: Policy; refusalCache?: RefusalCacheOption; onDecision?: DecisionHook; storedLimits?: boolean } = {},
   ) {
-    // The failure policy takes its fields off the limits and the options (own fields only).
-    this.#failure = new FailurePolicy(store, limits, options, RateLimiter);
-    this.#store = checkStore(store);
+    // The failure policy (`onStoreError`, `timeout`) takes its fields off the limits and the options
+    // (own fields only): every store call goes through it.
+    const failure = new FailurePolicy(store, limits, options, RateLimiter);
+    const checkedStore = checkStore(store);
     const [now, random, , , refusalCache, onDecision, storedLimits] = ownOptions("RateLimiter", options, OPTIONS);
     if (storedLimits !== undefined && typeof storedLimits !== "boolean") throw wrongArgument("RateLimiter", "storedLimits", mustBe("storedLimits", "a boolean", storedLimits));
-    this.#stored = storedLimits === true;
-    if (this.#stored && typeof core.rb_limit_resolve !== "function") {
+    const stored = storedLimits === true;
+    if (stored && typeof core.rb_limit_resolve !== "function") {
       throw wrongArgument("RateLimiter", "storedLimits", "storedLimits needs the full module (ratebound.wasm): the browser's small one decides on the config in code only");
     }
     // A store that decides next to its data reads stored limits in the same round trip only when it checks them.
-    this.#remote = typeof store.decide === "function" && (!this.#stored || store.checksStoredLimits === true);
-    this.#direct = !this.#remote && typeof store.transaction !== "function";
+    const remote = typeof store.decide === "function" && (!stored || store.checksStoredLimits === true);
+    const direct = !remote && typeof store.transaction !== "function";
     // The one-crossing road decides on the config in code: a limiter that reads stored limits takes the general one.
-    this.#slab = this.#direct && store instanceof SlabStore && !this.#stored;
-    this.#refusals = RefusalCache.from(refusalCache);
+    const slab = direct && store instanceof SlabStore && !stored;
+    const refusals = RefusalCache.from(refusalCache);
     if (onDecision !== undefined && typeof onDecision !== "function") throw wrongArgument("RateLimiter", "onDecision", mustBe("onDecision", "a function", onDecision));
     this.#onDecision = onDecision as DecisionHook | undefined;
     for (const [field, value] of [["now", now], ["random", random]] as const) {
       if (value !== undefined && typeof value !== "function") throw wrongArgument("RateLimiter", field, mustBe(field, "a function", value));
     }
     this.#now = (now as (() => number) | undefined) ?? Date.now;
-    this.#random = random as Random;
     this.#internals = {
-      failure: this.#failure,
-      remote: this.#remote,
-      storedLimits: this.#stored,
-      refusals: this.#refusals,
-      random: this.#random,
+      failure,
+      remote,
+      storedLimits: stored,
+      refusals,
+      random: random as Random,
       now: () => this.#now(),
-      call: (name, given, config, write) => this.#call(name, given, config, write),
+      call: (name, given, config, write) => checkCall(this.#internals, this.#limits, name, given, config, write),
       resolve: (name, config) => resolveLimit(this.#limits, this.#leases, name, config),
     };
     // A concurrency limit goes to its own calls (`leasing.ts`); on a slab, every other one's config
     // goes into the core's config table now, once.
     this.#leases = new Leases(this.#internals);
-    this.#limits = compileNamed(this.#failure.limits as unknown, this.#leases);
-    if (this.#slab) intoTable(this.#limits, this.#inTable);
+    this.#limits = compileNamed(failure.limits as unknown, this.#leases);
+    const inTable = new InTable();
+    if (slab) intoTable(this.#limits, inTable);
+    const settle = (data: GrantData, actual: number, inline: SettleOptions | undefined) => this.settle(data, actual, inline);
+    this.#road = { internals: this.#internals, store: checkedStore, direct, slab, inTable, leases: this.#leases, settle };
   }
 
   /**
@@ -139,21 +124,6 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
    */
   get limitNames(): readonly string[] {
     return [...this.#limits.keys(), ...this.#leases.names];
-  }
-
-  /** A call's arguments, each checked once (name, key, count, reserve, config, now), and its random numbers. */
-  #call(name: unknown, given: { key?: unknown; count?: unknown; reserve?: unknown }, config: unknown, write: boolean): Call {
-    // A named limit's name was checked when the limiter was made.
-    const checked = config === undefined && typeof name === "string" && this.#limits.has(name) ? name : checkName(name);
-    const key = checkKey(checked, given.key);
-    const count = checkCount(checked, given.count);
-    const reserve = checkFlag(checked, "reserve", given.reserve);
-    const limit = this.#internals.resolve(checked, config);
-    const now = checkNow(checked, this.#now());
-    const draws = limit.draws === 0 ? NO_DRAWS : drawMany(this.#random, limit.draws);
-    // A named limit's stored limits are read with its states; an inline config is the call's own.
-    if (this.#stored && config === undefined) return { name: checked, key, limit, count, reserve, write, now, draws, records: limitRefs(checked, key) };
-    return { name: checked, key, limit, count, reserve, write, now, draws };
   }
 
   /**
@@ -179,8 +149,8 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
   /** `limit` (write) or `check`, reported to `onDecision` when there is one. */
   #observed(name: string, options: LimitOptions | undefined, write: boolean): Promise<RateLimitResult> {
     const hook = this.#onDecision;
-    if (hook === undefined) return this.#decide(name, options, write, undefined);
-    return hooked(hook, write, (recorded) => this.#decide(name, options, write, recorded));
+    if (hook === undefined) return decide(this.#road, name, options, write, undefined);
+    return hooked(hook, write, (recorded) => decide(this.#road, name, options, write, recorded));
   }
 
   /**
@@ -197,94 +167,6 @@ export class RateLimiter<Limits extends Record<string, NamedLimitConfig> = Recor
     options?: Options,
   ): Promise<CheckResultOf<Limits, Name, Options, Policy>> {
     return this.#observed(name, options, false) as Promise<CheckResultOf<Limits, Name, Options, Policy>>;
-  }
-
-  /** `limit` (write) or `check`, enforced or as a dry run (the limit's `dryRun` or the call's: `dry-run.ts`). */
-  #decide(name: string, options: LimitOptions | undefined, write: boolean, recorded: Probe | undefined): Promise<RateLimitResult> {
-    try {
-      const leased = this.#leases.decide(name, options, write);
-      if (leased !== undefined) return leased;
-      const given = limitFields(name, options);
-      const { config, policy, dryRun } = this.#failure.limitPolicy(name, given.config);
-      if (!dryRun && (given.dryRun === undefined || !checkFlag(checkName(name), "dryRun", given.dryRun))) return this.#enforce(name, options, given, config, policy, write, recorded);
-      if (recorded !== undefined) recorded.dryRun = [true];
-      return this.#enforce(name, options, enforcing(given), config, policy, write, recorded).then(asDryRun);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  /** `limit` (write) or `check`, enforced. Not an async function: a synchronous store answers with one settled Promise. */
-  #enforce(name: string, options: LimitOptions | undefined, given: LimitFields, config: unknown, policy: StorePolicy, write: boolean, recorded: Probe | undefined): Promise<RateLimitResult> {
-    try {
-      if (given.grant !== undefined) {
-        if (!write) checkOptions(name, options, ["key", "count", "reserve", "throws", "config", "figures", "dryRun"]);
-        if (checkFlag(checkName(name), "grant", given.grant)) {
-          return grantCall(this.#internals, (data, actual, inline) => this.settle(data, actual, inline), name, given, recorded) as Promise<RateLimitResult>;
-        }
-      }
-      const figures = given.figures === undefined ? false : checkFlag(typeof name === "string" ? name : "", "figures", given.figures);
-      if (this.#slab && recorded === undefined && this.#failure.isPlain(policy)) {
-        const answer = inSlab(this.#internals, this.#store as SlabStore, this.#inTable, name, given, config, write, figures);
-        if (answer !== undefined) return answer;
-      }
-      const call = this.#call(name, given, config, write);
-      const refusals = this.#refusals;
-      if (recorded === undefined && refusals === undefined && this.#direct && this.#failure.isPlain(policy)) {
-        // No transaction, no policy to apply, nothing remembered: a synchronous store is decided
-        // synchronously, and nothing is allocated for the answer but the result.
-        const answer = runOne(this.#store, call, figures);
-        if (isThenable(answer)) return answer.then((decided) => refusal(call.name, shaped(decided), given.throws));
-        return Promise.resolve(refusal(call.name, shaped(answer), given.throws));
-      }
-      // Bad input fails here, before the store is touched or a refusal is remembered, whatever the policy.
-      const planned = plan([call], true, figures);
-      if (recorded !== undefined) {
-        recorded.calls = [call];
-        recorded.policy = policy;
-      }
-      if (refusals !== undefined) {
-        const local = refusals.refuse(call, figures);
-        if (local !== undefined) {
-          if (recorded !== undefined) {
-            recorded.fromCache = true;
-            recorded.result = local;
-          }
-          return Promise.resolve(refusal(call.name, local, given.throws));
-        }
-      }
-      if (recorded !== undefined) recorded.start = performance.now();
-      const answered = (answer: Decided | BatchAnswer | RateLimitResult) => {
-        const result = isBatchAnswer(answer) ? shaped(only(answer)) : isDecided(answer) ? shaped(answer) : answer;
-        if (recorded !== undefined) {
-          recorded.end = performance.now();
-          recorded.result = result;
-          if (isBatchAnswer(answer) && answer.batchSize !== undefined) recorded.batchSize = answer.batchSize;
-        }
-        refusals?.remember(call, result);
-        return refusal(call.name, result, given.throws);
-      };
-      if (this.#direct && this.#failure.isPlain(policy)) {
-        const answer = runOne(this.#store, call, figures);
-        return isThenable(answer) ? answer.then(answered) : Promise.resolve(answered(answer));
-      }
-      // The fallback decides too (on memory), so it answers the figures asked, as the store's decision would.
-      const fallbackOptions = { key: call.key, count: given.count, reserve: given.reserve, config, ...(figures ? { figures } : {}) } as LimitOptions;
-      const fallback = (limiter: FallbackLimiter) => (write ? limiter.limit(name, fallbackOptions) : limiter.check(name, fallbackOptions));
-      // A store that cannot decide next to its data: the call joins its key's batch (`coalesce.ts`).
-      if (this.#failure.coalesces) return this.#failure.coalesce(call, figures, policy, fallback, recorded).then(answered);
-      // A sliding window is never sent to a store's port: it reads, decides and writes in the store's transaction.
-      const remote = this.#remote && !call.limit.sliding;
-      const answer = this.#failure.run<Decided | BatchAnswer | RateLimitResult>(
-        policy,
-        (store) => (remote ? runRemote(store as Required<RateLimitStore>, planned) : runOne(store, call, figures)),
-        fallback,
-        remote,
-      );
-      return answer.then(answered);
-    } catch (error) {
-      return Promise.reject(error);
-    }
   }
 
   /**

@@ -25,6 +25,16 @@ const isLimitRecord = (ref: StateRef): boolean => ref.shard >= KEY_LIMIT_SHARD;
  */
 export class LockBusy extends Error {}
 
+/** The error of a call whose every attempt found a state taken. */
+export function contended(attempt: number, cause?: unknown): SqlStoreError {
+  return new SqlStoreError(
+    "SQL_LOCK_CONTENDED",
+    `ratebound/postgres: another transaction held a state this call needed, ${attempt} times in a row; nothing was written. ` +
+      "Retry later, or shard the limit less (a sharded decision locks two shards).",
+    cause,
+  );
+}
+
 /**
  * The row of a ref (`$1`, `$2`, `$3`: its columns), with `pg_catalog`'s operators and types, so
  * that no `=` in a schema ahead on the caller's search path can pick another row.

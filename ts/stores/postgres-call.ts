@@ -73,6 +73,15 @@ export function functionError(code: string, message: unknown): Error {
   return Object.assign(new Error(`ratebound/postgres: ${String(message)}; nothing was written`), { name: "PostgresError", code });
 }
 
+/** The function's one text answer, read by `parse`; an `error …` answer rejects with its SQLSTATE. */
+export function answerOf<T>(rows: unknown[], parse: (answer: string) => T): T {
+  const answer = (rows[0] as { answer?: unknown } | undefined)?.answer;
+  if (typeof answer !== "string") throw badRow("the decision function answered with no text");
+  if (!answer.startsWith("error ")) return parse(answer);
+  const [, code = "", ...words] = answer.split(" ");
+  throw functionError(code, words.join(" "));
+}
+
 /**
  * The batch's one item when the one-item function decides it: one call (`limit` or `check`, or a
  * `limitAll` of one) on one state of a limit with one shard.

@@ -18,7 +18,7 @@
  * @module
  */
 import type { PostgresJsLike, PostgresQueryable } from "./postgres-table.js";
-import { hasMethod, invalidOption } from "./shared/sql.js";
+import { describe, hasMethod, invalidOption } from "./shared/sql.js";
 
 /**
  * A Drizzle PostgreSQL database or transaction (`drizzle(pool)`, `db.transaction(async (tx) => …)`),
@@ -184,4 +184,11 @@ function prismaConnection(db: PrismaLike): PostgresQueryable {
       }
     },
   };
+}
+
+/** What an option error says of a `db` that has no `query`: what to pass instead. */
+export function notAConnection(db: unknown): string {
+  const redis = ["evalsha", "sendCommand", "defineCommand", "eval"].some((method) => hasMethod(db, method));
+  if (redis) return "ratebound/postgres: db looks like a Redis client: pass it to redisStore(client) from ratebound/redis instead";
+  return `ratebound/postgres: db must have a query(text, params) method, like a pg Client, Pool or PGlite, or be a postgres.js sql (got ${describe(db)})`;
 }

@@ -23,14 +23,14 @@
 import { withJitter, type RateLimitStore, type RemoteAnswer, type RemoteBatch } from "ratebound";
 import { queryableOf, tableSchema, type PostgresJsLike, type PostgresQueryable } from "./postgres-table.js";
 import { quoteIdentifier } from "./postgres-decide.js";
-import { fromOrm, type PostgresOrmClient } from "./postgres-clients.js";
-import { Attempt, LockBusy, advisoryLockText, postgresColumns, postgresColumnsNow } from "./postgres-attempt.js";
+import { fromOrm, notAConnection, type PostgresOrmClient } from "./postgres-clients.js";
+import { Attempt, LockBusy, advisoryLockText, contended, postgresColumns, postgresColumnsNow } from "./postgres-attempt.js";
 import {
+  answerOf,
   badRow,
   batchParams,
   decideStatements,
   expectParam,
-  functionError,
   manyAnswers,
   manyParams,
   oneItem,
@@ -160,16 +160,6 @@ export function postgresStore(client: PostgresQueryable | PostgresPoolLike | Pos
     await new Promise((resolve) => setTimeout(resolve, withJitter(0, Math.min(100, 2 ** (attempt + 1)), options.random)));
   }
 
-  /** The error of a call whose every attempt found a state taken. */
-  function contended(attempt: number, cause?: unknown): SqlStoreError {
-    return new SqlStoreError(
-      "SQL_LOCK_CONTENDED",
-      `ratebound/postgres: another transaction held a state this call needed, ${attempt} times in a row; nothing was written. ` +
-        "Retry later, or shard the limit less (a sharded decision locks two shards).",
-      cause,
-    );
-  }
-
   let resolved: Promise<DecideStatements> | undefined;
   /** The statements once {@link statements} has them. */
   let known: DecideStatements | undefined;
@@ -261,15 +251,6 @@ export function postgresStore(client: PostgresQueryable | PostgresPoolLike | Pos
       ? [names.decideOneText, oneParams(one, columns[0]!, advisoryLockText(lockTable, batch.refs[0]!))]
       : [names.decideText, batchParams(batch, columns, lockTable)];
     return answerOf(await runDecide(text, params, one === undefined ? names.decide : names.decideOne), (answer) => parseAnswer(answer, batch));
-  }
-
-  /** The function's one text answer, read by `parse`; an `error …` answer rejects with its SQLSTATE. */
-  function answerOf<T>(rows: unknown[], parse: (answer: string) => T): T {
-    const answer = (rows[0] as { answer?: unknown } | undefined)?.answer;
-    if (typeof answer !== "string") throw badRow("the decision function answered with no text");
-    if (!answer.startsWith("error ")) return parse(answer);
-    const [, code = "", ...words] = answer.split(" ");
-    throw functionError(code, words.join(" "));
   }
 
   /** A group commit's statement: one call as it goes alone, several in one call of the many-calls function. */
@@ -399,11 +380,4 @@ export function postgresStore(client: PostgresQueryable | PostgresPoolLike | Pos
     read: (ref) => transaction((store) => Promise.resolve(store.read(ref))),
     write: (ref, state, info?: WriteInfo) => transaction(async (store) => void (await (store as Attempt).write(ref, state, info))),
   };
-}
-
-/** What an option error says of a `db` that has no `query`: what to pass instead. */
-function notAConnection(db: unknown): string {
-  const redis = ["evalsha", "sendCommand", "defineCommand", "eval"].some((method) => hasMethod(db, method));
-  if (redis) return "ratebound/postgres: db looks like a Redis client: pass it to redisStore(client) from ratebound/redis instead";
-  return `ratebound/postgres: db must have a query(text, params) method, like a pg Client, Pool or PGlite, or be a postgres.js sql (got ${describe(db)})`;
 }

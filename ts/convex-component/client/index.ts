@@ -6,30 +6,22 @@
  * concurrency limits (`limit` answers a lease's data; `release`, `extend`).
  * @module
  */
-import {
-  mutationGeneric,
-  queryGeneric,
-  type Expand,
-  type GenericDataModel,
-  type GenericQueryCtx,
-} from "convex/server";
-import { v } from "convex/values";
+import type { Expand, GenericDataModel } from "convex/server";
 import type { ComponentApi } from "../_generated/component.js";
-import {
-  getValueArgs,
-  getValueReturns,
-  type GetValueReturns,
-  type RateLimitArgs,
-  type RateLimitConfig,
-  type RateLimitError,
-  type RateLimitReturns,
-  type GetValueArgs,
-  type PendingUpdate,
+import type {
+  GetValueReturns,
+  RateLimitArgs,
+  RateLimitConfig,
+  RateLimitError,
+  RateLimitReturns,
+  GetValueArgs,
+  PendingUpdate,
 } from "../validators.js";
 
 import { checkAsynchronous, limitAsynchronous } from "./asynchronous.js";
 import { runStaleQuery, type ActionCtx, type MutationCtx, type QueryCtx, type RunMutationCtx, type RunQueryCtx } from "./ctx.js";
 import { limitWithGrant, settleGrant, type GrantData, type GrantReturns, type SettleReturns } from "./grants.js";
+import { hookAPI, type HookOpts } from "./hook.js";
 import { extendLease, isConcurrencyConfig, releaseLease, takeLease, type ConcurrencyConfig, type LeaseData, type LeaseReturns } from "./leases.js";
 
 export { calculateRateLimit, isRateLimitError, SECOND, MINUTE, HOUR, DAY, WEEK } from "ratebound";
@@ -66,18 +58,6 @@ type WithKnownNameOrInlinedConfig<Limits extends Record<string, LimitConfig>, Na
           config: RateLimitConfig;
         })
 >;
-
-/** Options of {@link RateLimiter.hookAPI}: whose limit the browser may read. */
-type HookOpts<DataModel extends GenericDataModel> = {
-  key?:
-    | string
-    | ((
-        ctx: GenericQueryCtx<DataModel>,
-        // The key the client sent, if any.
-        keyFromClient?: string,
-      ) => string | Promise<string>);
-  sampleShards?: number;
-};
 
 /** One limit of a {@link RateLimiter.limitAll} batch. */
 export type BatchRequest<Limits extends Record<string, LimitConfig>> =
@@ -342,37 +322,7 @@ export class RateLimiter<Limits extends Record<string, LimitConfig> = Record<nev
       ? [WithKnownNameOrInlinedConfig<Limits, Name, HookOpts<DataModel>>?]
       : [WithKnownNameOrInlinedConfig<Limits, Name, HookOpts<DataModel>>]
   ) {
-    return {
-      getRateLimit: queryGeneric({
-        args: getValueArgs,
-        returns: getValueReturns,
-        handler: async (ctx, args): Promise<GetValueReturns> => {
-          const finalName = args.name ?? name;
-          const { key: keyOrFn, ...rest } = (options[0] ?? {}) as HookOpts<DataModel> & { config?: RateLimitConfig };
-          let key: string | undefined;
-          if (args.key && !keyOrFn) {
-            throw new Error("To allow client-provided key, provide a `key` function in the hook options.");
-          }
-          if (typeof keyOrFn === "function") {
-            key = await keyOrFn(ctx as unknown as GenericQueryCtx<DataModel>, args.key);
-          } else if (keyOrFn !== undefined) {
-            key = keyOrFn;
-          }
-          return ctx.runQuery(this.component.lib.getValue, {
-            ...rest,
-            ...args,
-            key,
-            name: finalName,
-            config: args.config ?? this.getConfig(options[0], finalName),
-          });
-        },
-      }),
-      getServerTime: mutationGeneric({
-        args: {},
-        returns: v.number(),
-        handler: async (): Promise<number> => Date.now(),
-      }),
-    };
+    return hookAPI<DataModel>(this, name, options[0], (limit) => this.getConfig(options[0], limit));
   }
 
   /** Each request with its config: inline, or the defined limit's. */
