@@ -234,14 +234,18 @@ export class Leases {
     return write ? (leaseCall(this.#limiter, name, limit, options) as Promise<RateLimitResult>) : checkCall(this.#limiter, name, limit, options);
   }
 
+  /** `getValue`'s and `reset`'s options (only `key`), checked, and the clock's now. */
+  #keyAndNow(name: string, options: unknown): { key: string | undefined; now: number } {
+    if (options !== undefined) checkOptions(name, options, ["key"]);
+    return { key: checkKey(name, (options as { key?: unknown } | undefined)?.key), now: checkNow(name, this.#limiter.now()) };
+  }
+
   /** `getValue` on a concurrency limit: the slots held now; `undefined` for any other name. */
   value(name: string, options: unknown): Promise<ConcurrencyValue> | undefined {
     const limit = this.#limits.get(name);
     if (limit === undefined) return undefined;
     try {
-      if (options !== undefined) checkOptions(name, options, ["key"]);
-      const key = checkKey(name, (options as { key?: unknown } | undefined)?.key);
-      const now = checkNow(name, this.#limiter.now());
+      const { key, now } = this.#keyAndNow(name, options);
       return onStore(this.#limiter, name, key, (store) => heldSlots(store, name, key, limit, now)).then((held) => ({ held, max: limit.max, ts: now }));
     } catch (error) {
       return Promise.reject(error);
@@ -253,9 +257,7 @@ export class Leases {
     const limit = this.#limits.get(name);
     if (limit === undefined) return undefined;
     try {
-      if (options !== undefined) checkOptions(name, options, ["key"]);
-      const key = checkKey(name, (options as { key?: unknown } | undefined)?.key);
-      const now = checkNow(name, this.#limiter.now());
+      const { key, now } = this.#keyAndNow(name, options);
       return onStore(this.#limiter, name, key, (store) => deleteSlots(store, name, key, limit, now));
     } catch (error) {
       return Promise.reject(error);

@@ -8,6 +8,32 @@
  */
 
 /** The script from `decide_item` to its end. */
+/**
+ * The Lua that reads a stored state back, for every script that reads states: `decode(raw)`
+ * answers a `VALUE,TS` text's two numbers, or nil when it is not a state (it needs `finite`).
+ */
+export const DECODE_STATE = `local function is_number_text(text)
+  local _, last = string.find(text, '^%-?%d+')
+  if not last then return false end
+  local _, fraction = string.find(text, '^%.%d+', last + 1)
+  if fraction then last = fraction end
+  local _, exponent = string.find(text, '^e[%+%-]%d+', last + 1)
+  if exponent then last = exponent end
+  return last == #text
+end
+
+-- A stored VALUE,TS: the two numbers, or nil (not a state).
+local function decode(raw)
+  local comma = string.find(raw, ',', 1, true)
+  if not comma then return nil end
+  local value_text, ts_text = string.sub(raw, 1, comma - 1), string.sub(raw, comma + 1)
+  if not (is_number_text(value_text) and is_number_text(ts_text)) then return nil end
+  local value, ts = tonumber(value_text), tonumber(ts_text)
+  if not (finite(value) and finite(ts)) then return nil end
+  return { value, ts }
+end
+`;
+
 export const BATCHES = `-- src/limiter.rs decide_planned: ok (nil: an error), and the writes { read, value, ts }.
 local function decide_item(c, current)
   local now, count = c.now, c.count
@@ -60,27 +86,7 @@ local function decide_item(c, current)
   return true, writes, retry
 end
 
-local function is_number_text(text)
-  local _, last = string.find(text, '^%-?%d+')
-  if not last then return false end
-  local _, fraction = string.find(text, '^%.%d+', last + 1)
-  if fraction then last = fraction end
-  local _, exponent = string.find(text, '^e[%+%-]%d+', last + 1)
-  if exponent then last = exponent end
-  return last == #text
-end
-
--- A stored VALUE,TS: the two numbers, or nil (not a state).
-local function decode(raw)
-  local comma = string.find(raw, ',', 1, true)
-  if not comma then return nil end
-  local value_text, ts_text = string.sub(raw, 1, comma - 1), string.sub(raw, comma + 1)
-  if not (is_number_text(value_text) and is_number_text(ts_text)) then return nil end
-  local value, ts = tonumber(value_text), tonumber(ts_text)
-  if not (finite(value) and finite(ts)) then return nil end
-  return { value, ts }
-end
-
+${DECODE_STATE}
 -- Every key, read once: its raw text (false: absent), its state (nil: absent or not a state), and
 -- whether it holds something that is not a state (bad: nothing is decided on it or written to it).
 local raw_of, current, bad, any_bad = {}, {}, {}, false

@@ -15,29 +15,11 @@
  */
 import { FAST_PATH } from "./redis-script-fast.js";
 import { ARITHMETIC } from "./redis-script-arithmetic.js";
+import { DECODE_STATE } from "./redis-script-batch.js";
 
 const BODY = `
 -- src/concurrency.rs, next to the data.
-local function is_number_text(text)
-  local _, last = string.find(text, '^%-?%d+')
-  if not last then return false end
-  local _, fraction = string.find(text, '^%.%d+', last + 1)
-  if fraction then last = fraction end
-  local _, exponent = string.find(text, '^e[%+%-]%d+', last + 1)
-  if exponent then last = exponent end
-  return last == #text
-end
-
-local function decode(raw)
-  local comma = string.find(raw, ',', 1, true)
-  if not comma then return nil end
-  local value_text, ts_text = string.sub(raw, 1, comma - 1), string.sub(raw, comma + 1)
-  if not (is_number_text(value_text) and is_number_text(ts_text)) then return nil end
-  local value, ts = tonumber(value_text), tonumber(ts_text)
-  if not (finite(value) and finite(ts)) then return nil end
-  return { value, ts }
-end
-
+${DECODE_STATE}
 local op, now, id = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local answer, current, any_bad = {}, {}, false
 for r = 1, #KEYS do
