@@ -157,6 +157,20 @@ describe("Cloudflare D1 in workerd (Miniflare)", () => {
     assert.deepEqual(await posts("rival"), []);
     assert.equal((await rowOf("daily", "rival")).value, 9 - 3 * 0.5, "only the rival's three updates landed");
   });
+  test("a dry run through d1Store is never refused: granted calls charge as enforcing does, a would-be refusal charges nothing", async () => {
+    const dry = async () => (await route("call", { op: "limit", name: "perUser", options: { key: "dry-ada", dryRun: true, throws: true } })).result;
+    assert.deepEqual([await dry(), await dry(), await dry()], [{ ok: true, dryRun: { ok: true } }, { ok: true, dryRun: { ok: true } }, { ok: true, dryRun: { ok: true } }]);
+    // The would-be refusal is the refusal enforcing answers (a twin key, enforced).
+    const enforced = async () => (await route("call", { op: "limit", name: "perUser", options: { key: "enforced-ada" } })).result;
+    for (let call = 0; call < 3; call++) await enforced();
+    const { retryAfter } = await enforced();
+    assert.ok(retryAfter >= 28_800_000, `a third of a day at least (got ${retryAfter})`);
+    assert.deepEqual(await dry(), { ok: true, dryRun: { ok: false, retryAfter } });
+    // What enforcing left: the 3 of 3 spent, not in debt; enforced, the next call is refused.
+    assert.equal((await route("call", { op: "getValue", name: "perUser", options: { key: "dry-ada" } })).result.value, 0);
+    assert.equal((await route("call", { op: "limit", name: "perUser", options: { key: "dry-ada" } })).result.ok, false);
+  });
+
   test("a limit stored by one Worker request is obeyed by the next request's limiter, and deleteLimit restores the code's", async () => {
     const stored = (body) => route("stored", body);
     const config = { kind: "token bucket", rate: 2, period: 86_400_000 };

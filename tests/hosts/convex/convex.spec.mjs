@@ -24,6 +24,19 @@ describe("the table", () => {
   });
 });
 
+describe("dry runs in a mutation", () => {
+  test("a call's dryRun is never refused: granted calls charge as enforcing does, a would-be refusal charges nothing", async () => {
+    const t = app();
+    const ask = { name: "sendMessage", key: "ada", now, dryRun: true, throws: true };
+    expect(await t.mutation(api.limits.limit, ask)).toEqual({ ok: true, dryRun: { ok: true } });
+    expect(await t.mutation(api.limits.limit, ask)).toEqual({ ok: true, dryRun: { ok: true } });
+    expect(await t.mutation(api.limits.limit, ask)).toEqual({ ok: true, dryRun: { ok: false, retryAfter: 500 } });
+    // The state is what enforcing left: the bucket spent, not in debt (the would-be refusal wrote nothing).
+    expect((await t.query(api.limits.getValue, { name: "sendMessage", key: "ada", now })).value).toBe(0);
+    expect(await t.mutation(api.limits.limit, { name: "sendMessage", key: "ada", now: now + 500 })).toEqual({ ok: true });
+  });
+});
+
 describe("limit, check, getValue and reset through mutations and queries", () => {
   test("mutations take tokens, queries check and read the value, reset forgets", async () => {
     const t = app();

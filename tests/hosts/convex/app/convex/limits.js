@@ -23,6 +23,7 @@ const request = {
   count: v.optional(v.number()),
   reserve: v.optional(v.boolean()),
   throws: v.optional(v.boolean()),
+  dryRun: v.optional(v.boolean()),
   now: v.number(),
 };
 const refValidator = v.object({ name: v.string(), key: v.optional(v.string()), shard: v.number() });
