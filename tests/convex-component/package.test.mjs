@@ -77,7 +77,7 @@ test("every module Convex's bundler deploys from the component bundles with Conv
   const deployed = files.filter(
     (file) => file.endsWith(".js") && !file.startsWith("_generated") && file !== "schema.js" && basename(file).split(".").length === 2,
   );
-  assert.deepEqual(deployed.sort(), ["client/asynchronous.js", "client/ctx.js", "client/grants.js", "client/index.js", "client/leases.js", "grants.js", "leases.js", "lib.js", "queue.js", "references.js", "time.js", "validators.js", "worker.js"]);
+  assert.deepEqual(deployed.sort(), ["client/asynchronous.js", "client/ctx.js", "client/grants.js", "client/hook.js", "client/index.js", "client/leases.js", "grants.js", "leases.js", "lib.js", "queue.js", "references.js", "time.js", "validators.js", "worker.js"]);
   assert.ok(files.includes("react.hook.js") && files.includes("test.vitest.ts"));
   const convexRequire = createRequire(createRequire(import.meta.url).resolve("convex"));
   const { build } = convexRequire("esbuild");
