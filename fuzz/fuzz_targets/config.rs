@@ -69,9 +69,9 @@ fn fits(field: Field, rule: Rule) -> bool {
     match field {
         Field::Kind => rule == Rule::KindName,
         Field::Rate => matches!(rule, Rule::Number | Rule::PositiveFinite | Rule::RefillPerShard),
-        Field::Period => matches!(rule, Rule::Number | Rule::PositiveFinite),
+        Field::Period => matches!(rule, Rule::Number | Rule::PositiveFinite | Rule::PeriodName | Rule::CalendarOfBucket),
         Field::Capacity | Field::MaxReserved => matches!(rule, Rule::Number | Rule::FiniteNonNegative),
-        Field::Shards => matches!(rule, Rule::Number | Rule::ShardRange),
+        Field::Shards => matches!(rule, Rule::Number | Rule::ShardRange | Rule::CalendarShards),
         Field::Start => matches!(rule, Rule::StartOfBucket | Rule::StartOfWindow),
         _ => false,
     }
